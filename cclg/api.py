@@ -1,0 +1,254 @@
+"""Library operations behind the command line (and later the MCP server).
+
+Each function takes an open ``Store`` and plain values, does one job through the
+ledger, and returns records or plain dicts; the surfaces only parse and print.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from cclg import format as fmt
+from cclg.errors import NotFoundError, UsageError, ValidationError
+from cclg.lattice import INITIAL_STATUSES
+from cclg.ledger import PatchResult, create_nodes, effective_view
+from cclg.records import MemoryNode, MemoryPatch, Scope, Source, content_hash, is_valid_id, new_node
+from cclg.sessions import note_overlay
+from cclg.store import Store, read_jsonl
+
+SHORT_LINE_FIELDS = ("content", "type", "source", "key", "scope", "tags", "quote", "confidence", "priority",
+                     "provenance")
+
+
+def parse_scope(pairs: list[str] | dict[str, Any] | None) -> Scope:
+    """A scope from ``key=value`` strings or a (partial) dict; unknown keys are an error."""
+    values: dict[str, Any] = {}
+    if isinstance(pairs, dict):
+        values = dict(pairs)
+    else:
+        for pair in pairs or []:
+            key, sep, value = pair.partition("=")
+            if not sep:
+                raise UsageError(f"scope must be key=value, got {pair!r}")
+            values[key.strip()] = value.strip() or None
+    unknown = sorted(set(values) - set(fmt.SCOPE_KEYS))
+    if unknown:
+        raise UsageError(f"unknown scope key(s) {', '.join(unknown)}; use {', '.join(fmt.SCOPE_KEYS)}")
+    for key, value in values.items():
+        if value is not None and not isinstance(value, str):
+            raise UsageError(f"scope {key} must be a string or null")
+    return Scope(**values)
+
+
+def build_node(content: str, *, source: str, type: str = "memory", key: str | None = None,
+               quote: str | None = None, confidence: float = 1.0, priority: str = "normal",
+               scope: Scope | None = None, tags: list[str] | None = None,
+               created_by: str = "manual") -> MemoryNode:
+    """A new node from user-level arguments, checked like a record read from disk."""
+    if not content.strip():
+        raise UsageError("content must not be empty")
+    if not source.strip():
+        raise UsageError("a memory needs a source label (where did this come from?)")
+    if type not in fmt.NODE_TYPES:
+        raise UsageError(f"unknown type {type!r}; use one of {', '.join(fmt.NODE_TYPES)}")
+    return new_node(content, type=type, key=key or None, scope=scope, confidence=confidence,
+                    priority=priority, tags=tags, source=Source(label=source, quote=quote),
+                    metadata={"created_by": created_by})
+
+
+def add_memory(store: Store, content: str, *, source: str, reason: str | None = None, **fields: Any) -> PatchResult:
+    """``cclg add``: one new memory, written with its ``create`` patch."""
+    node = build_node(content, source=source, **fields)
+    result = create_nodes(store, [node], reason=reason or f"added from {source}", source=node.source)
+    if node.scope.session:
+        note_overlay(store, node.scope.session, node.id)
+    return result
+
+
+@dataclass
+class ImportResult:
+    patch: MemoryPatch | None
+    nodes: list[MemoryNode]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"imported": len(self.nodes), "patch_id": self.patch.id if self.patch else None,
+                "node_ids": [n.id for n in self.nodes]}
+
+
+def parse_import_line(value: Any, number: int, where: str) -> MemoryNode:
+    """One import line: a full MemoryNode record or a short ``{"content", "source", ...}`` line."""
+    if isinstance(value, dict) and "schema_version" in value:
+        node = MemoryNode.from_dict(value, where=f"{where} line {number}")
+        if node.status not in INITIAL_STATUSES:
+            raise ValidationError(f"{where} line {number}: status {node.status} cannot be imported as a new "
+                                  "memory (only current ones; move history with a .cclg container)")
+        node.metadata.setdefault("content_hash", content_hash(node.content))
+        return node
+    if not isinstance(value, dict):
+        raise ValidationError(f"{where} line {number}: must be a JSON object")
+    unknown = sorted(set(value) - set(SHORT_LINE_FIELDS))
+    if unknown:
+        raise ValidationError(f"{where} line {number}: unknown field(s) {', '.join(unknown)}")
+    provenance = value.get("provenance") if isinstance(value.get("provenance"), dict) else {}
+    source = value.get("source", provenance.get("source"))
+    content = value.get("content")
+    checks = {"content": (content, str), "source": (source, str), "type": (value.get("type", "memory"), str),
+              "key": (value.get("key"), (str, type(None))), "tags": (value.get("tags", []), list),
+              "quote": (value.get("quote", provenance.get("quote")), (str, type(None))),
+              "priority": (value.get("priority", "normal"), str),
+              "confidence": (value.get("confidence", 1.0), (int, float)),
+              "scope": (value.get("scope", {}), dict)}
+    for name, (field_value, kind) in checks.items():
+        if not isinstance(field_value, kind) or isinstance(field_value, bool):
+            raise ValidationError(f"{where} line {number}: field '{name}' has the wrong type or is missing")
+    if not all(isinstance(t, str) for t in value.get("tags", [])):
+        raise ValidationError(f"{where} line {number}: field 'tags' must be a list of strings")
+    try:
+        return build_node(content, source=source, type=value.get("type", "memory"), key=value.get("key"),
+                          quote=checks["quote"][0], confidence=float(value.get("confidence", 1.0)),
+                          priority=value.get("priority", "normal"), scope=parse_scope(value.get("scope", {})),
+                          tags=value.get("tags", []), created_by="import")
+    except (UsageError, ValidationError) as exc:
+        raise ValidationError(f"{where} line {number}: {exc}") from None
+
+
+def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>") -> ImportResult:
+    """Import memories from JSON lines, all or nothing.
+
+    Every line is checked first; if any is bad, nothing is written and the
+    ``ValidationError`` lists each bad line by number. Otherwise all nodes are
+    written under one ``create`` patch, so ``cclg rollback`` undoes the import.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{name}: not UTF-8 text ({exc})") from None
+    nodes: list[MemoryNode] = []
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            node = parse_import_line(json.loads(line), number, name)
+        except json.JSONDecodeError as exc:
+            problems.append(f"{name} line {number}: not JSON ({exc.msg})")
+            continue
+        except ValidationError as exc:
+            problems.extend(exc.problems)
+            continue
+        if node.id in seen:
+            problems.append(f"{name} line {number}: id {node.id} repeats line {seen[node.id]}")
+            continue
+        if store.node_path(node.id).exists():
+            problems.append(f"{name} line {number}: id {node.id} is already in the store")
+            continue
+        seen[node.id] = number
+        nodes.append(node)
+    if problems:
+        raise ValidationError(f"{len(problems)} bad line(s) in {name}; nothing was imported", problems)
+    if not nodes:
+        return ImportResult(patch=None, nodes=[])
+    result = create_nodes(store, nodes, reason=f"import-jsonl {name}", source=Source(label=f"import:{name}"),
+                          new_content=f"imported {len(nodes)} memories from {name}")
+    return ImportResult(patch=result.patch, nodes=nodes)
+
+
+def status(store: Store) -> dict[str, Any]:
+    """Counts of what the store holds."""
+    nodes = store.load_nodes()
+    patches = store.load_patches()
+    by_status = Counter(n.status for n in nodes.values())
+    audit = read_jsonl(store.audit_path)
+    return {
+        "root": str(store.root),
+        "format": fmt.FORMAT_ID,
+        "nodes": len(nodes),
+        "effective": len(effective_view(nodes.values(), patches)),
+        "by_status": dict(sorted(by_status.items())),
+        "patches": len(patches),
+        "edges": len(store.record_files("edges")),
+        "sessions": len(store.record_files("sessions")),
+        "raw_files": sum(1 for p in (store.root / "raw").iterdir() if not p.name.startswith(".")),
+        "audit_records": len(audit.records),
+        "last_change": patches[-1].created_at if patches else None,
+    }
+
+
+def history(store: Store, *, node_id: str | None = None, limit: int | None = None) -> list[MemoryPatch]:
+    """Patches newest first, optionally only those touching ``node_id``."""
+    if node_id is not None:
+        store.node_path(node_id)  # validates the id
+    patches = store.load_patches()
+    if node_id is not None:
+        patches = [p for p in patches
+                   if node_id in p.target_ids or node_id in p.new_node_ids or node_id in p.prior_states]
+    patches.reverse()
+    return patches[:limit] if limit else patches
+
+
+def patch_diff(store: Store, patch_id: str) -> dict[str, Any]:
+    """What a patch changed: each target's status move and a content diff old -> new."""
+    patch = store.read_patch(patch_id)
+    nodes = {node_id: _read_optional(store, node_id) for node_id in [*patch.target_ids, *patch.new_node_ids]}
+    changes = []
+    for node_id in patch.target_ids:
+        node = nodes[node_id]
+        changes.append({"id": node_id, "before": patch.prior_states.get(node_id),
+                        "now": node.status if node else None})
+    diffs = []
+    for new_id_ in patch.new_node_ids:
+        new = nodes[new_id_]
+        for old_id in patch.target_ids:
+            old = nodes[old_id]
+            if old is None or new is None:
+                continue
+            lines = difflib.unified_diff(old.content.splitlines(), new.content.splitlines(),
+                                         fromfile=old_id, tofile=new_id_, lineterm="")
+            diffs.append("\n".join(lines))
+    return {"patch": patch.to_dict(), "status_changes": changes,
+            "new_nodes": [nodes[n].to_dict() for n in patch.new_node_ids if nodes[n] is not None],
+            "content_diff": diffs}
+
+
+def _read_optional(store: Store, node_id: str) -> MemoryNode | None:
+    try:
+        return store.read_node(node_id)
+    except NotFoundError:
+        return None
+
+
+def cite(store: Store, node_id: str) -> dict[str, Any]:
+    """Provenance of one memory: source, quote, raw spans with their text, and its patch history."""
+    node = store.read_node(node_id)
+    spans = []
+    for span in node.source.raw_spans:
+        text = None
+        raw_path = (store.root / "raw" / str(span.get("source_id", ""))).resolve()
+        if raw_path.parent == (store.root / "raw").resolve() and raw_path.is_file():
+            content = raw_path.read_bytes().decode("utf-8", errors="replace")
+            text = content[span["char_start"]:span["char_end"]]
+        spans.append({**span, "text": text})
+    return {
+        "id": node.id, "status": node.status, "content": node.content,
+        "source": node.source.to_dict(), "raw_spans": spans,
+        "created_by_patch": next((p.id for p in history(store, node_id=node_id) if node_id in p.new_node_ids), None),
+        "patches": [p.id for p in history(store, node_id=node_id)],
+        "relations": {k: v for k, v in node.relations.items() if v},
+    }
+
+
+def resolve_node_id(store: Store, text: str) -> str:
+    """Accept a full id, or a unique prefix of one (``mem_01jq`` style)."""
+    if is_valid_id(text, "mem") and store.node_path(text).exists():
+        return text
+    matches = [p.stem for p in store.record_files("nodes") if p.stem.startswith(text)] if text.startswith("mem_") else []
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise UsageError(f"{text} matches {len(matches)} memories; give more of the id")
+    raise NotFoundError(f"no memory {text} in {store.root}")

@@ -1,0 +1,404 @@
+"""The ``cclg`` command line: a thin click layer over the library.
+
+Each command opens the store, calls one library function and prints the result:
+TOML for people (``--json`` for programs). Errors from the library are turned
+into a message on stderr and an exit code in one place, ``CclgGroup.invoke``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cclg import __version__, api, doctor, ledger, search
+from cclg import format as fmt
+from cclg.errors import CclgError, UsageError, ValidationError
+from cclg.pack import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, compile_pack, render, to_toml
+from cclg.records import Source
+from cclg.store import Store
+
+
+class CclgGroup(click.Group):
+    """Turns library errors into ``error: ...`` on stderr and the error's exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CclgError as exc:
+            click.echo(f"error: {exc}", err=True)
+            if isinstance(exc, ValidationError) and len(exc.problems) > 1:
+                for problem in exc.problems:
+                    click.echo(f"  {problem}", err=True)
+            ctx.exit(exc.exit_code)
+        except BrokenPipeError:
+            ctx.exit(0)
+
+
+def _store(ctx: click.Context) -> Store:
+    root: str | None = ctx.obj["root"]
+    return Store.open(root)
+
+
+def _emit(data: Any, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+    else:
+        click.echo(to_toml(data if isinstance(data, dict) else {"items": data}).rstrip("\n"))
+
+
+def _read_input(value: str) -> bytes:
+    """The bytes of a file, or of stdin for ``-``."""
+    if value == "-":
+        return sys.stdin.buffer.read()
+    path = Path(value)
+    if not path.is_file():
+        raise UsageError(f"no such file: {value}")
+    return path.read_bytes()
+
+
+def _text_arg(value: str) -> str:
+    return sys.stdin.read() if value == "-" else value
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of TOML.")
+
+
+@click.group(cls=CclgGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--root", envvar="CCLG_HOME", type=click.Path(file_okay=False),
+              help="Store folder. Default: $CCLG_HOME, else ~/.cclg.")
+@click.version_option(__version__, prog_name="cclg")
+@click.pass_context
+def cli(ctx: click.Context, root: str | None) -> None:
+    """cclg: local-first memory for coding agents.
+
+    Evidence is kept verbatim in raw/, memories are small JSON records that
+    change only through recorded patches, and `cclg pack` compiles what is
+    current and relevant into a compact context pack.
+
+    Start with `cclg init`, then `cclg add`, `cclg pack`, `cclg doctor`.
+    """
+    ctx.obj = {"root": root}
+
+
+@cli.command()
+@click.pass_context
+def init(ctx: click.Context) -> None:
+    """Create a store (safe to run again).
+
+    Example: cclg --root ./memory init
+    """
+    store, created = Store.init(ctx.obj["root"])
+    click.echo(f"{'created' if created else 'already a store:'} {store.root}")
+
+
+@cli.command()
+@click.option("--content", required=True, help="The memory, one self-contained statement ('-' reads stdin).")
+@click.option("--source", required=True, help="Where it came from: a label such as user, doc:README.md, session:ID.")
+@click.option("--type", "type_", default="memory", show_default=True, type=click.Choice(fmt.NODE_TYPES),
+              help="Kind of memory.")
+@click.option("--key", help="Stable key: memories sharing a key collapse to the narrowest scope.")
+@click.option("--quote", help="The words of the source this memory rests on.")
+@click.option("--confidence", type=click.FloatRange(0, 1), default=1.0, show_default=True)
+@click.option("--priority", default="normal", show_default=True, help="low, normal, high, ...")
+@click.option("--scope", multiple=True, metavar="KEY=VALUE",
+              help=f"Scope ({', '.join(fmt.SCOPE_KEYS)}); repeatable.")
+@click.option("--tag", multiple=True, help="A tag; repeatable.")
+@json_option
+@click.pass_context
+def add(ctx: click.Context, content: str, source: str, type_: str, key: str | None, quote: str | None,
+        confidence: float, priority: str, scope: tuple[str, ...], tag: tuple[str, ...], as_json: bool) -> None:
+    """Add a memory (written with its `create` patch).
+
+    Example: cclg add --type project_decision --content "Tests run with pytest -q" --source user --key test.command
+    """
+    result = api.add_memory(_store(ctx), _text_arg(content), source=source, type=type_, key=key, quote=quote,
+                            confidence=confidence, priority=priority, scope=api.parse_scope(list(scope)),
+                            tags=list(tag))
+    _emit(result.new_nodes[0].to_dict(), as_json)
+
+
+@cli.command()
+@click.argument("path")
+@click.option("--name", help="File name to keep the evidence under (default: the file's name, or 'stdin').")
+@json_option
+@click.pass_context
+def raw(ctx: click.Context, path: str, name: str | None, as_json: bool) -> None:
+    """Keep a file (or stdin, '-') verbatim as raw evidence; never overwrites.
+
+    Example: cclg raw notes/meeting.md
+    """
+    data = _read_input(path)
+    stored, written = _store(ctx).write_raw(data, name or ("stdin" if path == "-" else Path(path).name))
+    _emit({"path": stored, "bytes": len(data), "written": written}, as_json)
+
+
+@cli.command("import-jsonl")
+@click.argument("path")
+@json_option
+@click.pass_context
+def import_jsonl(ctx: click.Context, path: str, as_json: bool) -> None:
+    """Import memories from JSON lines ('-' reads stdin), all or nothing.
+
+    Each line is a full MemoryNode record or a short line such as
+    {"content": "...", "source": "label", "type": "...", "key": "...", "scope": {...}, "tags": [...]}.
+    Bad lines are reported by number and nothing is written.
+
+    Example: cclg import-jsonl seed.jsonl
+    """
+    result = api.import_jsonl(_store(ctx), _read_input(path), name="stdin" if path == "-" else Path(path).name)
+    _emit(result.to_dict(), as_json)
+
+
+@cli.command()
+@click.argument("operation", type=click.Choice(fmt.PATCH_OPERATIONS))
+@click.option("--target", "targets", multiple=True, help="Memory id to change (repeatable); for rollback, a patch id.")
+@click.option("--content", "contents", multiple=True, help="New content (repeat for split; '-' reads stdin).")
+@click.option("--reason", required=True, help="Why: kept in the patch for the audit trail.")
+@click.option("--source", default="manual", show_default=True, help="Source label of the change.")
+@click.option("--confidence", type=click.FloatRange(0, 1), default=1.0, show_default=True)
+@json_option
+@click.pass_context
+def patch(ctx: click.Context, operation: str, targets: tuple[str, ...], contents: tuple[str, ...], reason: str,
+          source: str, confidence: float, as_json: bool) -> None:
+    """Change memories through the ledger: OPERATION is one of the thirteen patch operations.
+
+    update, supersede, refine, expand, narrow, merge, split and resolve_conflict
+    write new memories and retire the targets; expire, deprecate and forget only
+    retire; create adds; rollback undoes a patch (give its id as --target).
+
+    Example: cclg patch refine --target mem_01... --content "Tests run with pytest -q -x" --reason "stop on first failure"
+    """
+    store = _store(ctx)
+    texts = [_text_arg(c) for c in contents]
+    if operation == "rollback":
+        if len(targets) != 1:
+            raise UsageError("rollback takes exactly one --target: the id of the patch to undo")
+        result = ledger.rollback(store, targets[0], reason=reason, source=Source(label=source))
+    elif operation == "create":
+        if len(texts) != 1 or targets:
+            raise UsageError("create takes one --content and no --target")
+        result = api.add_memory(store, texts[0], source=source, reason=reason, confidence=confidence)
+    else:
+        ids = [api.resolve_node_id(store, t) for t in targets]
+        result = ledger.apply_patch(store, operation, ids, reason=reason, contents=texts,
+                                    source=Source(label=source), confidence=confidence)
+    _emit(result.to_dict(), as_json)
+
+
+@cli.command()
+@click.argument("memory_id")
+@click.option("--reason", default="forgotten at the user's request", show_default=True)
+@json_option
+@click.pass_context
+def forget(ctx: click.Context, memory_id: str, reason: str, as_json: bool) -> None:
+    """Retire a memory for good (a `forget` patch; undo with `cclg rollback`).
+
+    Example: cclg forget mem_01... --reason "no longer true"
+    """
+    store = _store(ctx)
+    result = ledger.apply_patch(store, "forget", [api.resolve_node_id(store, memory_id)], reason=reason)
+    _emit(result.to_dict(), as_json)
+
+
+@cli.command()
+@click.argument("patch_id")
+@click.option("--reason", default="", help="Why (default: 'rollback of PATCH_ID').")
+@json_option
+@click.pass_context
+def rollback(ctx: click.Context, patch_id: str, reason: str, as_json: bool) -> None:
+    """Undo a patch: restore the statuses it recorded, discard the memories it wrote.
+
+    Example: cclg rollback patch_01...
+    """
+    result = ledger.rollback(_store(ctx), patch_id, reason=reason)
+    _emit(result.to_dict(), as_json)
+
+
+@cli.command()
+@json_option
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Summarise the store: memories by status, patches, sessions, raw files."""
+    _emit(api.status(_store(ctx)), as_json)
+
+
+@cli.command()
+@click.argument("memory_id")
+@json_option
+@click.pass_context
+def show(ctx: click.Context, memory_id: str, as_json: bool) -> None:
+    """Print one memory record.
+
+    Example: cclg show mem_01...
+    """
+    store = _store(ctx)
+    _emit(store.read_node(api.resolve_node_id(store, memory_id)).to_dict(), as_json)
+
+
+@cli.command()
+@click.option("--memory", "memory_id", help="Only patches touching this memory.")
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many patches.")
+@json_option
+@click.pass_context
+def log(ctx: click.Context, memory_id: str | None, limit: int | None, as_json: bool) -> None:
+    """The patch ledger, newest first.
+
+    Example: cclg log --memory mem_01... --limit 5
+    """
+    store = _store(ctx)
+    node_id = api.resolve_node_id(store, memory_id) if memory_id else None
+    patches = api.history(store, node_id=node_id, limit=limit)
+    if as_json:
+        _emit([p.to_dict() for p in patches], True)
+        return
+    for p in patches:
+        line = f"{p.id}  {p.created_at}  {p.operation:<16} {', '.join(p.target_ids) or '-'}"
+        if p.new_node_ids:
+            line += f" -> {', '.join(p.new_node_ids[:3])}{' ...' if len(p.new_node_ids) > 3 else ''}"
+        click.echo(f"{line}\n    {p.reason}")
+
+
+@cli.command()
+@click.argument("patch_id")
+@json_option
+@click.pass_context
+def diff(ctx: click.Context, patch_id: str, as_json: bool) -> None:
+    """What a patch changed: status moves and a content diff.
+
+    Example: cclg diff patch_01...
+    """
+    result = api.patch_diff(_store(ctx), patch_id)
+    if as_json:
+        _emit(result, True)
+        return
+    p = result["patch"]
+    click.echo(f"{p['id']} {p['operation']} at {p['created_at']}\nreason: {p['reason']}")
+    for change in result["status_changes"]:
+        click.echo(f"  {change['id']}: {change['before'] or '?'} -> {change['now'] or 'missing'}")
+    for node in result["new_nodes"]:
+        click.echo(f"  + {node['id']} ({node['status']})")
+    for text in result["content_diff"]:
+        click.echo(text)
+
+
+@cli.command()
+@click.argument("memory_id")
+@json_option
+@click.pass_context
+def cite(ctx: click.Context, memory_id: str, as_json: bool) -> None:
+    """Where a memory came from: source, quote, raw evidence, patches.
+
+    Example: cclg cite mem_01...
+    """
+    store = _store(ctx)
+    _emit(api.cite(store, api.resolve_node_id(store, memory_id)), as_json)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@json_option
+def validate(paths: tuple[Path, ...], as_json: bool) -> None:
+    """Check record files (or folders of them) against cclg.format.v0.1.
+
+    Example: cclg validate ~/.cclg/nodes
+    """
+    checked, findings = doctor.validate_paths(list(paths))
+    if as_json:
+        _emit({"checked": checked, "ok": not findings, "findings": [f.to_dict() for f in findings]}, True)
+    else:
+        for f in findings:
+            click.echo(f"{f.path}: {f.message}")
+        click.echo(f"{checked} file(s) checked, {len(findings)} problem(s)")
+    if findings:
+        sys.exit(ValidationError.exit_code)
+
+
+@cli.command("doctor")
+@click.option("--repair", is_flag=True, help="First fix what needs no judgement (torn log lines, orphan temp "
+                                             "files, statuses the ledger disagrees with).")
+@json_option
+@click.pass_context
+def doctor_command(ctx: click.Context, repair: bool, as_json: bool) -> None:
+    """Check the whole store: records, hashes, ids, the patch ledger, logs.
+
+    Exits 1 when there are findings. Example: cclg doctor --json
+    """
+    store = _store(ctx)
+    actions = doctor.repair(store) if repair else []
+    report = doctor.diagnose(store)
+    if as_json:
+        _emit({**report.to_dict(), "repairs": actions}, True)
+    else:
+        for action in actions:
+            click.echo(f"repaired: {action}")
+        counts = ", ".join(f"{v} {k}" for k, v in report.counts.items())
+        click.echo(f"store {report.root}: {counts}")
+        for f in report.findings:
+            click.echo(f"[{f.check}] {f.path}: {f.message}")
+        click.echo("ok: no findings" if report.ok else f"{len(report.findings)} finding(s)")
+    if not report.ok:
+        sys.exit(1)
+
+
+@cli.command("search")
+@click.argument("query")
+@click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--session-id", help="Include this session's overlay memories.")
+@click.option("--status", help="Search memories of this status instead of current truth ('all' for every one).")
+@json_option
+@click.pass_context
+def search_command(ctx: click.Context, query: str, limit: int, session_id: str | None, status: str | None,
+                   as_json: bool) -> None:
+    """Search current memories (only the effective view unless --status says otherwise).
+
+    Example: cclg search "pytest command"
+    """
+    if status is not None and status != "all" and status not in fmt.NODE_STATUSES:
+        raise UsageError(f"unknown status {status!r}; use all or one of {', '.join(fmt.NODE_STATUSES)}")
+    hits = search.search(_store(ctx), query, limit=limit, session_id=session_id, status=status)
+    if as_json:
+        _emit([h.to_dict() for h in hits], True)
+        return
+    for h in hits:
+        click.echo(f"{h.score:.2f}  {h.node.id}  [{h.node.status}] {h.node.content}")
+    if not hits:
+        click.echo("no matches")
+
+
+@cli.command("pack")
+@click.option("--query", default="", help="The task at hand; empty for the most recent memories.")
+@click.option("--session-id", help="Include this session's overlay memories.")
+@click.option("--max-nodes", type=click.IntRange(min=0), default=DEFAULT_MAX_NODES, show_default=True)
+@click.option("--max-chars", type=click.IntRange(min=0), default=DEFAULT_MAX_CHARS, show_default=True)
+@click.option("--format", "style", type=click.Choice(["toml", "json", "markdown"]), default="toml",
+              show_default=True)
+@click.pass_context
+def pack_command(ctx: click.Context, query: str, session_id: str | None, max_nodes: int, max_chars: int,
+                 style: str) -> None:
+    """Compile the ActiveMemoryPack: current memories for a task, retired ones listed apart.
+
+    Example: cclg pack --query "how do I run the tests" --format markdown
+    """
+    pack = compile_pack(_store(ctx), query, session_id=session_id, max_nodes=max_nodes, max_chars=max_chars)
+    click.echo(render(pack, style).rstrip("\n"))
+
+
+@cli.command("demo-store")
+@click.argument("path", type=click.Path(file_okay=False, path_type=Path))
+def demo_store_command(path: Path) -> None:
+    """Write the demo store (fixed ids and timestamps) into an empty folder PATH.
+
+    Example: cclg demo-store ./demo-store
+    """
+    from cclg.demo import build_demo_store
+
+    build_demo_store(path)
+    click.echo(f"wrote the demo store to {path}")
+
+
+def main() -> None:
+    cli(prog_name="cclg")

@@ -1,0 +1,237 @@
+"""`cclg doctor` and `cclg validate`: find everything wrong with a store, all at once.
+
+``diagnose`` runs every check of the contract's ``[validation]`` table, plus the
+content hashes, a replay of the patch ledger (a node whose status disagrees with
+its patches was edited around the lattice, or a patch was interrupted), the
+health of the logs (unreadable lines, torn last lines) and temp files left by
+killed writers. It reads and never writes. ``repair`` fixes what can be fixed
+without judgement: it sets torn log tails aside, removes orphan temp files, and
+gives nodes the status their patches say they have.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cclg import format as fmt
+from cclg.errors import CclgError, UnknownPatchOperationError, ValidationError
+from cclg.lattice import LIVE_STATUSES
+from cclg.ledger import effective_view, expected_statuses, retired_ids
+from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Session, content_hash
+from cclg.store import Store, audit_record, read_jsonl
+
+CHECKS = dict(enumerate(fmt.DOCTOR_CHECKS))
+SCHEMA = CHECKS[0]
+SOURCE = CHECKS[1]
+RELATIONS = CHECKS[2]
+PATCH_IDS = CHECKS[3]
+EDGE_IDS = CHECKS[4]
+SUPERSEDES = CHECKS[5]
+SUPPRESSED = CHECKS[6]
+HASH = "content hash matches content"
+LEDGER = "node status agrees with the patch ledger"
+LOGS = "logs hold whole JSON lines"
+TEMP = "no temp files left by interrupted writes"
+
+PARSERS: dict[str, Any] = {
+    fmt.NODE_SCHEMA: MemoryNode.from_dict,
+    fmt.PATCH_SCHEMA: MemoryPatch.from_dict,
+    fmt.EDGE_SCHEMA: MemoryEdge.from_dict,
+    fmt.SESSION_SCHEMA: Session.from_dict,
+}
+FOLDER_SCHEMA = {"nodes": fmt.NODE_SCHEMA, "patches": fmt.PATCH_SCHEMA, "edges": fmt.EDGE_SCHEMA,
+                 "sessions": fmt.SESSION_SCHEMA}
+
+
+@dataclass
+class Finding:
+    check: str
+    path: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"check": self.check, "path": self.path, "message": self.message}
+
+
+@dataclass
+class Report:
+    root: str
+    counts: dict[str, int]
+    findings: list[Finding]
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"root": self.root, "ok": self.ok, "counts": self.counts,
+                "findings": [f.to_dict() for f in self.findings]}
+
+
+def _load(store: Store, folder: str, findings: list[Finding]) -> list[Any]:
+    records = []
+    parse = PARSERS[FOLDER_SCHEMA[folder]]
+    for path in store.record_files(folder):
+        where = store.relative(path)
+        try:
+            data = json.loads(path.read_bytes())
+        except (ValueError, UnicodeDecodeError) as exc:
+            findings.append(Finding(SCHEMA, where, f"not valid JSON: {exc}"))
+            continue
+        try:
+            record = parse(data, where)
+        except ValidationError as exc:
+            findings.extend(Finding(SCHEMA, where, p.removeprefix(f"{where}: ")) for p in exc.problems)
+            continue
+        if path.stem != record.id:
+            findings.append(Finding(SCHEMA, where, f"holds id {record.id!r}, not the id its file name says"))
+        records.append(record)
+    return records
+
+
+def diagnose(store: Store) -> Report:
+    """Every finding about ``store``; an empty list means the store is healthy."""
+    findings: list[Finding] = []
+    nodes: dict[str, MemoryNode] = {n.id: n for n in _load(store, "nodes", findings)}
+    patches: list[MemoryPatch] = _load(store, "patches", findings)
+    edges: list[MemoryEdge] = _load(store, "edges", findings)
+    sessions: list[Session] = _load(store, "sessions", findings)
+    patch_ids = {p.id for p in patches}
+
+    for node in nodes.values():
+        where = f"nodes/{node.id}.json"
+        stored = node.stored_hash
+        if stored is not None and stored != content_hash(node.content):
+            findings.append(Finding(HASH, where, f"metadata.content_hash {stored} does not match the content "
+                                                 f"({content_hash(node.content)}): content changed by hand?"))
+        if node.status == "active" and not node.source.label and not node.source.raw_spans:
+            findings.append(Finding(SOURCE, where, "active memory has neither a source label nor a raw span"))
+        for kind, ids in node.relations.items():
+            for other in ids:
+                if other not in nodes:
+                    findings.append(Finding(RELATIONS, where, f"relations.{kind} names {other}, which does not exist"))
+        if node.status in LIVE_STATUSES:
+            for old in node.relations["supersedes"]:
+                if old in nodes and nodes[old].status in LIVE_STATUSES:
+                    findings.append(Finding(SUPERSEDES, where, f"supersedes {old}, which is still {nodes[old].status}"))
+
+    for patch in patches:
+        where = f"patches/{patch.id}.json"
+        for field_name in ("target_ids", "new_node_ids"):
+            for node_id in getattr(patch, field_name):
+                if node_id not in nodes:
+                    findings.append(Finding(PATCH_IDS, where, f"{field_name} names {node_id}, which does not exist"))
+        if patch.rollback_of and patch.rollback_of not in patch_ids:
+            findings.append(Finding(PATCH_IDS, where, f"rollback_of names {patch.rollback_of}, which does not exist"))
+
+    for edge in edges:
+        where = f"edges/{edge.id}.json"
+        for end, node_id in (("from", edge.from_id), ("to", edge.to_id)):
+            if node_id not in nodes:
+                findings.append(Finding(EDGE_IDS, where, f"'{end}' names {node_id}, which does not exist"))
+        if edge.source_patch_id is not None and edge.source_patch_id not in patch_ids:
+            findings.append(Finding(EDGE_IDS, where, f"source_patch_id names {edge.source_patch_id}, "
+                                                     "which does not exist"))
+
+    findings.extend(_ledger_findings(nodes, patches))
+    findings.extend(_log_findings(store))
+    for path in store.orphan_temp_files():
+        findings.append(Finding(TEMP, store.relative(path), "left by a write that was killed; "
+                                                            "`cclg doctor --repair` removes it"))
+    counts = {"nodes": len(nodes), "patches": len(patches), "edges": len(edges), "sessions": len(sessions),
+              "raw": sum(1 for p in (store.root / "raw").glob("*") if not p.name.startswith("."))}
+    return Report(root=str(store.root), counts=counts, findings=findings)
+
+
+def _ledger_findings(nodes: dict[str, MemoryNode], patches: list[MemoryPatch]) -> list[Finding]:
+    findings = []
+    try:
+        expected = expected_statuses(nodes, patches)
+        retired = retired_ids(patches)
+    except UnknownPatchOperationError as exc:
+        return [Finding(LEDGER, "patches/", str(exc))]
+    for node_id, allowed in expected.items():
+        node = nodes.get(node_id)
+        if node is not None and node.status not in allowed:
+            findings.append(Finding(LEDGER, f"nodes/{node_id}.json",
+                                    f"status is {node.status} but its patches leave it "
+                                    f"{' or '.join(sorted(allowed))}: edited by hand or an interrupted patch "
+                                    "(`cclg doctor --repair` restores the ledger's status)"))
+    overlays = {n.scope.session for n in nodes.values() if n.status == "active_session" and n.scope.session}
+    session_ids = [None, *sorted(overlays)]
+    for session_id in session_ids:
+        for node in effective_view(nodes.values(), patches, session_id=session_id):
+            if node.id in retired or node.status not in LIVE_STATUSES:
+                findings.append(Finding(SUPPRESSED, f"nodes/{node.id}.json",
+                                        "a retired memory would be served as current truth"))
+    return findings
+
+
+def _log_findings(store: Store) -> list[Finding]:
+    findings = []
+    for log in store.logs():
+        where = store.relative(log)
+        contents = read_jsonl(log)
+        for number, problem in contents.bad_lines:
+            findings.append(Finding(LOGS, where, f"line {number}: {problem}"))
+        if contents.torn_tail:
+            findings.append(Finding(LOGS, where, f"the last line ({len(contents.torn_tail)} bytes) has no newline: "
+                                                 "left by a killed writer; `cclg doctor --repair` sets it aside"))
+    return findings
+
+
+def repair(store: Store) -> list[str]:
+    """Fix what needs no judgement; returns what was done."""
+    actions = store.recover()
+    with store.lock():
+        nodes = store.load_nodes()
+        expected = expected_statuses(nodes, store.load_patches())
+        fixed = []
+        for node_id, allowed in sorted(expected.items()):
+            node = nodes.get(node_id)
+            if node is None or node.status in allowed or len(allowed) != 1:
+                continue
+            (status,) = allowed
+            fixed.append(f"set {node_id} from {node.status} to {status}, as its patches say")
+            node.status = status
+            store.write_node(node)
+        if fixed:
+            store.audit_many([audit_record("repair_applied", actions=fixed)])
+    return actions + fixed
+
+
+def validate_paths(paths: list[Path]) -> tuple[int, list[Finding]]:
+    """Check record files (folders are searched for ``*.json``). Returns (files checked, findings)."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*.json") if not p.name.startswith(".")))
+        else:
+            files.append(path)
+    findings = []
+    for path in files:
+        where = str(path)
+        try:
+            data = json.loads(path.read_bytes())
+        except FileNotFoundError:
+            findings.append(Finding(SCHEMA, where, "no such file"))
+            continue
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            findings.append(Finding(SCHEMA, where, f"not valid JSON: {exc}"))
+            continue
+        schema = data.get("schema_version") if isinstance(data, dict) else None
+        parse = PARSERS.get(schema) if isinstance(schema, str) else None
+        if parse is None:
+            if schema == fmt.STORE_SCHEMA:
+                continue
+            findings.append(Finding(SCHEMA, where, f"schema_version {schema!r} is not a record of {fmt.FORMAT_ID}"))
+            continue
+        try:
+            parse(data, where)
+        except CclgError as exc:
+            problems = exc.problems if isinstance(exc, ValidationError) else [str(exc)]
+            findings.extend(Finding(SCHEMA, where, p.removeprefix(f"{where}: ")) for p in problems)
+    return len(files), findings

@@ -1,0 +1,98 @@
+"""The status lattice and the rules of each patch operation, written down once.
+
+``TRANSITIONS`` is the whole lattice: for each node status, the statuses a patch
+may move it to. Every other check is derived from it: an operation accepts a
+target exactly when the target's status may move to the status that operation
+gives its targets. ``discarded`` and ``forgotten`` have no way out: only a
+rollback of the patch that put a node there brings it back.
+
+``RULES`` says, for each of the thirteen operations of the contract, what it does
+to its targets, how many new nodes it writes, and which edge and relation link a
+new node to its targets. An operation outside the closed set is an error
+(``UnknownPatchOperationError``), never a silent no-op: a reader that guessed
+"unknown means harmless" could bring a retired fact back to life.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cclg import format as fmt
+from cclg.errors import UnknownPatchOperationError
+
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "active": frozenset({"superseded", "deprecated", "expired", "forgotten", "conflict_pending"}),
+    "active_session": frozenset({"superseded", "expired", "forgotten", "discarded", "promoted"}),
+    "pending": frozenset({"active", "superseded", "deprecated", "expired", "forgotten", "discarded"}),
+    "pending_promotion": frozenset({"promoted", "discarded", "forgotten"}),
+    "conflict_pending": frozenset({"active", "superseded", "deprecated", "expired", "forgotten"}),
+    "superseded": frozenset({"forgotten"}),
+    "deprecated": frozenset({"forgotten"}),
+    "expired": frozenset({"forgotten"}),
+    "promoted": frozenset({"forgotten"}),
+    "discarded": frozenset(),
+    "forgotten": frozenset(),
+}
+
+# Statuses a node may have without any patch having touched it.
+INITIAL_STATUSES = frozenset({"active", "active_session", "pending", "pending_promotion", "conflict_pending"})
+# Statuses a node may be read as current truth in.
+LIVE_STATUSES = frozenset({"active", "active_session"})
+TERMINAL_STATUSES = frozenset(status for status, moves in TRANSITIONS.items() if not moves)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What one patch operation does."""
+
+    target_status: str | None  # where targets go; None: targets keep their status
+    new_nodes: str  # "none", "one" or "many" (two or more)
+    edge: str | None = None  # edge kind from each new node to each target
+    relation: str | None = None  # relation kind a new node gets besides ``supersedes``
+    min_targets: int = 1
+    max_targets: int | None = None
+
+    @property
+    def retiring(self) -> bool:
+        return self.target_status is not None
+
+
+RULES: dict[str, Rule] = {
+    "create": Rule(None, "one", min_targets=0, max_targets=0),
+    "update": Rule("superseded", "one", edge="supersedes"),
+    "supersede": Rule("superseded", "one", edge="supersedes"),
+    "refine": Rule("superseded", "one", edge="refines", relation="refines"),
+    "expand": Rule("superseded", "one", edge="expands", relation="expands"),
+    "narrow": Rule("superseded", "one", edge="narrows", relation="narrows"),
+    "merge": Rule("superseded", "one", edge="derived_from", relation="derived_from", min_targets=2),
+    "split": Rule("superseded", "many", edge="derived_from", relation="derived_from", max_targets=1),
+    "resolve_conflict": Rule("superseded", "one", edge="resolves"),
+    "expire": Rule("expired", "none"),
+    "deprecate": Rule("deprecated", "none"),
+    "forget": Rule("forgotten", "none"),
+    "rollback": Rule(None, "none"),
+}
+
+RETIRING_OPERATIONS = frozenset(op for op, rule in RULES.items() if rule.retiring)
+
+
+def rule_for(operation: str) -> Rule:
+    """The rule of ``operation``; ``UnknownPatchOperationError`` outside the closed set."""
+    try:
+        return RULES[operation]
+    except KeyError:
+        raise UnknownPatchOperationError(
+            f"unknown patch operation {operation!r}: the format defines only {', '.join(fmt.PATCH_OPERATIONS)}"
+        ) from None
+
+
+def can_move(current: str, new: str) -> bool:
+    return new in TRANSITIONS.get(current, frozenset())
+
+
+def accepting_statuses(operation: str) -> frozenset[str]:
+    """The statuses a target of ``operation`` may be in (derived from the lattice)."""
+    target_status = rule_for(operation).target_status
+    if target_status is None:
+        return frozenset(TRANSITIONS)
+    return frozenset(status for status, moves in TRANSITIONS.items() if target_status in moves)

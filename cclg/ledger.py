@@ -1,0 +1,424 @@
+"""The patch ledger: the only way a memory is created, corrected or retired.
+
+``apply_patch`` checks a patch against the lattice (``cclg.lattice``) before it
+writes anything, then writes in an order that a crash cannot turn into a lost
+fact: new nodes first, then the patch, then its edges, then the retirement of the
+targets, then the audit records. A crash part-way leaves at worst a harmless
+duplicate; the effective view already follows the patch file, and ``cclg doctor
+--repair`` finishes the target updates by replaying the ledger.
+
+``effective_view`` is a pure function of nodes and patches, so stores and
+portable containers compute it the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from cclg import lattice
+from cclg.errors import IllegalPatchError, NotFoundError, UsageError
+from cclg.lattice import LIVE_STATUSES, RULES, rule_for
+from cclg.records import (
+    MemoryEdge,
+    MemoryNode,
+    MemoryPatch,
+    Source,
+    default_resolution_policy,
+    new_id,
+    new_node,
+    now_iso,
+    parse_time,
+)
+from cclg.store import Store, audit_record, patch_order
+
+PRECEDENCE_RANK = {"session": 0, "project": 1, "workspace": 2, "global": 3}
+
+
+@dataclass
+class PatchResult:
+    """What a patch wrote."""
+
+    patch: MemoryPatch
+    new_nodes: list[MemoryNode] = field(default_factory=list)
+    edges: list[MemoryEdge] = field(default_factory=list)
+    changed_nodes: list[MemoryNode] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "patch": self.patch.to_dict(),
+            "new_nodes": [n.to_dict() for n in self.new_nodes],
+            "edges": [e.to_dict() for e in self.edges],
+            "changed_node_ids": [n.id for n in self.changed_nodes],
+        }
+
+
+# ---------------------------------------------------------------- writing
+
+
+def create_nodes(store: Store, nodes: list[MemoryNode], *, reason: str, source: Source | None = None,
+                 new_content: str | None = None) -> PatchResult:
+    """Write new nodes with one ``create`` patch that names them all.
+
+    For a single node the patch's ``new_content`` is the node's content; for a
+    batch it is ``new_content`` (a short description of the batch).
+    """
+    if not nodes:
+        raise UsageError("nothing to create")
+    if new_content is None:
+        if len(nodes) != 1:
+            raise UsageError("a multi-node create needs a new_content description")
+        new_content = nodes[0].content
+    stamp = now_iso()
+    patch = MemoryPatch(
+        id=new_id("patch"), operation="create", target_ids=[], new_node_ids=[n.id for n in nodes],
+        reason=reason, new_content=new_content, source=source or Source(label="manual"),
+        confidence=1.0, resolution_policy=default_resolution_policy(), created_at=stamp, applied_at=stamp,
+    )
+    batch = store.batch() if len(nodes) > 1 else _null_context()
+    with store.lock(), batch:
+        for node in nodes:
+            store.write_node(node, new=True)
+        store.write_patch(patch)
+        records = [audit_record("node_written", node_id=n.id, patch_id=patch.id) for n in nodes]
+        records.append(_patch_audit(patch))
+        store.audit_many(records)
+    return PatchResult(patch=patch, new_nodes=list(nodes))
+
+
+def apply_patch(
+    store: Store,
+    operation: str,
+    target_ids: list[str],
+    *,
+    reason: str,
+    contents: list[str] | None = None,
+    source: Source | None = None,
+    confidence: float = 1.0,
+) -> PatchResult:
+    """Apply one patch (any operation but ``create`` and ``rollback``, which have their own functions).
+
+    Refuses, before writing anything, an unknown target, a target whose status
+    the lattice does not let the operation move, and content that is missing
+    where the operation needs it or given where it has no use.
+    """
+    rule = rule_for(operation)
+    if operation == "create":
+        raise UsageError("use create_nodes (cclg add) to create memories")
+    if operation == "rollback":
+        raise UsageError("use rollback (cclg rollback PATCH_ID) to undo a patch")
+    contents = [c for c in (contents or [])]
+    if not reason.strip():
+        raise UsageError("a patch needs a reason")
+    _check_shape(operation, rule, target_ids, contents)
+
+    with store.lock():
+        targets = [_read_target(store, node_id) for node_id in target_ids]
+        accepted = lattice.accepting_statuses(operation)
+        for target in targets:
+            if target.status not in accepted:
+                raise IllegalPatchError(
+                    f"cannot {operation} {target.id}: it is {target.status}, and {operation} moves only "
+                    f"memories that are {', '.join(sorted(accepted)) or 'nothing'}"
+                )
+        stamp = now_iso()
+        patch_id = new_id("patch")
+        first = targets[0]
+        new_nodes = []
+        for index, content in enumerate(contents):
+            key = first.key
+            if rule.new_nodes == "many" and key is not None:
+                key = f"{key}.{index + 1}"
+            node = new_node(
+                content, type=first.type, scope=first.scope, key=key, priority=first.priority,
+                tags=sorted({t for target in targets for t in target.tags}), confidence=confidence,
+                source=_new_node_source(patch_id, reason, source), created_at=stamp,
+                status="active_session" if first.status == "active_session" else "active",
+            )
+            node.relations["supersedes"] = list(target_ids)
+            if rule.relation:
+                node.relations[rule.relation] = list(target_ids)
+            new_nodes.append(node)
+        patch = MemoryPatch(
+            id=patch_id, operation=operation, target_ids=list(target_ids),
+            new_node_ids=[n.id for n in new_nodes], reason=reason,
+            new_content="\n\n".join(contents) if contents else None,
+            source=source or Source(label="manual"), confidence=confidence,
+            resolution_policy=default_resolution_policy(),
+            prior_states={t.id: t.status for t in targets}, created_at=stamp, applied_at=stamp,
+        )
+        edges = [
+            MemoryEdge(id=new_id("edge"), from_id=n.id, to_id=t.id, type=rule.edge, created_at=stamp,
+                       source_patch_id=patch.id)
+            for n in new_nodes for t in targets if rule.edge
+        ]
+        # Create first, retire last: a crash in between leaves a duplicate, never a loss.
+        for node in new_nodes:
+            store.write_node(node, new=True)
+        store.write_patch(patch)
+        for edge in edges:
+            store.write_edge(edge)
+        assert rule.target_status is not None
+        for target in targets:
+            _set_status(target, rule.target_status, stamp)
+            _link(target, new_nodes)
+            store.write_node(target)
+        records = [audit_record("node_written", node_id=n.id, patch_id=patch.id) for n in new_nodes]
+        records.append(_patch_audit(patch))
+        records += [audit_record("edge_written", edge_id=e.id, patch_id=patch.id) for e in edges]
+        store.audit_many(records)
+    return PatchResult(patch=patch, new_nodes=new_nodes, edges=edges, changed_nodes=targets)
+
+
+def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | None = None) -> PatchResult:
+    """Undo a patch: restore the ``prior_states`` it recorded and discard the nodes it wrote.
+
+    The rollback is itself a patch (``operation = rollback``, ``rollback_of`` =
+    the undone patch) and retires nothing, so a rollback can be rolled back. It is
+    refused when a later patch has touched the same memories (undo that one first)
+    or when the patch is already undone.
+    """
+    with store.lock():
+        undone = store.read_patch(patch_id)
+        rule_for(undone.operation)
+        patches = store.load_patches()
+        undone_ids = undone_patch_ids(patches)
+        by_id = {p.id: p for p in patches}
+        if undone.id in undone_ids:
+            raise IllegalPatchError(f"{patch_id} is already rolled back")
+        touched = _touched(undone)
+        for later in patches:
+            if later.id == undone.id or later.id in undone_ids or patch_order(later) <= patch_order(undone):
+                continue
+            if _rolls_back_chain_to(later, undone.id, by_id):
+                continue  # a redo of this very patch: undoing the patch undoes the redo too
+            overlap = touched & _touched(later)
+            if overlap:
+                raise IllegalPatchError(
+                    f"cannot roll back {patch_id}: the later patch {later.id} ({later.operation}) also changed "
+                    f"{', '.join(sorted(overlap))}; roll that one back first"
+                )
+        if undone.operation == "rollback" and undone.rollback_of is None:
+            raise IllegalPatchError(f"{patch_id} is a rollback that does not say which patch it undid")
+        # Patches written without prior_states (by other implementations) restore to active.
+        restore = {node_id: undone.prior_states.get(node_id, "active") for node_id in undone.target_ids}
+        restore.update(undone.prior_states)
+        discard = [n for n in undone.new_node_ids if n not in restore]
+        nodes = {node_id: _read_target(store, node_id) for node_id in [*restore, *discard]}
+        stamp = now_iso()
+        prior = {node_id: node.status for node_id, node in nodes.items()}
+        redo = store.read_patch(undone.rollback_of) if undone.rollback_of else None
+        for node_id, status in restore.items():
+            _set_status(nodes[node_id], status, stamp)
+        for node_id in discard:
+            _set_status(nodes[node_id], "discarded", stamp)
+        if redo is None:
+            for node_id in undone.target_ids:
+                _unlink(nodes[node_id], undone.new_node_ids)
+        else:  # undoing a rollback re-applies the links of the patch it had undone
+            for node_id in redo.target_ids:
+                if node_id in nodes:
+                    _link(nodes[node_id], [n for n in nodes.values() if n.id in redo.new_node_ids])
+        patch = MemoryPatch(
+            id=new_id("patch"), operation="rollback", target_ids=list(nodes), new_node_ids=[],
+            reason=reason.strip() or f"rollback of {patch_id}", new_content=None,
+            source=source or Source(label="manual"), confidence=1.0,
+            resolution_policy=default_resolution_policy(), prior_states=prior, rollback_of=undone.id,
+            created_at=stamp, applied_at=stamp,
+        )
+        store.write_patch(patch)
+        for node in nodes.values():
+            store.write_node(node)
+        records = [_patch_audit(patch)]
+        records += [audit_record("node_status_changed", node_id=n.id, status=n.status, patch_id=patch.id)
+                    for n in nodes.values()]
+        store.audit_many(records)
+    return PatchResult(patch=patch, changed_nodes=list(nodes.values()))
+
+
+def _check_shape(operation: str, rule: lattice.Rule, target_ids: list[str], contents: list[str]) -> None:
+    if len(set(target_ids)) != len(target_ids):
+        raise IllegalPatchError(f"{operation}: a target is named twice")
+    if len(target_ids) < rule.min_targets:
+        raise IllegalPatchError(f"{operation} needs at least {rule.min_targets} target(s), got {len(target_ids)}")
+    if rule.max_targets is not None and len(target_ids) > rule.max_targets:
+        raise IllegalPatchError(f"{operation} takes at most {rule.max_targets} target(s), got {len(target_ids)}")
+    if any(not c.strip() for c in contents):
+        raise IllegalPatchError(f"{operation}: new content must not be empty")
+    wanted = {"none": "no new content", "one": "exactly one new content", "many": "two or more new contents"}
+    ok = {"none": not contents, "one": len(contents) == 1, "many": len(contents) >= 2}[rule.new_nodes]
+    if not ok:
+        raise IllegalPatchError(f"{operation} needs {wanted[rule.new_nodes]}, got {len(contents)}")
+
+
+def _read_target(store: Store, node_id: str) -> MemoryNode:
+    try:
+        return store.read_node(node_id)
+    except NotFoundError:
+        raise IllegalPatchError(f"unknown target {node_id}: no such memory in {store.root}") from None
+
+
+def _new_node_source(patch_id: str, reason: str, source: Source | None) -> Source:
+    base = source or Source()
+    return Source(label=f"patch:{patch_id}", session_ids=list(base.session_ids), turn_ids=list(base.turn_ids),
+                  raw_spans=list(base.raw_spans), tool_result_ids=list(base.tool_result_ids),
+                  artifact_ids=list(base.artifact_ids), quote=base.quote or reason)
+
+
+def _set_status(node: MemoryNode, status: str, stamp: str) -> None:
+    node.status = status
+    node.updated_at = stamp
+
+
+def _link(target: MemoryNode, new_nodes: list[MemoryNode]) -> None:
+    for node in new_nodes:
+        if node.id not in target.relations["superseded_by"]:
+            target.relations["superseded_by"].append(node.id)
+
+
+def _unlink(target: MemoryNode, new_node_ids: list[str]) -> None:
+    target.relations["superseded_by"] = [n for n in target.relations["superseded_by"] if n not in new_node_ids]
+
+
+def _rolls_back_chain_to(patch: MemoryPatch, patch_id: str, by_id: dict[str, MemoryPatch]) -> bool:
+    """Whether following ``rollback_of`` from ``patch`` reaches ``patch_id``."""
+    seen = set()
+    current: MemoryPatch | None = patch
+    while current is not None and current.rollback_of and current.id not in seen:
+        seen.add(current.id)
+        if current.rollback_of == patch_id:
+            return True
+        current = by_id.get(current.rollback_of)
+    return False
+
+
+def _touched(patch: MemoryPatch) -> set[str]:
+    return set(patch.target_ids) | set(patch.new_node_ids) | set(patch.prior_states)
+
+
+def _patch_audit(patch: MemoryPatch) -> dict[str, object]:
+    return audit_record("patch_written", patch_id=patch.id, operation=patch.operation,
+                        target_ids=patch.target_ids, new_node_ids=patch.new_node_ids)
+
+
+class _null_context:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+# ---------------------------------------------------------------- reading the ledger
+
+
+def undone_patch_ids(patches: Iterable[MemoryPatch]) -> set[str]:
+    """Ids of patches undone by a rollback that is not itself undone."""
+    rollbacks: dict[str, list[str]] = {}
+    for patch in patches:
+        if patch.operation == "rollback" and patch.rollback_of:
+            rollbacks.setdefault(patch.rollback_of, []).append(patch.id)
+    memo: dict[str, bool] = {}
+
+    def is_undone(patch_id: str, depth: int = 0) -> bool:
+        if patch_id not in memo:
+            memo[patch_id] = depth < 1000 and any(not is_undone(r, depth + 1) for r in rollbacks.get(patch_id, []))
+        return memo[patch_id]
+
+    return {patch_id for patch_id in rollbacks if is_undone(patch_id)}
+
+
+def retired_ids(patches: Iterable[MemoryPatch]) -> dict[str, str]:
+    """Node id -> id of the live retiring patch that targets it.
+
+    Raises ``UnknownPatchOperationError`` for an operation outside the closed set.
+    """
+    patches = list(patches)
+    for patch in patches:
+        rule_for(patch.operation)
+    undone = undone_patch_ids(patches)
+    retired: dict[str, str] = {}
+    for patch in sorted(patches, key=patch_order):
+        if RULES[patch.operation].retiring and patch.id not in undone:
+            for node_id in patch.target_ids:
+                retired.setdefault(node_id, patch.id)
+    return retired
+
+
+def is_in_force(node: MemoryNode, at: datetime) -> bool:
+    """Whether ``at`` lies in the node's effective window."""
+    if parse_time(node.effective_from) > at:
+        return False
+    return node.effective_until is None or parse_time(node.effective_until) > at
+
+
+def effective_view(
+    nodes: Iterable[MemoryNode],
+    patches: Iterable[MemoryPatch],
+    session_id: str | None = None,
+    at: datetime | None = None,
+) -> list[MemoryNode]:
+    """The memories that are current truth, sorted by id.
+
+    Active nodes, plus ``active_session`` nodes of ``session_id``; never a node
+    targeted by a live retiring patch, whatever its own status says; never one
+    outside its effective window; and of nodes sharing a ``key``, only the one
+    with the narrowest scope (session > project > workspace > global), ties going
+    to the newest ``updated_at``.
+    """
+    moment = at or parse_time(now_iso())
+    retired = retired_ids(patches)
+    live = [
+        node for node in nodes
+        if node.id not in retired
+        and (node.status == "active" or (node.status == "active_session" and session_id is not None
+                                          and node.scope.session == session_id))
+        and is_in_force(node, moment)
+    ]
+    groups: dict[str, list[MemoryNode]] = {}
+    view = []
+    for node in live:
+        if node.key is None:
+            view.append(node)
+        else:
+            groups.setdefault(node.key, []).append(node)
+    view.extend(max(group, key=_precedence) for group in groups.values())
+    return sorted(view, key=lambda n: n.id)
+
+
+def _precedence(node: MemoryNode) -> tuple[int, datetime, str]:
+    """Larger wins: the narrowest scope, then the newest update, then the larger id."""
+    return (-PRECEDENCE_RANK[node.scope.level], parse_time(node.updated_at), node.id)
+
+
+def expected_statuses(nodes: dict[str, MemoryNode], patches: list[MemoryPatch]) -> dict[str, frozenset[str]]:
+    """Replay the ledger: for each node the statuses its patches allow it to have now.
+
+    Nodes no patch touched may have any initial status. A rollback written by
+    another implementation (without ``rollback_of``) makes its nodes unverifiable
+    (any status).
+    """
+    anything = frozenset(lattice.TRANSITIONS)
+    expected = {node_id: lattice.INITIAL_STATUSES for node_id in nodes}
+    by_id = {p.id: p for p in patches}
+    for patch in sorted(patches, key=patch_order):
+        rule = rule_for(patch.operation)
+        if patch.operation == "rollback":
+            undone = by_id.get(patch.rollback_of or "")
+            if undone is None:
+                for node_id in _touched(patch):
+                    expected[node_id] = anything
+                continue
+            for node_id, status in undone.prior_states.items():
+                expected[node_id] = frozenset({status})
+            for node_id in undone.new_node_ids:
+                if node_id not in undone.prior_states:
+                    expected[node_id] = frozenset({"discarded"})
+            continue
+        for node_id in patch.new_node_ids:
+            expected[node_id] = lattice.INITIAL_STATUSES if patch.operation == "create" else LIVE_STATUSES
+        if rule.target_status is not None:
+            for node_id in patch.target_ids:
+                expected[node_id] = frozenset({rule.target_status})
+    return expected

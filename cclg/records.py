@@ -1,0 +1,738 @@
+"""The records of cclg.format.v0.1: MemoryNode, MemoryPatch, MemoryEdge, Session.
+
+Records are plain dataclasses. ``to_dict()`` emits fields in the contract's
+canonical order (read from ``cclg.format``); ``from_dict(data, where=...)`` parses
+strictly: an unknown schema version, a missing required field, a wrong type, an
+unknown field or an id with the wrong prefix is a ``ValidationError`` that names
+the file (``where``) and the field, and lists every problem at once.
+
+Ids are ``<prefix>_`` followed by 26 characters of lower-case Crockford base32:
+48 bits of milliseconds since the epoch, then 80 random bits (secrets), so ids
+sort by creation time and cannot be guessed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import re
+import secrets
+import threading
+import time
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from hashlib import sha256
+from typing import Any
+
+from cclg import format as fmt
+from cclg.errors import ValidationError
+
+# ---------------------------------------------------------------- ids and times
+
+_CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+_ID_SUFFIX = r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}"
+SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_id_lock = threading.Lock()
+_last_id_parts: tuple[int, int] = (0, 0)
+
+
+def _base32(value: int, length: int) -> str:
+    chars = []
+    for _ in range(length):
+        chars.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def _system_id(prefix: str) -> str:
+    global _last_id_parts
+    with _id_lock:
+        millis = time.time_ns() // 1_000_000
+        last_millis, last_random = _last_id_parts
+        if millis <= last_millis:
+            millis, rand = last_millis, last_random + 1
+        else:
+            rand = secrets.randbits(80)
+        _last_id_parts = (millis, rand)
+    return f"{prefix}_{_base32(millis, 10)}{_base32(rand % (1 << 80), 16)}"
+
+
+def _system_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+class FixedClock:
+    """Deterministic ids and times, for generated fixtures such as the demo store.
+
+    Ids are ``<prefix>_<tag><n>`` and each call to ``now`` advances one second
+    from ``start``.
+    """
+
+    def __init__(self, start: str, tag: str = "demo") -> None:
+        self._moment = parse_time(start)
+        self._tag = tag
+        self._count = 0
+
+    def new_id(self, prefix: str) -> str:
+        self._count += 1
+        return f"{prefix}_{self._tag}{self._count:04d}"
+
+    def now(self) -> str:
+        value = self._moment.isoformat()
+        self._moment += timedelta(seconds=1)
+        return value
+
+
+_clock: FixedClock | None = None
+
+
+@contextlib.contextmanager
+def fixed_clock(clock: FixedClock) -> Iterator[FixedClock]:
+    """Within this block, ``new_id`` and ``now_iso`` come from ``clock``."""
+    global _clock
+    previous, _clock = _clock, clock
+    try:
+        yield clock
+    finally:
+        _clock = previous
+
+
+def new_id(prefix: str) -> str:
+    """A fresh id such as ``mem_01jq...``: time-sortable, 80 unguessable bits.
+
+    Within one process, ids made in the same millisecond still sort in creation
+    order (the random part is incremented instead of redrawn).
+    """
+    return _clock.new_id(prefix) if _clock is not None else _system_id(prefix)
+
+
+def is_valid_id(value: object, prefix: str) -> bool:
+    return isinstance(value, str) and re.fullmatch(f"{prefix}_{_ID_SUFFIX}", value) is not None
+
+
+def is_valid_session_id(value: object) -> bool:
+    return isinstance(value, str) and SESSION_ID_RE.fullmatch(value) is not None
+
+
+def now_iso() -> str:
+    """The current UTC time as ISO 8601 with microseconds and ``+00:00``."""
+    return _clock.now() if _clock is not None else _system_now()
+
+
+def parse_time(value: str) -> datetime:
+    """Parse an ISO 8601 timestamp that carries a timezone; ``ValueError`` otherwise."""
+    parsed = datetime.fromisoformat(value)
+    if parsed.tzinfo is None:
+        raise ValueError(f"timestamp {value!r} has no timezone")
+    return parsed
+
+
+# ---------------------------------------------------------------- content hash
+
+
+def normalize_text(text: str) -> str:
+    """NFC, with ``\\r\\n`` and lone ``\\r`` turned into ``\\n``."""
+    return unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def _normalize_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return normalize_text(value)
+    if isinstance(value, dict):
+        return {normalize_text(str(k)): _normalize_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_normalize_value(v) for v in value]
+    return value
+
+
+def content_hash(value: Any) -> str:
+    """``sha256:<hex>`` of a text (normalised) or of a structured payload.
+
+    Structured payloads are hashed as sorted-key JSON of their normalised
+    strings, so the hash does not depend on key order or line endings.
+    """
+    if isinstance(value, str):
+        data = normalize_text(value).encode("utf-8")
+    else:
+        data = json.dumps(
+            _normalize_value(value), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+        ).encode("utf-8")
+    return "sha256:" + sha256(data).hexdigest()
+
+
+# ---------------------------------------------------------------- strict reading
+
+
+class _Reader:
+    """Reads fields out of one JSON object, collecting every problem found."""
+
+    def __init__(self, data: Any, where: str, kind: str) -> None:
+        self.where = where
+        self.problems: list[str] = []
+        if not isinstance(data, dict):
+            self.problems.append(f"{where}: a {kind} record must be a JSON object")
+            data = {}
+        self.data: dict[str, Any] = data
+
+    def problem(self, name: str, message: str) -> None:
+        self.problems.append(f"{self.where}: field '{name}' {message}")
+
+    def check_fields(self, kind: str) -> None:
+        known = set(fmt.canonical_order(kind))
+        for name in fmt.required_fields(kind):
+            if name not in self.data:
+                self.problem(name, "is required but missing")
+        for name in self.data:
+            if name not in known:
+                self.problem(name, "is not a field of this record")
+
+    def finish(self) -> None:
+        if self.problems:
+            raise ValidationError(self.problems[0] if len(self.problems) == 1 else
+                                  f"{len(self.problems)} problems in {self.where}", self.problems)
+
+    def get(self, name: str, expected: str, value: Any) -> Any:
+        """Validate ``value`` against an ``expected`` shape name; returns it or a fallback."""
+        ok = {
+            "str": isinstance(value, str),
+            "str?": value is None or isinstance(value, str),
+            "int": isinstance(value, int) and not isinstance(value, bool),
+            "bool": isinstance(value, bool),
+            "dict": isinstance(value, dict),
+            "list[str]": isinstance(value, list) and all(isinstance(v, str) for v in value),
+            "list[dict]": isinstance(value, list) and all(isinstance(v, dict) for v in value),
+        }[expected]
+        if not ok:
+            self.problem(name, f"must be {_DESCRIBE[expected]}, got {_json_type(value)}")
+            return _FALLBACK[expected]()
+        return value
+
+    def field(self, name: str, expected: str, default: Any = None) -> Any:
+        if name not in self.data:
+            return default
+        return self.get(name, expected, self.data[name])
+
+    def const(self, name: str, expected_value: str) -> str:
+        value = self.data.get(name)
+        if name in self.data and value != expected_value:
+            self.problem(name, f"must be {expected_value!r}, got {value!r} (unknown schema version?)")
+        return expected_value
+
+    def ident(self, name: str, prefix: str, value: Any = None, nullable: bool = False) -> Any:
+        if value is None and name in self.data:
+            value = self.data[name]
+        if value is None and nullable:
+            return None
+        if not is_valid_id(value, prefix):
+            self.problem(name, f"must be an id starting with '{prefix}_', got {value!r}")
+            return f"{prefix}_invalid"
+        return value
+
+    def id_list(self, name: str, prefix: str, value: Any) -> list[str]:
+        items = self.get(name, "list[str]", value)
+        for item in items:
+            if not is_valid_id(item, prefix):
+                self.problem(name, f"must list ids starting with '{prefix}_', got {item!r}")
+        return list(items)
+
+    def enum(self, name: str, vocabulary: tuple[str, ...]) -> str:
+        value = self.data.get(name)
+        if value not in vocabulary:
+            if name in self.data:
+                self.problem(name, f"must be one of {', '.join(vocabulary)}; got {value!r}")
+            return vocabulary[0]
+        return str(value)
+
+    def time(self, name: str, nullable: bool = False) -> Any:
+        value = self.data.get(name)
+        if value is None and (nullable or name not in self.data):
+            return None
+        if not isinstance(value, str):
+            self.problem(name, f"must be an ISO 8601 timestamp, got {_json_type(value)}")
+            return None
+        try:
+            parse_time(value)
+        except ValueError:
+            self.problem(name, f"must be an ISO 8601 timestamp with a timezone, got {value!r}")
+        return value
+
+    def confidence(self, name: str) -> float:
+        value = self.data.get(name, 1.0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            self.problem(name, f"must be a number from 0 to 1, got {_json_type(value)}")
+            return 1.0
+        if not 0.0 <= value <= 1.0:
+            self.problem(name, f"must be from 0 to 1, got {value}")
+        return float(value)
+
+
+_DESCRIBE = {
+    "str": "a string",
+    "str?": "a string or null",
+    "int": "an integer",
+    "bool": "true or false",
+    "dict": "an object",
+    "list[str]": "a list of strings",
+    "list[dict]": "a list of objects",
+}
+_FALLBACK: dict[str, Any] = {
+    "str": str, "str?": lambda: None, "int": int, "bool": bool, "dict": dict,
+    "list[str]": list, "list[dict]": list,
+}
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string",
+            list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def _ordered(kind: str, values: dict[str, Any], optional: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Values in the contract's canonical order; ``optional`` fields are left out when None."""
+    return {
+        name: values[name]
+        for name in fmt.canonical_order(kind)
+        if not (name in optional and values.get(name) is None)
+    }
+
+
+# ---------------------------------------------------------------- nested parts
+
+
+@dataclass
+class Scope:
+    """Who and where a memory applies to. ``level`` drives scope precedence."""
+
+    user: str | None = "user_local"
+    org: str | None = None
+    workspace: str | None = None
+    project: str | None = None
+    agent: str | None = "global"
+    session: str | None = None
+
+    @property
+    def level(self) -> str:
+        """``session``, ``project``, ``workspace`` or ``global``: the narrowest one set."""
+        for level in fmt.SCOPE_PRECEDENCE[:-1]:
+            if getattr(self, level):
+                return level
+        return fmt.SCOPE_PRECEDENCE[-1]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: getattr(self, key) for key in fmt.SCOPE_KEYS}
+
+    @classmethod
+    def read(cls, r: _Reader, name: str, value: Any) -> Scope:
+        data = r.get(name, "dict", value)
+        for key in data:
+            if key not in fmt.SCOPE_KEYS:
+                r.problem(f"{name}.{key}", f"is not a scope key ({', '.join(fmt.SCOPE_KEYS)})")
+        values = {}
+        for key in fmt.SCOPE_KEYS:
+            if key not in data:
+                r.problem(f"{name}.{key}", "is required but missing")
+            values[key] = r.get(f"{name}.{key}", "str?", data.get(key))
+        return cls(**values)
+
+
+@dataclass
+class Source:
+    """Where a memory came from: a label and pointers into raw evidence."""
+
+    label: str | None = None
+    session_ids: list[str] = field(default_factory=list)
+    turn_ids: list[str] = field(default_factory=list)
+    raw_spans: list[dict[str, Any]] = field(default_factory=list)
+    tool_result_ids: list[str] = field(default_factory=list)
+    artifact_ids: list[str] = field(default_factory=list)
+    quote: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return _ordered("source", self.__dict__, optional=("quote",))
+
+    @classmethod
+    def read(cls, r: _Reader, name: str, value: Any) -> Source:
+        data = r.get(name, "dict", value)
+        known = fmt.canonical_order("source")
+        for key in fmt.required_fields("source"):
+            if key not in data:
+                r.problem(f"{name}.{key}", "is required but missing")
+        for key in data:
+            if key not in known:
+                r.problem(f"{name}.{key}", "is not a field of source")
+        spans = r.get(f"{name}.raw_spans", "list[dict]", data.get("raw_spans", []))
+        for i, span in enumerate(spans):
+            where = f"{name}.raw_spans[{i}]"
+            r.get(f"{where}.source_id", "str", span.get("source_id"))
+            r.get(f"{where}.turn_id", "str?", span.get("turn_id"))
+            start = r.get(f"{where}.char_start", "int", span.get("char_start"))
+            end = r.get(f"{where}.char_end", "int", span.get("char_end"))
+            if not 0 <= start <= end:
+                r.problem(where, f"must have 0 <= char_start <= char_end, got {start}..{end}")
+        result = cls(
+            label=r.get(f"{name}.label", "str?", data.get("label")),
+            session_ids=r.get(f"{name}.session_ids", "list[str]", data.get("session_ids", [])),
+            turn_ids=r.get(f"{name}.turn_ids", "list[str]", data.get("turn_ids", [])),
+            raw_spans=list(spans),
+            tool_result_ids=r.get(f"{name}.tool_result_ids", "list[str]", data.get("tool_result_ids", [])),
+            artifact_ids=r.get(f"{name}.artifact_ids", "list[str]", data.get("artifact_ids", [])),
+            quote=r.get(f"{name}.quote", "str?", data.get("quote")),
+        )
+        return result
+
+
+def empty_relations() -> dict[str, list[str]]:
+    return {kind: [] for kind in fmt.RELATION_KINDS}
+
+
+def _read_relations(r: _Reader, name: str, value: Any) -> dict[str, list[str]]:
+    data = r.get(name, "dict", value)
+    relations = empty_relations()
+    for kind, ids in data.items():
+        if kind not in relations:
+            r.problem(f"{name}.{kind}", f"is not a relation kind ({', '.join(fmt.RELATION_KINDS)})")
+            continue
+        relations[kind] = r.id_list(f"{name}.{kind}", "mem", ids)
+    return relations
+
+
+@dataclass
+class Retrieval:
+    """Precomputed lookup keys of a node."""
+
+    sparse_keys: list[str] = field(default_factory=list)
+    dense_text: str = ""
+    entity_keys: list[str] = field(default_factory=list)
+    temporal_keys: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _ordered("retrieval", self.__dict__)
+
+    @classmethod
+    def read(cls, r: _Reader, name: str, value: Any) -> Retrieval:
+        data = r.get(name, "dict", value)
+        for key in fmt.required_fields("retrieval"):
+            if key not in data:
+                r.problem(f"{name}.{key}", "is required but missing")
+        for key in data:
+            if key not in fmt.canonical_order("retrieval"):
+                r.problem(f"{name}.{key}", "is not a field of retrieval")
+        return cls(
+            sparse_keys=r.get(f"{name}.sparse_keys", "list[str]", data.get("sparse_keys", [])),
+            dense_text=r.get(f"{name}.dense_text", "str", data.get("dense_text", "")),
+            entity_keys=r.get(f"{name}.entity_keys", "list[str]", data.get("entity_keys", [])),
+            temporal_keys=r.get(f"{name}.temporal_keys", "list[str]", data.get("temporal_keys", [])),
+        )
+
+
+_WORD_RE = re.compile(r"[^\s,.;:!?()\[\]{}\"'`<>]+")
+
+
+def retrieval_for(content: str, max_keys: int = 64) -> Retrieval:
+    """Sparse keys (lower-cased words of three or more characters, sorted) and dense text."""
+    words = {w.strip("-_/").lower() for w in _WORD_RE.findall(normalize_text(content))}
+    keys = sorted(w for w in words if len(w) >= 3)[:max_keys]
+    return Retrieval(sparse_keys=keys, dense_text=content)
+
+
+# ---------------------------------------------------------------- MemoryNode
+
+
+@dataclass
+class MemoryNode:
+    id: str
+    type: str
+    scope: Scope
+    key: str | None
+    content: str
+    status: str
+    confidence: float
+    priority: str
+    created_at: str
+    updated_at: str
+    effective_from: str
+    effective_until: str | None
+    source: Source
+    relations: dict[str, list[str]]
+    retrieval: Retrieval
+    metadata: dict[str, Any]
+    tags: list[str] = field(default_factory=list)
+    schema_version: str = fmt.NODE_SCHEMA
+
+    def to_dict(self) -> dict[str, Any]:
+        values = dict(self.__dict__)
+        values["scope"] = self.scope.to_dict()
+        values["source"] = self.source.to_dict()
+        values["relations"] = {kind: list(self.relations.get(kind, [])) for kind in fmt.RELATION_KINDS}
+        values["retrieval"] = self.retrieval.to_dict()
+        return _ordered("memory_node", values)
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "<node>") -> MemoryNode:
+        r = _Reader(data, where, "memory_node")
+        r.check_fields("memory_node")
+        r.const("schema_version", fmt.NODE_SCHEMA)
+        node = cls(
+            id=r.ident("id", "mem"),
+            type=r.enum("type", fmt.NODE_TYPES),
+            scope=Scope.read(r, "scope", r.data.get("scope", {})),
+            key=r.field("key", "str?"),
+            content=r.field("content", "str", ""),
+            status=r.enum("status", fmt.NODE_STATUSES),
+            confidence=r.confidence("confidence"),
+            priority=r.field("priority", "str", "normal"),
+            created_at=r.time("created_at"),
+            updated_at=r.time("updated_at"),
+            effective_from=r.time("effective_from"),
+            effective_until=r.time("effective_until", nullable=True),
+            source=Source.read(r, "source", r.data.get("source", {})),
+            relations=_read_relations(r, "relations", r.data.get("relations", {})),
+            retrieval=Retrieval.read(r, "retrieval", r.data.get("retrieval", {})),
+            metadata=r.field("metadata", "dict", {}),
+            tags=r.field("tags", "list[str]", []),
+        )
+        if "content" in r.data and isinstance(node.content, str) and not node.content.strip():
+            r.problem("content", "must not be empty")
+        r.finish()
+        return node
+
+    @property
+    def stored_hash(self) -> str | None:
+        value = self.metadata.get("content_hash")
+        return value if isinstance(value, str) else None
+
+
+def new_node(
+    content: str,
+    *,
+    type: str = "memory",
+    scope: Scope | None = None,
+    key: str | None = None,
+    status: str | None = None,
+    source: Source | None = None,
+    confidence: float = 1.0,
+    priority: str = "normal",
+    tags: list[str] | None = None,
+    metadata: dict[str, Any] | None = None,
+    effective_from: str | None = None,
+    effective_until: str | None = None,
+    created_at: str | None = None,
+    node_id: str | None = None,
+) -> MemoryNode:
+    """A new node with defaults filled in and its content hash in metadata.
+
+    The status defaults to ``active_session`` for a node scoped to a session and
+    ``active`` otherwise. The result is validated like a node read from disk.
+    """
+    scope = scope or Scope()
+    stamp = created_at or now_iso()
+    meta = {"created_by": "manual", "review_status": "auto_applied", "privacy": "local_default"}
+    meta.update(metadata or {})
+    meta["content_hash"] = content_hash(content)
+    node = MemoryNode(
+        id=node_id or new_id("mem"),
+        type=type,
+        scope=scope,
+        key=key,
+        content=content,
+        status=status or ("active_session" if scope.session else "active"),
+        confidence=confidence,
+        priority=priority,
+        created_at=stamp,
+        updated_at=stamp,
+        effective_from=effective_from or stamp,
+        effective_until=effective_until,
+        source=source or Source(label="manual"),
+        relations=empty_relations(),
+        retrieval=retrieval_for(content),
+        metadata=meta,
+        tags=sorted(set(tags or [])),
+    )
+    return MemoryNode.from_dict(node.to_dict(), where="new node")
+
+
+# ---------------------------------------------------------------- MemoryPatch
+
+
+def default_resolution_policy() -> dict[str, Any]:
+    return {"rule": "manual", "auto_applied": True, "requires_review": False}
+
+
+@dataclass
+class MemoryPatch:
+    id: str
+    operation: str
+    target_ids: list[str]
+    new_node_ids: list[str]
+    reason: str
+    new_content: str | None
+    source: Source
+    confidence: float
+    resolution_policy: dict[str, Any]
+    created_at: str
+    applied_at: str | None
+    prior_states: dict[str, str] = field(default_factory=dict)
+    rollback_of: str | None = None
+    schema_version: str = fmt.PATCH_SCHEMA
+
+    def to_dict(self) -> dict[str, Any]:
+        values = dict(self.__dict__)
+        values["source"] = self.source.to_dict()
+        return _ordered("memory_patch", values, optional=("rollback_of",))
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "<patch>") -> MemoryPatch:
+        r = _Reader(data, where, "memory_patch")
+        r.check_fields("memory_patch")
+        r.const("schema_version", fmt.PATCH_SCHEMA)
+        # The operation is checked against the closed set: an unknown one is an
+        # error, never read as a harmless no-op (see cclg.lattice).
+        operation = r.data.get("operation")
+        if operation not in fmt.PATCH_OPERATIONS:
+            r.problem("operation", f"must be one of {', '.join(fmt.PATCH_OPERATIONS)}; got {operation!r}")
+        prior = r.field("prior_states", "dict", {})
+        for node_id, status in prior.items():
+            if not is_valid_id(node_id, "mem"):
+                r.problem("prior_states", f"keys must be node ids, got {node_id!r}")
+            if status not in fmt.NODE_STATUSES:
+                r.problem(f"prior_states.{node_id}", f"must be a node status, got {status!r}")
+        policy = r.field("resolution_policy", "dict", default_resolution_policy())
+        patch = cls(
+            id=r.ident("id", "patch"),
+            operation=str(operation),
+            target_ids=r.id_list("target_ids", "mem", r.data.get("target_ids", [])),
+            new_node_ids=r.id_list("new_node_ids", "mem", r.data.get("new_node_ids", [])),
+            reason=r.field("reason", "str", ""),
+            new_content=r.field("new_content", "str?"),
+            source=Source.read(r, "source", r.data.get("source", {})),
+            confidence=r.confidence("confidence"),
+            resolution_policy=policy,
+            prior_states=dict(prior),
+            rollback_of=r.ident("rollback_of", "patch", nullable=True),
+            created_at=r.time("created_at"),
+            applied_at=r.time("applied_at", nullable=True),
+        )
+        if patch.operation != "create" and "target_ids" in r.data and not patch.target_ids:
+            r.problem("target_ids", f"must not be empty for a {patch.operation} patch")
+        if patch.operation in NEEDS_CONTENT and not patch.new_content:
+            r.problem("new_content", f"is required for a {patch.operation} patch")
+        r.finish()
+        return patch
+
+
+# Operations whose patch must carry new content (the contract's required_non_null_for).
+NEEDS_CONTENT = frozenset(
+    ("create", "update", "supersede", "refine", "expand", "narrow", "merge", "split", "resolve_conflict")
+)
+
+
+# ---------------------------------------------------------------- MemoryEdge
+
+
+@dataclass
+class MemoryEdge:
+    id: str
+    from_id: str
+    to_id: str
+    type: str
+    created_at: str
+    source_patch_id: str | None
+    schema_version: str = fmt.EDGE_SCHEMA
+
+    def to_dict(self) -> dict[str, Any]:
+        values = dict(self.__dict__)
+        values["from"] = self.from_id
+        values["to"] = self.to_id
+        return _ordered("memory_edge", values)
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "<edge>") -> MemoryEdge:
+        r = _Reader(data, where, "memory_edge")
+        r.check_fields("memory_edge")
+        r.const("schema_version", fmt.EDGE_SCHEMA)
+        edge = cls(
+            id=r.ident("id", "edge"),
+            from_id=r.ident("from", "mem"),
+            to_id=r.ident("to", "mem"),
+            type=r.enum("type", fmt.EDGE_KINDS),
+            created_at=r.time("created_at"),
+            source_patch_id=r.ident("source_patch_id", "patch", nullable=True),
+        )
+        r.finish()
+        return edge
+
+
+# ---------------------------------------------------------------- Session
+
+
+@dataclass
+class Session:
+    id: str
+    agent: str
+    workspace: str | None
+    project: str | None
+    started_at: str
+    ended_at: str | None
+    status: str
+    created_at: str
+    updated_at: str
+    parent_session_id: str | None = None
+    branch_name: str | None = None
+    loaded_memory_ids: list[str] = field(default_factory=list)
+    session_overlay_ids: list[str] = field(default_factory=list)
+    pending_patch_ids: list[str] = field(default_factory=list)
+    active_task: dict[str, Any] = field(
+        default_factory=lambda: {"goal": "", "open_questions": [], "active_files": []}
+    )
+    policy: dict[str, Any] = field(
+        default_factory=lambda: {"promotion": "default", "sync": "disabled", "retention": "keep_raw_local"}
+    )
+    # Events embedded in the session file (as other implementations write them);
+    # cclg appends its own events to sessions/<id>.events.jsonl instead.
+    events: list[dict[str, Any]] = field(default_factory=list)
+    schema_version: str = fmt.SESSION_SCHEMA
+
+    def to_dict(self) -> dict[str, Any]:
+        return _ordered("session", self.__dict__)
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "<session>") -> Session:
+        r = _Reader(data, where, "session")
+        r.check_fields("session")
+        r.const("schema_version", fmt.SESSION_SCHEMA)
+        session_id = r.data.get("id")
+        if not is_valid_session_id(session_id):
+            r.problem("id", f"must be a session id (letters, digits, '.', '_', '-'), got {session_id!r}")
+        session = cls(
+            id=str(session_id),
+            agent=r.field("agent", "str", ""),
+            workspace=r.field("workspace", "str?"),
+            project=r.field("project", "str?"),
+            started_at=r.time("started_at"),
+            ended_at=r.time("ended_at", nullable=True),
+            status=r.field("status", "str", "active"),
+            parent_session_id=r.field("parent_session_id", "str?"),
+            branch_name=r.field("branch_name", "str?"),
+            loaded_memory_ids=r.id_list("loaded_memory_ids", "mem", r.data.get("loaded_memory_ids", [])),
+            session_overlay_ids=r.id_list("session_overlay_ids", "mem", r.data.get("session_overlay_ids", [])),
+            pending_patch_ids=r.id_list("pending_patch_ids", "patch", r.data.get("pending_patch_ids", [])),
+            active_task=r.field("active_task", "dict", {}),
+            policy=r.field("policy", "dict", {}),
+            events=r.field("events", "list[dict]", []),
+            created_at=r.time("created_at"),
+            updated_at=r.time("updated_at"),
+        )
+        r.finish()
+        return session
+
+
+# ---------------------------------------------------------------- JSON form
+
+
+def dumps(record: dict[str, Any]) -> bytes:
+    """The on-disk form of a record: two-space indented UTF-8 JSON and a final newline."""
+    return (json.dumps(record, ensure_ascii=False, indent=2) + "\n").encode("utf-8")

@@ -1,0 +1,70 @@
+"""Sessions: one record per agent session and an append-only log of its events.
+
+The session record (``sessions/<id>.json``) holds who and where; it is rewritten
+atomically only when the session starts or ends. Events go to the append-only
+``sessions/<id>.events.jsonl`` (one locked write each), and each event's payload
+is also kept verbatim as raw evidence, which the event points to.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cclg.errors import NotFoundError
+from cclg.records import Session, now_iso
+from cclg.store import Store, audit_record
+
+
+def start_session(store: Store, session_id: str, *, agent: str, workspace: str | None = None,
+                  project: str | None = None, branch_name: str | None = None) -> Session:
+    """Open a session, or return it if it exists already (a resumed session)."""
+    with store.lock():
+        try:
+            return store.read_session(session_id)
+        except NotFoundError:
+            pass
+        stamp = now_iso()
+        session = Session(id=session_id, agent=agent, workspace=workspace, project=project, started_at=stamp,
+                          ended_at=None, status="active", branch_name=branch_name, created_at=stamp,
+                          updated_at=stamp)
+        store.write_session(session)
+        store.audit("session_started", session_id=session_id)
+    return session
+
+
+def record_event(store: Store, session_id: str, event: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """Append an event to the session's log, keeping its payload as raw evidence."""
+    stamp = now_iso()
+    evidence = {"event": event, "payload": payload, "created_at": stamp}
+    data = (json.dumps(evidence, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    raw_path, _ = store.write_raw(data, f"{session_id}-{event}.json")
+    record = {"event": event, "payload": payload, "raw": raw_path, "created_at": stamp}
+    store.append(store.session_events_path(session_id), [record])
+    store.audit_many([audit_record("session_event", session_id=session_id, session_event=event, raw=raw_path)])
+    return record
+
+
+def end_session(store: Store, session_id: str) -> Session:
+    with store.lock():
+        session = store.read_session(session_id)
+        if session.ended_at is None:
+            session.ended_at = session.updated_at = now_iso()
+            session.status = "ended"
+            store.write_session(session)
+            store.audit("session_ended", session_id=session_id)
+    return session
+
+
+def note_overlay(store: Store, session_id: str, node_id: str) -> None:
+    """List a session-scoped memory on its session record (if the session exists)."""
+    with store.lock():
+        try:
+            session = store.read_session(session_id)
+        except NotFoundError:
+            return
+        if node_id not in session.session_overlay_ids:
+            session.session_overlay_ids.append(node_id)
+            session.updated_at = now_iso()
+            store.write_session(session)
+            store.audit("session_overlay_written", session_id=session_id, node_id=node_id)

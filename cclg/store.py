@@ -1,0 +1,517 @@
+"""Where the store lives, and every write to it.
+
+This is the only module that writes files. Its promises:
+
+- Whole-file writes are atomic: a temp file in the same folder, fsync, rename,
+  fsync of the folder. A reader sees the old file or the new one, never half.
+  Record files that must never be replaced (patches, edges, raw evidence) are
+  published with a hard link, which fails instead of overwriting.
+- Appends to logs (the audit log, session event logs) are one ``write`` per call
+  under an exclusive ``flock``. A last line without its newline (left by a killed
+  writer) is never parsed: readers skip it and report it, and the next append or
+  ``recover()`` moves it to ``<log>.torn`` before writing.
+- Changes to the ledger (nodes, patches, edges) happen under the store lock
+  (``Store.lock()``), so two processes never interleave patches.
+
+The store's location is decided by ``resolve_root``: ``--root``, else
+``$CCLG_HOME``, else ``~/.cclg``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import re
+import secrets
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from hashlib import sha256
+from pathlib import Path
+from typing import Any
+
+from cclg import format as fmt
+from cclg.errors import ConcurrencyError, NotFoundError, StoreNotFoundError, UsageError, ValidationError
+from cclg.records import (
+    MemoryEdge,
+    MemoryNode,
+    MemoryPatch,
+    Session,
+    dumps,
+    is_valid_id,
+    is_valid_session_id,
+    now_iso,
+    parse_time,
+)
+
+LAYOUT = ("raw", "nodes", "patches", "edges", "sessions", "audit", "active", "active/codegraphs")
+LOCK_TIMEOUT_SECONDS = 30.0
+_TEMP_RE = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+\.tmp$")
+
+
+def resolve_root(root: str | os.PathLike[str] | None = None) -> Path:
+    """The store folder: ``root`` if given, else ``$CCLG_HOME``, else ``~/.cclg``."""
+    if root is not None and str(root) != "":
+        return Path(root).expanduser()
+    env = os.environ.get("CCLG_HOME")
+    if env:
+        return Path(env).expanduser()
+    return Path("~/.cclg").expanduser()
+
+
+@dataclass
+class JsonlContents:
+    """What a JSON-lines log holds: parsed records, unreadable lines, a torn tail."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    bad_lines: list[tuple[int, str]] = field(default_factory=list)
+    torn_tail: bytes = b""
+
+
+def read_jsonl(path: Path) -> JsonlContents:
+    """Parse a log. A final line without ``\\n`` is reported as ``torn_tail``, never parsed."""
+    result = JsonlContents()
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return result
+    body, sep, tail = data.rpartition(b"\n")
+    if not sep:
+        body, tail = b"", data
+    result.torn_tail = tail
+    if not body:
+        return result
+    for number, line in enumerate(body.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            result.bad_lines.append((number, f"not JSON: {exc}"))
+            continue
+        if not isinstance(value, dict):
+            result.bad_lines.append((number, "not a JSON object"))
+            continue
+        result.records.append(value)
+    return result
+
+
+def jsonl_line(record: dict[str, Any]) -> bytes:
+    return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def safe_name(name: str, limit: int = 80) -> str:
+    """A file name made of letters, digits, ``.``, ``_`` and ``-`` only, not starting with a dot."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip(".-") or "raw"
+    return cleaned[:limit]
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Store:
+    """A cclg store on disk. Open one with ``Store.open(root)`` or create it with ``Store.init``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._lock_depth = 0
+        self._lock_fd: int | None = None
+        self._batch_depth = 0
+
+    # ------------------------------------------------------------ opening
+
+    @classmethod
+    def open(cls, root: str | os.PathLike[str] | None = None) -> Store:
+        """Open an existing store; ``StoreNotFoundError`` when the folder is not one."""
+        path = resolve_root(root)
+        config = path / fmt.PATHS["config"]
+        if not path.is_dir():
+            raise StoreNotFoundError(f"no cclg store at {path}: the folder does not exist (run `cclg init`)")
+        if not config.is_file() or not (path / "nodes").is_dir():
+            raise StoreNotFoundError(
+                f"{path} is not a cclg store (no config.json and nodes/); run `cclg --root {path} init`"
+            )
+        try:
+            schema = json.loads(config.read_text(encoding="utf-8")).get("schema_version")
+        except (OSError, ValueError, AttributeError) as exc:
+            raise StoreNotFoundError(f"{config} is not readable as a store config: {exc}") from exc
+        if schema != fmt.STORE_SCHEMA:
+            raise StoreNotFoundError(f"{config}: store schema {schema!r} is not {fmt.STORE_SCHEMA!r}")
+        return cls(path)
+
+    @classmethod
+    def init(cls, root: str | os.PathLike[str] | None = None) -> tuple[Store, bool]:
+        """Create the layout (idempotent). Returns the store and whether it was new."""
+        path = resolve_root(root)
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"{path} exists and is not a folder")
+        config = path / fmt.PATHS["config"]
+        if path.is_dir() and any(path.iterdir()) and not config.exists():
+            raise UsageError(f"{path} is a non-empty folder that is not a cclg store; choose another --root")
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for name in LAYOUT:
+            (path / name).mkdir(exist_ok=True, mode=0o700)
+        store = cls(path)
+        if config.exists():
+            return cls.open(path), False
+        created = now_iso()
+        store.write_file(config, dumps({"schema_version": fmt.STORE_SCHEMA, "format": fmt.FORMAT_ID,
+                                        "created_at": created}), replace=False)
+        store.audit("store_initialized", root=".")
+        return store, True
+
+    # ------------------------------------------------------------ paths
+
+    def node_path(self, node_id: str) -> Path:
+        if not is_valid_id(node_id, "mem"):
+            raise UsageError(f"not a memory id: {node_id!r} (ids look like mem_...)")
+        return self.root / "nodes" / f"{node_id}.json"
+
+    def patch_path(self, patch_id: str) -> Path:
+        if not is_valid_id(patch_id, "patch"):
+            raise UsageError(f"not a patch id: {patch_id!r} (ids look like patch_...)")
+        return self.root / "patches" / f"{patch_id}.json"
+
+    def edge_path(self, edge_id: str) -> Path:
+        if not is_valid_id(edge_id, "edge"):
+            raise UsageError(f"not an edge id: {edge_id!r} (ids look like edge_...)")
+        return self.root / "edges" / f"{edge_id}.json"
+
+    def session_path(self, session_id: str) -> Path:
+        if not is_valid_session_id(session_id):
+            raise UsageError(f"not a session id: {session_id!r}")
+        return self.root / "sessions" / f"{session_id}.json"
+
+    def session_events_path(self, session_id: str) -> Path:
+        return self.session_path(session_id).with_suffix(".events.jsonl")
+
+    @property
+    def audit_path(self) -> Path:
+        return self.root / fmt.PATHS["audit"]
+
+    def relative(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    # ------------------------------------------------------------ locking and batching
+
+    @contextlib.contextmanager
+    def lock(self, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator[None]:
+        """Exclusive store lock for ledger changes (re-entrant within this object)."""
+        if self._lock_depth:
+            self._lock_depth += 1
+            try:
+                yield
+            finally:
+                self._lock_depth -= 1
+            return
+        fd = os.open(self.root / fmt.PATHS["lock"], os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    os.close(fd)
+                    raise
+                if time.monotonic() > deadline:
+                    os.close(fd)
+                    raise ConcurrencyError(f"the store {self.root} stayed locked for {timeout:.0f}s") from exc
+                time.sleep(0.005)
+        self._lock_fd, self._lock_depth = fd, 1
+        try:
+            yield
+        finally:
+            self._lock_depth = 0
+            self._lock_fd = None
+            os.close(fd)
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Defer fsyncs: many files are written, then one ``os.sync()`` makes them durable.
+
+        Atomicity is unchanged (every file still appears whole by rename); only the
+        durability point moves to the end of the batch.
+        """
+        self._batch_depth += 1
+        try:
+            yield
+        finally:
+            self._batch_depth -= 1
+            if self._batch_depth == 0:
+                os.sync()
+
+    # ------------------------------------------------------------ whole-file writes
+
+    def write_file(self, path: Path, data: bytes, *, replace: bool = True) -> None:
+        """Write ``data`` to ``path`` atomically. With ``replace=False`` an existing file is an error."""
+        tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if not self._batch_depth:
+                os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
+        os.close(fd)
+        try:
+            if replace:
+                os.replace(tmp, path)
+            else:
+                try:
+                    os.link(tmp, path)
+                finally:
+                    tmp.unlink(missing_ok=True)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        if not self._batch_depth:
+            _fsync_dir(path.parent)
+
+    def write_node(self, node: MemoryNode, *, new: bool = False) -> None:
+        self.write_file(self.node_path(node.id), dumps(node.to_dict()), replace=not new)
+
+    def write_patch(self, patch: MemoryPatch) -> None:
+        self.write_file(self.patch_path(patch.id), dumps(patch.to_dict()), replace=False)
+
+    def write_edge(self, edge: MemoryEdge) -> None:
+        self.write_file(self.edge_path(edge.id), dumps(edge.to_dict()), replace=False)
+
+    def write_session(self, session: Session) -> None:
+        self.write_file(self.session_path(session.id), dumps(session.to_dict()))
+
+    # ------------------------------------------------------------ appends
+
+    def append(self, path: Path, records: Iterable[dict[str, Any]]) -> None:
+        """Append records to a JSON-lines log: one write, under an exclusive lock."""
+        data = b"".join(jsonl_line(r) for r in records)
+        if not data:
+            return
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            torn = self._set_aside_torn_tail(fd, path)
+            if torn:
+                data = jsonl_line({"event": "torn_tail_set_aside", "path": self.relative(path),
+                                   "bytes": torn, "created_at": now_iso()}) + data
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if not self._batch_depth:
+                os.fsync(fd)
+        finally:
+            os.close(fd)  # also releases the flock
+
+    def _set_aside_torn_tail(self, fd: int, path: Path) -> int:
+        """With the log locked: move a final line lacking its newline to ``<log>.torn``."""
+        size = os.fstat(fd).st_size
+        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+            return 0
+        chunk = 1 << 16
+        end = size
+        while True:
+            start = max(0, end - chunk)
+            block = os.pread(fd, end - start, start)
+            cut = block.rfind(b"\n")
+            if cut >= 0:
+                keep = start + cut + 1
+                break
+            if start == 0:
+                keep = 0
+                break
+            end = start
+        fragment = os.pread(fd, size - keep, keep)
+        torn_path = path.with_name(path.name + ".torn")
+        tfd = os.open(torn_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(tfd, fragment + b"\n")
+            os.fsync(tfd)
+        finally:
+            os.close(tfd)
+        os.ftruncate(fd, keep)
+        return len(fragment)
+
+    def audit(self, event: str, **fields: Any) -> None:
+        self.audit_many([audit_record(event, **fields)])
+
+    def audit_many(self, records: list[dict[str, Any]]) -> None:
+        self.append(self.audit_path, records)
+
+    # ------------------------------------------------------------ raw evidence
+
+    def write_raw(self, data: bytes, name: str) -> tuple[str, bool]:
+        """Keep ``data`` verbatim under ``raw/``. Returns (relative path, newly written).
+
+        The file name is the sanitised ``name`` plus the start of the content's
+        SHA-256, so the same bytes are stored once and different bytes never
+        overwrite each other.
+        """
+        digest = sha256(data).hexdigest()
+        base = safe_name(Path(name).name)
+        stem, dot, ext = base.rpartition(".")
+        if not dot or not stem:
+            stem, ext = base, ""
+        suffix = f".{safe_name(ext, 16)}" if ext else ""
+        for length in (12, 64):
+            path = self.root / "raw" / f"{stem}-{digest[:length]}{suffix}"
+            try:
+                self.write_file(path, data, replace=False)
+            except FileExistsError:
+                if sha256(path.read_bytes()).hexdigest() == digest:
+                    return self.relative(path), False
+                continue
+            self.audit("raw_written", path=self.relative(path), sha256=digest, bytes=len(data))
+            return self.relative(path), True
+        raise UsageError(f"could not find a free raw file name for {name!r}")
+
+    # ------------------------------------------------------------ reading
+
+    def _read_json(self, path: Path) -> Any:
+        try:
+            return json.loads(path.read_bytes())
+        except FileNotFoundError:
+            raise
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ValidationError(f"{self.relative(path)}: not valid JSON: {exc}") from exc
+
+    def read_node(self, node_id: str) -> MemoryNode:
+        path = self.node_path(node_id)
+        try:
+            data = self._read_json(path)
+        except FileNotFoundError:
+            raise NotFoundError(f"no memory {node_id} in {self.root}") from None
+        node = MemoryNode.from_dict(data, where=self.relative(path))
+        if node.id != node_id:
+            raise ValidationError(f"{self.relative(path)}: field 'id' is {node.id!r}, not the file name")
+        return node
+
+    def read_patch(self, patch_id: str) -> MemoryPatch:
+        path = self.patch_path(patch_id)
+        try:
+            data = self._read_json(path)
+        except FileNotFoundError:
+            raise NotFoundError(f"no patch {patch_id} in {self.root}") from None
+        return MemoryPatch.from_dict(data, where=self.relative(path))
+
+    def read_session(self, session_id: str) -> Session:
+        path = self.session_path(session_id)
+        try:
+            data = self._read_json(path)
+        except FileNotFoundError:
+            raise NotFoundError(f"no session {session_id} in {self.root}") from None
+        return Session.from_dict(data, where=self.relative(path))
+
+    def record_files(self, folder: str) -> list[Path]:
+        """The record files of ``nodes``, ``patches``, ``edges`` or ``sessions``, sorted by name."""
+        return sorted(p for p in (self.root / folder).glob("*.json") if not p.name.startswith("."))
+
+    def _load_all(self, folder: str, parse: Any) -> list[Any]:
+        records, problems = [], []
+        for path in self.record_files(folder):
+            where = self.relative(path)
+            try:
+                records.append(parse(self._read_json(path), where))
+            except ValidationError as exc:
+                problems.extend(exc.problems)
+        if problems:
+            raise ValidationError(
+                f"{len(problems)} problem(s) in {folder}/ (run `cclg doctor`): {problems[0]}", problems
+            )
+        return records
+
+    def load_nodes(self) -> dict[str, MemoryNode]:
+        return {n.id: n for n in self._load_all("nodes", MemoryNode.from_dict)}
+
+    def load_patches(self) -> list[MemoryPatch]:
+        """Every patch, in ledger order: by ``created_at``, then id."""
+        patches = self._load_all("patches", MemoryPatch.from_dict)
+        return sorted(patches, key=patch_order)
+
+    def load_edges(self) -> list[MemoryEdge]:
+        return self._load_all("edges", MemoryEdge.from_dict)
+
+    def load_sessions(self) -> list[Session]:
+        return self._load_all("sessions", Session.from_dict)
+
+    def session_events(self, session_id: str) -> list[dict[str, Any]]:
+        """A session's events: those embedded in its file, then those in its event log."""
+        events: list[dict[str, Any]] = []
+        if self.session_path(session_id).exists():
+            events.extend(self.read_session(session_id).events)
+        events.extend(read_jsonl(self.session_events_path(session_id)).records)
+        return events
+
+    # ------------------------------------------------------------ recovery
+
+    def logs(self) -> list[Path]:
+        """Every JSON-lines log of the store."""
+        logs = [self.audit_path] if self.audit_path.exists() else []
+        logs.extend(sorted((self.root / "sessions").glob("*.events.jsonl")))
+        return logs
+
+    def orphan_temp_files(self) -> list[Path]:
+        """Temp files whose writer process is gone (left by a killed write)."""
+        orphans = []
+        for folder in (self.root, *(self.root / name for name in LAYOUT)):
+            if not folder.is_dir():
+                continue
+            for path in folder.iterdir():
+                match = _TEMP_RE.match(path.name)
+                if match and not _pid_alive(int(match["pid"])):
+                    orphans.append(path)
+        return sorted(orphans)
+
+    def recover(self) -> list[str]:
+        """Finish what killed writers left: set torn log tails aside, delete orphan temp files."""
+        actions = []
+        with self.lock():
+            for path in self.orphan_temp_files():
+                path.unlink(missing_ok=True)
+                actions.append(f"removed orphan temp file {self.relative(path)}")
+            for log in self.logs():
+                fd = os.open(log, os.O_RDWR)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    torn = self._set_aside_torn_tail(fd, log)
+                finally:
+                    os.close(fd)
+                if torn:
+                    actions.append(f"set aside a torn last line of {self.relative(log)} ({torn} bytes) "
+                                   f"in {self.relative(log)}.torn")
+        if actions:
+            self.audit("repair_applied", actions=actions)
+        return actions
+
+
+def patch_order(patch: MemoryPatch) -> tuple[datetime, str]:
+    """Ledger order: creation time (as a moment, whatever the offset), then id."""
+    return (parse_time(patch.created_at), patch.id)
+
+
+def audit_record(event: str, **fields: Any) -> dict[str, Any]:
+    if event not in fmt.AUDIT_EVENTS:
+        raise ValueError(f"unknown audit event {event!r}")
+    return {"event": event, **fields, "created_at": now_iso()}
