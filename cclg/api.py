@@ -20,8 +20,18 @@ from cclg.records import MemoryNode, MemoryPatch, Scope, Source, content_hash, i
 from cclg.sessions import note_overlay
 from cclg.store import Store, read_jsonl
 
-SHORT_LINE_FIELDS = ("content", "type", "source", "key", "scope", "tags", "quote", "confidence", "priority",
-                     "provenance")
+SHORT_LINE_FIELDS = (
+    "content",
+    "type",
+    "source",
+    "key",
+    "scope",
+    "tags",
+    "quote",
+    "confidence",
+    "priority",
+    "provenance",
+)
 
 
 def parse_scope(pairs: list[str] | dict[str, Any] | None) -> Scope:
@@ -44,10 +54,19 @@ def parse_scope(pairs: list[str] | dict[str, Any] | None) -> Scope:
     return Scope(**values)
 
 
-def build_node(content: str, *, source: str, type: str = "memory", key: str | None = None,
-               quote: str | None = None, confidence: float = 1.0, priority: str = "normal",
-               scope: Scope | None = None, tags: list[str] | None = None,
-               created_by: str = "manual") -> MemoryNode:
+def build_node(
+    content: str,
+    *,
+    source: str,
+    type: str = "memory",
+    key: str | None = None,
+    quote: str | None = None,
+    confidence: float = 1.0,
+    priority: str = "normal",
+    scope: Scope | None = None,
+    tags: list[str] | None = None,
+    created_by: str = "manual",
+) -> MemoryNode:
     """A new node from user-level arguments, checked like a record read from disk."""
     if not content.strip():
         raise UsageError("content must not be empty")
@@ -55,9 +74,17 @@ def build_node(content: str, *, source: str, type: str = "memory", key: str | No
         raise UsageError("a memory needs a source label (where did this come from?)")
     if type not in fmt.NODE_TYPES:
         raise UsageError(f"unknown type {type!r}; use one of {', '.join(fmt.NODE_TYPES)}")
-    return new_node(content, type=type, key=key or None, scope=scope, confidence=confidence,
-                    priority=priority, tags=tags, source=Source(label=source, quote=quote),
-                    metadata={"created_by": created_by})
+    return new_node(
+        content,
+        type=type,
+        key=key or None,
+        scope=scope,
+        confidence=confidence,
+        priority=priority,
+        tags=tags,
+        source=Source(label=source, quote=quote),
+        metadata={"created_by": created_by},
+    )
 
 
 def add_memory(store: Store, content: str, *, source: str, reason: str | None = None, **fields: Any) -> PatchResult:
@@ -75,8 +102,11 @@ class ImportResult:
     nodes: list[MemoryNode]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"imported": len(self.nodes), "patch_id": self.patch.id if self.patch else None,
-                "node_ids": [n.id for n in self.nodes]}
+        return {
+            "imported": len(self.nodes),
+            "patch_id": self.patch.id if self.patch else None,
+            "node_ids": [n.id for n in self.nodes],
+        }
 
 
 def parse_import_line(value: Any, number: int, where: str) -> MemoryNode:
@@ -84,8 +114,10 @@ def parse_import_line(value: Any, number: int, where: str) -> MemoryNode:
     if isinstance(value, dict) and "schema_version" in value:
         node = MemoryNode.from_dict(value, where=f"{where} line {number}")
         if node.status not in INITIAL_STATUSES:
-            raise ValidationError(f"{where} line {number}: status {node.status} cannot be imported as a new "
-                                  "memory (only current ones; move history with a .cclg container)")
+            raise ValidationError(
+                f"{where} line {number}: status {node.status} cannot be imported as a new "
+                "memory (only current ones; move history with a .cclg container)"
+            )
         node.metadata.setdefault("content_hash", content_hash(node.content))
         return node
     if not isinstance(value, dict):
@@ -93,25 +125,48 @@ def parse_import_line(value: Any, number: int, where: str) -> MemoryNode:
     unknown = sorted(set(value) - set(SHORT_LINE_FIELDS))
     if unknown:
         raise ValidationError(f"{where} line {number}: unknown field(s) {', '.join(unknown)}")
-    provenance = value.get("provenance") if isinstance(value.get("provenance"), dict) else {}
-    source = value.get("source", provenance.get("source"))
-    content = value.get("content")
-    checks = {"content": (content, str), "source": (source, str), "type": (value.get("type", "memory"), str),
-              "key": (value.get("key"), (str, type(None))), "tags": (value.get("tags", []), list),
-              "quote": (value.get("quote", provenance.get("quote")), (str, type(None))),
-              "priority": (value.get("priority", "normal"), str),
-              "confidence": (value.get("confidence", 1.0), (int, float)),
-              "scope": (value.get("scope", {}), dict)}
-    for name, (field_value, kind) in checks.items():
-        if not isinstance(field_value, kind) or isinstance(field_value, bool):
-            raise ValidationError(f"{where} line {number}: field '{name}' has the wrong type or is missing")
-    if not all(isinstance(t, str) for t in value.get("tags", [])):
+    provenance = value.get("provenance")
+    provenance = provenance if isinstance(provenance, dict) else {}
+    fields = {
+        "content": value.get("content"),
+        "source": value.get("source", provenance.get("source")),
+        "type": value.get("type", "memory"),
+        "key": value.get("key"),
+        "quote": value.get("quote", provenance.get("quote")),
+        "priority": value.get("priority", "normal"),
+        "confidence": value.get("confidence", 1.0),
+        "scope": value.get("scope", {}),
+        "tags": value.get("tags", []),
+    }
+    shapes: dict[str, tuple[type, ...]] = {
+        "content": (str,),
+        "source": (str,),
+        "type": (str,),
+        "key": (str, type(None)),
+        "quote": (str, type(None)),
+        "priority": (str,),
+        "confidence": (int, float),
+        "scope": (dict,),
+        "tags": (list,),
+    }
+    for name, allowed in shapes.items():
+        if isinstance(fields[name], bool) or not isinstance(fields[name], allowed):
+            raise ValidationError(f"{where} line {number}: field '{name}' is missing or has the wrong type")
+    if not all(isinstance(t, str) for t in fields["tags"]):
         raise ValidationError(f"{where} line {number}: field 'tags' must be a list of strings")
     try:
-        return build_node(content, source=source, type=value.get("type", "memory"), key=value.get("key"),
-                          quote=checks["quote"][0], confidence=float(value.get("confidence", 1.0)),
-                          priority=value.get("priority", "normal"), scope=parse_scope(value.get("scope", {})),
-                          tags=value.get("tags", []), created_by="import")
+        return build_node(
+            fields["content"],
+            source=fields["source"],
+            type=fields["type"],
+            key=fields["key"],
+            quote=fields["quote"],
+            confidence=float(fields["confidence"]),
+            priority=fields["priority"],
+            scope=parse_scope(fields["scope"]),
+            tags=fields["tags"],
+            created_by="import",
+        )
     except (UsageError, ValidationError) as exc:
         raise ValidationError(f"{where} line {number}: {exc}") from None
 
@@ -153,8 +208,13 @@ def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>") -> ImportR
         raise ValidationError(f"{len(problems)} bad line(s) in {name}; nothing was imported", problems)
     if not nodes:
         return ImportResult(patch=None, nodes=[])
-    result = create_nodes(store, nodes, reason=f"import-jsonl {name}", source=Source(label=f"import:{name}"),
-                          new_content=f"imported {len(nodes)} memories from {name}")
+    result = create_nodes(
+        store,
+        nodes,
+        reason=f"import-jsonl {name}",
+        source=Source(label=f"import:{name}"),
+        new_content=f"imported {len(nodes)} memories from {name}",
+    )
     return ImportResult(patch=result.patch, nodes=nodes)
 
 
@@ -185,8 +245,9 @@ def history(store: Store, *, node_id: str | None = None, limit: int | None = Non
         store.node_path(node_id)  # validates the id
     patches = store.load_patches()
     if node_id is not None:
-        patches = [p for p in patches
-                   if node_id in p.target_ids or node_id in p.new_node_ids or node_id in p.prior_states]
+        patches = [
+            p for p in patches if node_id in p.target_ids or node_id in p.new_node_ids or node_id in p.prior_states
+        ]
     patches.reverse()
     return patches[:limit] if limit else patches
 
@@ -198,8 +259,7 @@ def patch_diff(store: Store, patch_id: str) -> dict[str, Any]:
     changes = []
     for node_id in patch.target_ids:
         node = nodes[node_id]
-        changes.append({"id": node_id, "before": patch.prior_states.get(node_id),
-                        "now": node.status if node else None})
+        changes.append({"id": node_id, "before": patch.prior_states.get(node_id), "now": node.status if node else None})
     diffs = []
     for new_id_ in patch.new_node_ids:
         new = nodes[new_id_]
@@ -207,12 +267,16 @@ def patch_diff(store: Store, patch_id: str) -> dict[str, Any]:
             old = nodes[old_id]
             if old is None or new is None:
                 continue
-            lines = difflib.unified_diff(old.content.splitlines(), new.content.splitlines(),
-                                         fromfile=old_id, tofile=new_id_, lineterm="")
+            lines = difflib.unified_diff(
+                old.content.splitlines(), new.content.splitlines(), fromfile=old_id, tofile=new_id_, lineterm=""
+            )
             diffs.append("\n".join(lines))
-    return {"patch": patch.to_dict(), "status_changes": changes,
-            "new_nodes": [nodes[n].to_dict() for n in patch.new_node_ids if nodes[n] is not None],
-            "content_diff": diffs}
+    return {
+        "patch": patch.to_dict(),
+        "status_changes": changes,
+        "new_nodes": [node.to_dict() for n in patch.new_node_ids if (node := nodes[n]) is not None],
+        "content_diff": diffs,
+    }
 
 
 def _read_optional(store: Store, node_id: str) -> MemoryNode | None:
@@ -231,11 +295,14 @@ def cite(store: Store, node_id: str) -> dict[str, Any]:
         raw_path = (store.root / "raw" / str(span.get("source_id", ""))).resolve()
         if raw_path.parent == (store.root / "raw").resolve() and raw_path.is_file():
             content = raw_path.read_bytes().decode("utf-8", errors="replace")
-            text = content[span["char_start"]:span["char_end"]]
+            text = content[span["char_start"] : span["char_end"]]
         spans.append({**span, "text": text})
     return {
-        "id": node.id, "status": node.status, "content": node.content,
-        "source": node.source.to_dict(), "raw_spans": spans,
+        "id": node.id,
+        "status": node.status,
+        "content": node.content,
+        "source": node.source.to_dict(),
+        "raw_spans": spans,
         "created_by_patch": next((p.id for p in history(store, node_id=node_id) if node_id in p.new_node_ids), None),
         "patches": [p.id for p in history(store, node_id=node_id)],
         "relations": {k: v for k, v in node.relations.items() if v},
@@ -246,7 +313,9 @@ def resolve_node_id(store: Store, text: str) -> str:
     """Accept a full id, or a unique prefix of one (``mem_01jq`` style)."""
     if is_valid_id(text, "mem") and store.node_path(text).exists():
         return text
-    matches = [p.stem for p in store.record_files("nodes") if p.stem.startswith(text)] if text.startswith("mem_") else []
+    matches = []
+    if text.startswith("mem_"):
+        matches = [p.stem for p in store.record_files("nodes") if p.stem.startswith(text)]
     if len(matches) == 1:
         return matches[0]
     if len(matches) > 1:

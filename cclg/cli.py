@@ -68,8 +68,12 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 
 
 @click.group(cls=CclgGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--root", envvar="CCLG_HOME", type=click.Path(file_okay=False),
-              help="Store folder. Default: $CCLG_HOME, else ~/.cclg.")
+@click.option(
+    "--root",
+    envvar="CCLG_HOME",
+    type=click.Path(file_okay=False),
+    help="Store folder. Default: $CCLG_HOME, else ~/.cclg.",
+)
 @click.version_option(__version__, prog_name="cclg")
 @click.pass_context
 def cli(ctx: click.Context, root: str | None) -> None:
@@ -98,26 +102,46 @@ def init(ctx: click.Context) -> None:
 @cli.command()
 @click.option("--content", required=True, help="The memory, one self-contained statement ('-' reads stdin).")
 @click.option("--source", required=True, help="Where it came from: a label such as user, doc:README.md, session:ID.")
-@click.option("--type", "type_", default="memory", show_default=True, type=click.Choice(fmt.NODE_TYPES),
-              help="Kind of memory.")
+@click.option(
+    "--type", "type_", default="memory", show_default=True, type=click.Choice(fmt.NODE_TYPES), help="Kind of memory."
+)
 @click.option("--key", help="Stable key: memories sharing a key collapse to the narrowest scope.")
 @click.option("--quote", help="The words of the source this memory rests on.")
 @click.option("--confidence", type=click.FloatRange(0, 1), default=1.0, show_default=True)
 @click.option("--priority", default="normal", show_default=True, help="low, normal, high, ...")
-@click.option("--scope", multiple=True, metavar="KEY=VALUE",
-              help=f"Scope ({', '.join(fmt.SCOPE_KEYS)}); repeatable.")
+@click.option("--scope", multiple=True, metavar="KEY=VALUE", help=f"Scope ({', '.join(fmt.SCOPE_KEYS)}); repeatable.")
 @click.option("--tag", multiple=True, help="A tag; repeatable.")
 @json_option
 @click.pass_context
-def add(ctx: click.Context, content: str, source: str, type_: str, key: str | None, quote: str | None,
-        confidence: float, priority: str, scope: tuple[str, ...], tag: tuple[str, ...], as_json: bool) -> None:
+def add(
+    ctx: click.Context,
+    content: str,
+    source: str,
+    type_: str,
+    key: str | None,
+    quote: str | None,
+    confidence: float,
+    priority: str,
+    scope: tuple[str, ...],
+    tag: tuple[str, ...],
+    as_json: bool,
+) -> None:
     """Add a memory (written with its `create` patch).
 
     Example: cclg add --type project_decision --content "Tests run with pytest -q" --source user --key test.command
     """
-    result = api.add_memory(_store(ctx), _text_arg(content), source=source, type=type_, key=key, quote=quote,
-                            confidence=confidence, priority=priority, scope=api.parse_scope(list(scope)),
-                            tags=list(tag))
+    result = api.add_memory(
+        _store(ctx),
+        _text_arg(content),
+        source=source,
+        type=type_,
+        key=key,
+        quote=quote,
+        confidence=confidence,
+        priority=priority,
+        scope=api.parse_scope(list(scope)),
+        tags=list(tag),
+    )
     _emit(result.new_nodes[0].to_dict(), as_json)
 
 
@@ -162,15 +186,23 @@ def import_jsonl(ctx: click.Context, path: str, as_json: bool) -> None:
 @click.option("--confidence", type=click.FloatRange(0, 1), default=1.0, show_default=True)
 @json_option
 @click.pass_context
-def patch(ctx: click.Context, operation: str, targets: tuple[str, ...], contents: tuple[str, ...], reason: str,
-          source: str, confidence: float, as_json: bool) -> None:
+def patch(
+    ctx: click.Context,
+    operation: str,
+    targets: tuple[str, ...],
+    contents: tuple[str, ...],
+    reason: str,
+    source: str,
+    confidence: float,
+    as_json: bool,
+) -> None:
     """Change memories through the ledger: OPERATION is one of the thirteen patch operations.
 
     update, supersede, refine, expand, narrow, merge, split and resolve_conflict
     write new memories and retire the targets; expire, deprecate and forget only
     retire; create adds; rollback undoes a patch (give its id as --target).
 
-    Example: cclg patch refine --target mem_01... --content "Tests run with pytest -q -x" --reason "stop on first failure"
+    Example: cclg patch refine --target mem_01... --content "pytest -q -x" --reason "stop early"
     """
     store = _store(ctx)
     texts = [_text_arg(c) for c in contents]
@@ -184,8 +216,9 @@ def patch(ctx: click.Context, operation: str, targets: tuple[str, ...], contents
         result = api.add_memory(store, texts[0], source=source, reason=reason, confidence=confidence)
     else:
         ids = [api.resolve_node_id(store, t) for t in targets]
-        result = ledger.apply_patch(store, operation, ids, reason=reason, contents=texts,
-                                    source=Source(label=source), confidence=confidence)
+        result = ledger.apply_patch(
+            store, operation, ids, reason=reason, contents=texts, source=Source(label=source), confidence=confidence
+        )
     _emit(result.to_dict(), as_json)
 
 
@@ -318,8 +351,11 @@ def validate(paths: tuple[Path, ...], as_json: bool) -> None:
 
 
 @cli.command("doctor")
-@click.option("--repair", is_flag=True, help="First fix what needs no judgement (torn log lines, orphan temp "
-                                             "files, statuses the ledger disagrees with).")
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="First fix what needs no judgement (torn log lines, orphan temp files, statuses the ledger disagrees with).",
+)
 @json_option
 @click.pass_context
 def doctor_command(ctx: click.Context, repair: bool, as_json: bool) -> None:
@@ -351,8 +387,9 @@ def doctor_command(ctx: click.Context, repair: bool, as_json: bool) -> None:
 @click.option("--status", help="Search memories of this status instead of current truth ('all' for every one).")
 @json_option
 @click.pass_context
-def search_command(ctx: click.Context, query: str, limit: int, session_id: str | None, status: str | None,
-                   as_json: bool) -> None:
+def search_command(
+    ctx: click.Context, query: str, limit: int, session_id: str | None, status: str | None, as_json: bool
+) -> None:
     """Search current memories (only the effective view unless --status says otherwise).
 
     Example: cclg search "pytest command"
@@ -374,11 +411,11 @@ def search_command(ctx: click.Context, query: str, limit: int, session_id: str |
 @click.option("--session-id", help="Include this session's overlay memories.")
 @click.option("--max-nodes", type=click.IntRange(min=0), default=DEFAULT_MAX_NODES, show_default=True)
 @click.option("--max-chars", type=click.IntRange(min=0), default=DEFAULT_MAX_CHARS, show_default=True)
-@click.option("--format", "style", type=click.Choice(["toml", "json", "markdown"]), default="toml",
-              show_default=True)
+@click.option("--format", "style", type=click.Choice(["toml", "json", "markdown"]), default="toml", show_default=True)
 @click.pass_context
-def pack_command(ctx: click.Context, query: str, session_id: str | None, max_nodes: int, max_chars: int,
-                 style: str) -> None:
+def pack_command(
+    ctx: click.Context, query: str, session_id: str | None, max_nodes: int, max_chars: int, style: str
+) -> None:
     """Compile the ActiveMemoryPack: current memories for a task, retired ones listed apart.
 
     Example: cclg pack --query "how do I run the tests" --format markdown

@@ -42,28 +42,46 @@ def build_demo_store(path: Path) -> Store:
         start = SOURCE_NOTE.index("- Original evidence")
         span.update(char_start=start, char_end=SOURCE_NOTE.index("\n", start))
         old = api.add_memory(
-            store, "Memories are accumulated directly inside the prompt.", source="demo:old-assumption",
-            type="project_decision", key="demo.memory.delivery", priority="high",
+            store,
+            "Memories are accumulated directly inside the prompt.",
+            source="demo:old-assumption",
+            type="project_decision",
+            key="demo.memory.delivery",
+            priority="high",
         ).new_nodes[0]
         ledger.apply_patch(
-            store, "refine", [old.id], reason="The user corrected it: memory is a source-grounded graph that "
+            store,
+            "refine",
+            [old.id],
+            reason="The user corrected it: memory is a source-grounded graph that "
             "hooks and tools consume, not text piled into the prompt.",
-            contents=["Raw evidence is kept verbatim; only active MemoryNodes reach the agent, "
-                      "through hook and MCP context."],
+            contents=[
+                "Raw evidence is kept verbatim; only active MemoryNodes reach the agent, through hook and MCP context."
+            ],
             source=Source(label="demo:correction", raw_spans=[span]),
         )
         api.add_memory(
-            store, "Checks are split into local gates (mutation, retrieval, pack, hook, MCP, code graph) "
-            "and external memory, tool and code benchmark tracks.", source="demo:benchmark",
-            type="benchmark_requirement", key="demo.benchmark.gates", priority="high",
+            store,
+            "Checks are split into local gates (mutation, retrieval, pack, hook, MCP, code graph) "
+            "and external memory, tool and code benchmark tracks.",
+            source="demo:benchmark",
+            type="benchmark_requirement",
+            key="demo.benchmark.gates",
+            priority="high",
         )
-        sessions.start_session(store, DEMO_SESSION, agent="codex", workspace="local", project="cclg",
-                               branch_name="main")
+        sessions.start_session(
+            store, DEMO_SESSION, agent="codex", workspace="local", project="cclg", branch_name="main"
+        )
         api.add_memory(
-            store, "This overlay memory is visible only in packs for demo-session.", source="demo:session-overlay",
+            store,
+            "This overlay memory is visible only in packs for demo-session.",
+            source="demo:session-overlay",
             scope=api.parse_scope(["workspace=local", "project=cclg", "agent=codex", f"session={DEMO_SESSION}"]),
         )
-        sessions.record_event(store, DEMO_SESSION, "user_prompt",
-                              {"prompt": "How does cclg deliver memory to the agent?",
-                               "session_id": DEMO_SESSION})
+        sessions.record_event(
+            store,
+            DEMO_SESSION,
+            "user_prompt",
+            {"prompt": "How does cclg deliver memory to the agent?", "session_id": DEMO_SESSION},
+        )
     return store

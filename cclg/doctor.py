@@ -42,8 +42,12 @@ PARSERS: dict[str, Any] = {
     fmt.EDGE_SCHEMA: MemoryEdge.from_dict,
     fmt.SESSION_SCHEMA: Session.from_dict,
 }
-FOLDER_SCHEMA = {"nodes": fmt.NODE_SCHEMA, "patches": fmt.PATCH_SCHEMA, "edges": fmt.EDGE_SCHEMA,
-                 "sessions": fmt.SESSION_SCHEMA}
+FOLDER_SCHEMA = {
+    "nodes": fmt.NODE_SCHEMA,
+    "patches": fmt.PATCH_SCHEMA,
+    "edges": fmt.EDGE_SCHEMA,
+    "sessions": fmt.SESSION_SCHEMA,
+}
 
 
 @dataclass
@@ -67,8 +71,12 @@ class Report:
         return not self.findings
 
     def to_dict(self) -> dict[str, Any]:
-        return {"root": self.root, "ok": self.ok, "counts": self.counts,
-                "findings": [f.to_dict() for f in self.findings]}
+        return {
+            "root": self.root,
+            "ok": self.ok,
+            "counts": self.counts,
+            "findings": [f.to_dict() for f in self.findings],
+        }
 
 
 def _load(store: Store, folder: str, findings: list[Finding]) -> list[Any]:
@@ -105,8 +113,14 @@ def diagnose(store: Store) -> Report:
         where = f"nodes/{node.id}.json"
         stored = node.stored_hash
         if stored is not None and stored != content_hash(node.content):
-            findings.append(Finding(HASH, where, f"metadata.content_hash {stored} does not match the content "
-                                                 f"({content_hash(node.content)}): content changed by hand?"))
+            findings.append(
+                Finding(
+                    HASH,
+                    where,
+                    f"metadata.content_hash {stored} does not match the content "
+                    f"({content_hash(node.content)}): content changed by hand?",
+                )
+            )
         if node.status == "active" and not node.source.label and not node.source.raw_spans:
             findings.append(Finding(SOURCE, where, "active memory has neither a source label nor a raw span"))
         for kind, ids in node.relations.items():
@@ -133,16 +147,23 @@ def diagnose(store: Store) -> Report:
             if node_id not in nodes:
                 findings.append(Finding(EDGE_IDS, where, f"'{end}' names {node_id}, which does not exist"))
         if edge.source_patch_id is not None and edge.source_patch_id not in patch_ids:
-            findings.append(Finding(EDGE_IDS, where, f"source_patch_id names {edge.source_patch_id}, "
-                                                     "which does not exist"))
+            findings.append(
+                Finding(EDGE_IDS, where, f"source_patch_id names {edge.source_patch_id}, which does not exist")
+            )
 
     findings.extend(_ledger_findings(nodes, patches))
     findings.extend(_log_findings(store))
     for path in store.orphan_temp_files():
-        findings.append(Finding(TEMP, store.relative(path), "left by a write that was killed; "
-                                                            "`cclg doctor --repair` removes it"))
-    counts = {"nodes": len(nodes), "patches": len(patches), "edges": len(edges), "sessions": len(sessions),
-              "raw": sum(1 for p in (store.root / "raw").glob("*") if not p.name.startswith("."))}
+        findings.append(
+            Finding(TEMP, store.relative(path), "left by a write that was killed; `cclg doctor --repair` removes it")
+        )
+    counts = {
+        "nodes": len(nodes),
+        "patches": len(patches),
+        "edges": len(edges),
+        "sessions": len(sessions),
+        "raw": sum(1 for p in (store.root / "raw").glob("*") if not p.name.startswith(".")),
+    }
     return Report(root=str(store.root), counts=counts, findings=findings)
 
 
@@ -156,17 +177,23 @@ def _ledger_findings(nodes: dict[str, MemoryNode], patches: list[MemoryPatch]) -
     for node_id, allowed in expected.items():
         node = nodes.get(node_id)
         if node is not None and node.status not in allowed:
-            findings.append(Finding(LEDGER, f"nodes/{node_id}.json",
-                                    f"status is {node.status} but its patches leave it "
-                                    f"{' or '.join(sorted(allowed))}: edited by hand or an interrupted patch "
-                                    "(`cclg doctor --repair` restores the ledger's status)"))
+            findings.append(
+                Finding(
+                    LEDGER,
+                    f"nodes/{node_id}.json",
+                    f"status is {node.status} but its patches leave it "
+                    f"{' or '.join(sorted(allowed))}: edited by hand or an interrupted patch "
+                    "(`cclg doctor --repair` restores the ledger's status)",
+                )
+            )
     overlays = {n.scope.session for n in nodes.values() if n.status == "active_session" and n.scope.session}
     session_ids = [None, *sorted(overlays)]
     for session_id in session_ids:
         for node in effective_view(nodes.values(), patches, session_id=session_id):
             if node.id in retired or node.status not in LIVE_STATUSES:
-                findings.append(Finding(SUPPRESSED, f"nodes/{node.id}.json",
-                                        "a retired memory would be served as current truth"))
+                findings.append(
+                    Finding(SUPPRESSED, f"nodes/{node.id}.json", "a retired memory would be served as current truth")
+                )
     return findings
 
 
@@ -178,8 +205,14 @@ def _log_findings(store: Store) -> list[Finding]:
         for number, problem in contents.bad_lines:
             findings.append(Finding(LOGS, where, f"line {number}: {problem}"))
         if contents.torn_tail:
-            findings.append(Finding(LOGS, where, f"the last line ({len(contents.torn_tail)} bytes) has no newline: "
-                                                 "left by a killed writer; `cclg doctor --repair` sets it aside"))
+            findings.append(
+                Finding(
+                    LOGS,
+                    where,
+                    f"the last line ({len(contents.torn_tail)} bytes) has no newline: "
+                    "left by a killed writer; `cclg doctor --repair` sets it aside",
+                )
+            )
     return findings
 
 

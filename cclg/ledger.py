@@ -57,8 +57,9 @@ class PatchResult:
 # ---------------------------------------------------------------- writing
 
 
-def create_nodes(store: Store, nodes: list[MemoryNode], *, reason: str, source: Source | None = None,
-                 new_content: str | None = None) -> PatchResult:
+def create_nodes(
+    store: Store, nodes: list[MemoryNode], *, reason: str, source: Source | None = None, new_content: str | None = None
+) -> PatchResult:
     """Write new nodes with one ``create`` patch that names them all.
 
     For a single node the patch's ``new_content`` is the node's content; for a
@@ -72,9 +73,17 @@ def create_nodes(store: Store, nodes: list[MemoryNode], *, reason: str, source: 
         new_content = nodes[0].content
     stamp = now_iso()
     patch = MemoryPatch(
-        id=new_id("patch"), operation="create", target_ids=[], new_node_ids=[n.id for n in nodes],
-        reason=reason, new_content=new_content, source=source or Source(label="manual"),
-        confidence=1.0, resolution_policy=default_resolution_policy(), created_at=stamp, applied_at=stamp,
+        id=new_id("patch"),
+        operation="create",
+        target_ids=[],
+        new_node_ids=[n.id for n in nodes],
+        reason=reason,
+        new_content=new_content,
+        source=source or Source(label="manual"),
+        confidence=1.0,
+        resolution_policy=default_resolution_policy(),
+        created_at=stamp,
+        applied_at=stamp,
     )
     batch = store.batch() if len(nodes) > 1 else _null_context()
     with store.lock(), batch:
@@ -131,9 +140,15 @@ def apply_patch(
             if rule.new_nodes == "many" and key is not None:
                 key = f"{key}.{index + 1}"
             node = new_node(
-                content, type=first.type, scope=first.scope, key=key, priority=first.priority,
-                tags=sorted({t for target in targets for t in target.tags}), confidence=confidence,
-                source=_new_node_source(patch_id, reason, source), created_at=stamp,
+                content,
+                type=first.type,
+                scope=first.scope,
+                key=key,
+                priority=first.priority,
+                tags=sorted({t for target in targets for t in target.tags}),
+                confidence=confidence,
+                source=_new_node_source(patch_id, reason, source),
+                created_at=stamp,
                 status="active_session" if first.status == "active_session" else "active",
             )
             node.relations["supersedes"] = list(target_ids)
@@ -141,17 +156,26 @@ def apply_patch(
                 node.relations[rule.relation] = list(target_ids)
             new_nodes.append(node)
         patch = MemoryPatch(
-            id=patch_id, operation=operation, target_ids=list(target_ids),
-            new_node_ids=[n.id for n in new_nodes], reason=reason,
+            id=patch_id,
+            operation=operation,
+            target_ids=list(target_ids),
+            new_node_ids=[n.id for n in new_nodes],
+            reason=reason,
             new_content="\n\n".join(contents) if contents else None,
-            source=source or Source(label="manual"), confidence=confidence,
+            source=source or Source(label="manual"),
+            confidence=confidence,
             resolution_policy=default_resolution_policy(),
-            prior_states={t.id: t.status for t in targets}, created_at=stamp, applied_at=stamp,
+            prior_states={t.id: t.status for t in targets},
+            created_at=stamp,
+            applied_at=stamp,
         )
         edges = [
-            MemoryEdge(id=new_id("edge"), from_id=n.id, to_id=t.id, type=rule.edge, created_at=stamp,
-                       source_patch_id=patch.id)
-            for n in new_nodes for t in targets if rule.edge
+            MemoryEdge(
+                id=new_id("edge"), from_id=n.id, to_id=t.id, type=rule.edge, created_at=stamp, source_patch_id=patch.id
+            )
+            for n in new_nodes
+            for t in targets
+            if rule.edge
         ]
         # Create first, retire last: a crash in between leaves a duplicate, never a loss.
         for node in new_nodes:
@@ -221,18 +245,28 @@ def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | 
                 if node_id in nodes:
                     _link(nodes[node_id], [n for n in nodes.values() if n.id in redo.new_node_ids])
         patch = MemoryPatch(
-            id=new_id("patch"), operation="rollback", target_ids=list(nodes), new_node_ids=[],
-            reason=reason.strip() or f"rollback of {patch_id}", new_content=None,
-            source=source or Source(label="manual"), confidence=1.0,
-            resolution_policy=default_resolution_policy(), prior_states=prior, rollback_of=undone.id,
-            created_at=stamp, applied_at=stamp,
+            id=new_id("patch"),
+            operation="rollback",
+            target_ids=list(nodes),
+            new_node_ids=[],
+            reason=reason.strip() or f"rollback of {patch_id}",
+            new_content=None,
+            source=source or Source(label="manual"),
+            confidence=1.0,
+            resolution_policy=default_resolution_policy(),
+            prior_states=prior,
+            rollback_of=undone.id,
+            created_at=stamp,
+            applied_at=stamp,
         )
         store.write_patch(patch)
         for node in nodes.values():
             store.write_node(node)
         records = [_patch_audit(patch)]
-        records += [audit_record("node_status_changed", node_id=n.id, status=n.status, patch_id=patch.id)
-                    for n in nodes.values()]
+        records += [
+            audit_record("node_status_changed", node_id=n.id, status=n.status, patch_id=patch.id)
+            for n in nodes.values()
+        ]
         store.audit_many(records)
     return PatchResult(patch=patch, changed_nodes=list(nodes.values()))
 
@@ -261,9 +295,15 @@ def _read_target(store: Store, node_id: str) -> MemoryNode:
 
 def _new_node_source(patch_id: str, reason: str, source: Source | None) -> Source:
     base = source or Source()
-    return Source(label=f"patch:{patch_id}", session_ids=list(base.session_ids), turn_ids=list(base.turn_ids),
-                  raw_spans=list(base.raw_spans), tool_result_ids=list(base.tool_result_ids),
-                  artifact_ids=list(base.artifact_ids), quote=base.quote or reason)
+    return Source(
+        label=f"patch:{patch_id}",
+        session_ids=list(base.session_ids),
+        turn_ids=list(base.turn_ids),
+        raw_spans=list(base.raw_spans),
+        tool_result_ids=list(base.tool_result_ids),
+        artifact_ids=list(base.artifact_ids),
+        quote=base.quote or reason,
+    )
 
 
 def _set_status(node: MemoryNode, status: str, stamp: str) -> None:
@@ -298,8 +338,13 @@ def _touched(patch: MemoryPatch) -> set[str]:
 
 
 def _patch_audit(patch: MemoryPatch) -> dict[str, object]:
-    return audit_record("patch_written", patch_id=patch.id, operation=patch.operation,
-                        target_ids=patch.target_ids, new_node_ids=patch.new_node_ids)
+    return audit_record(
+        "patch_written",
+        patch_id=patch.id,
+        operation=patch.operation,
+        target_ids=patch.target_ids,
+        new_node_ids=patch.new_node_ids,
+    )
 
 
 class _null_context:
@@ -370,10 +415,13 @@ def effective_view(
     moment = at or parse_time(now_iso())
     retired = retired_ids(patches)
     live = [
-        node for node in nodes
+        node
+        for node in nodes
         if node.id not in retired
-        and (node.status == "active" or (node.status == "active_session" and session_id is not None
-                                          and node.scope.session == session_id))
+        and (
+            node.status == "active"
+            or (node.status == "active_session" and session_id is not None and node.scope.session == session_id)
+        )
         and is_in_force(node, moment)
     ]
     groups: dict[str, list[MemoryNode]] = {}

@@ -24,12 +24,25 @@ DEFAULT_MAX_CHARS = int(fmt.contract()["prompt"]["active_memory_pack_toml"]["max
 
 
 def _entry(node: MemoryNode) -> dict[str, Any]:
-    return {"id": node.id, "type": node.type, "status": node.status, "key": node.key,
-            "scope": node.scope.level, "source": node.source.label or "", "content": node.content}
+    return {
+        "id": node.id,
+        "type": node.type,
+        "status": node.status,
+        "key": node.key,
+        "scope": node.scope.level,
+        "source": node.source.label or "",
+        "content": node.content,
+    }
 
 
-def compile_pack(store: Store, query: str, *, session_id: str | None = None,
-                 max_nodes: int = DEFAULT_MAX_NODES, max_chars: int = DEFAULT_MAX_CHARS) -> dict[str, Any]:
+def compile_pack(
+    store: Store,
+    query: str,
+    *,
+    session_id: str | None = None,
+    max_nodes: int = DEFAULT_MAX_NODES,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> dict[str, Any]:
     """An ActiveMemoryPack (``cclg.active_memory_pack.v0.1``) as a dict in canonical order."""
     nodes = store.load_nodes()
     patches = store.load_patches()
@@ -52,15 +65,27 @@ def compile_pack(store: Store, query: str, *, session_id: str | None = None,
             continue
         if query.strip() and match(query, node) is None:
             continue
-        suppressed.append({"id": node.id, "status": node.status,
-                           "content": node.content[:SUPPRESSED_PREFIX_CHARS],
-                           "supersedes": node.relations["supersedes"],
-                           "superseded_by": node.relations["superseded_by"]})
+        suppressed.append(
+            {
+                "id": node.id,
+                "status": node.status,
+                "content": node.content[:SUPPRESSED_PREFIX_CHARS],
+                "supersedes": node.relations["supersedes"],
+                "superseded_by": node.relations["superseded_by"],
+            }
+        )
     values = {
-        "schema_version": fmt.PACK_SCHEMA, "query": query, "generated_at": now_iso(),
-        "memory_nodes": packed, "suppressed_nodes": suppressed,
-        "budget": {"max_nodes": max_nodes, "max_chars": max_chars, "used_chars": used,
-                   "omitted_nodes": len(selected) - len(packed)},
+        "schema_version": fmt.PACK_SCHEMA,
+        "query": query,
+        "generated_at": now_iso(),
+        "memory_nodes": packed,
+        "suppressed_nodes": suppressed,
+        "budget": {
+            "max_nodes": max_nodes,
+            "max_chars": max_chars,
+            "used_chars": used,
+            "omitted_nodes": len(selected) - len(packed),
+        },
     }
     return {name: values[name] for name in fmt.canonical_order("active_memory_pack")}
 

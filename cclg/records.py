@@ -157,9 +157,9 @@ def content_hash(value: Any) -> str:
     if isinstance(value, str):
         data = normalize_text(value).encode("utf-8")
     else:
-        data = json.dumps(
-            _normalize_value(value), sort_keys=True, ensure_ascii=False, separators=(",", ":")
-        ).encode("utf-8")
+        data = json.dumps(_normalize_value(value), sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode(
+            "utf-8"
+        )
     return "sha256:" + sha256(data).hexdigest()
 
 
@@ -191,8 +191,10 @@ class _Reader:
 
     def finish(self) -> None:
         if self.problems:
-            raise ValidationError(self.problems[0] if len(self.problems) == 1 else
-                                  f"{len(self.problems)} problems in {self.where}", self.problems)
+            raise ValidationError(
+                self.problems[0] if len(self.problems) == 1 else f"{len(self.problems)} problems in {self.where}",
+                self.problems,
+            )
 
     def get(self, name: str, expected: str, value: Any) -> Any:
         """Validate ``value`` against an ``expected`` shape name; returns it or a fallback."""
@@ -279,24 +281,33 @@ _DESCRIBE = {
     "list[dict]": "a list of objects",
 }
 _FALLBACK: dict[str, Any] = {
-    "str": str, "str?": lambda: None, "int": int, "bool": bool, "dict": dict,
-    "list[str]": list, "list[dict]": list,
+    "str": str,
+    "str?": lambda: None,
+    "int": int,
+    "bool": bool,
+    "dict": dict,
+    "list[str]": list,
+    "list[dict]": list,
 }
 
 
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string",
-            list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+    return {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+    }.get(type(value), type(value).__name__)
 
 
 def _ordered(kind: str, values: dict[str, Any], optional: tuple[str, ...] = ()) -> dict[str, Any]:
     """Values in the contract's canonical order; ``optional`` fields are left out when None."""
     return {
-        name: values[name]
-        for name in fmt.canonical_order(kind)
-        if not (name in optional and values.get(name) is None)
+        name: values[name] for name in fmt.canonical_order(kind) if not (name in optional and values.get(name) is None)
     }
 
 
@@ -685,9 +696,7 @@ class Session:
     loaded_memory_ids: list[str] = field(default_factory=list)
     session_overlay_ids: list[str] = field(default_factory=list)
     pending_patch_ids: list[str] = field(default_factory=list)
-    active_task: dict[str, Any] = field(
-        default_factory=lambda: {"goal": "", "open_questions": [], "active_files": []}
-    )
+    active_task: dict[str, Any] = field(default_factory=lambda: {"goal": "", "open_questions": [], "active_files": []})
     policy: dict[str, Any] = field(
         default_factory=lambda: {"promotion": "default", "sync": "disabled", "retention": "keep_raw_local"}
     )

@@ -51,8 +51,9 @@ def rank(query: str, nodes: list[MemoryNode], limit: int) -> list[Hit]:
     return hits[:limit]
 
 
-def search(store: Store, query: str, *, limit: int = 10, session_id: str | None = None,
-           status: str | None = None) -> list[Hit]:
+def search(
+    store: Store, query: str, *, limit: int = 10, session_id: str | None = None, status: str | None = None
+) -> list[Hit]:
     """Memories matching ``query``: the effective view, or every node of ``status`` (``all`` for any)."""
     if status is None:
         nodes = effective_view(store.load_nodes().values(), store.load_patches(), session_id=session_id)

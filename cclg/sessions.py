@@ -16,8 +16,15 @@ from cclg.records import Session, now_iso
 from cclg.store import Store, audit_record
 
 
-def start_session(store: Store, session_id: str, *, agent: str, workspace: str | None = None,
-                  project: str | None = None, branch_name: str | None = None) -> Session:
+def start_session(
+    store: Store,
+    session_id: str,
+    *,
+    agent: str,
+    workspace: str | None = None,
+    project: str | None = None,
+    branch_name: str | None = None,
+) -> Session:
     """Open a session, or return it if it exists already (a resumed session)."""
     with store.lock():
         try:
@@ -25,9 +32,18 @@ def start_session(store: Store, session_id: str, *, agent: str, workspace: str |
         except NotFoundError:
             pass
         stamp = now_iso()
-        session = Session(id=session_id, agent=agent, workspace=workspace, project=project, started_at=stamp,
-                          ended_at=None, status="active", branch_name=branch_name, created_at=stamp,
-                          updated_at=stamp)
+        session = Session(
+            id=session_id,
+            agent=agent,
+            workspace=workspace,
+            project=project,
+            started_at=stamp,
+            ended_at=None,
+            status="active",
+            branch_name=branch_name,
+            created_at=stamp,
+            updated_at=stamp,
+        )
         store.write_session(session)
         store.audit("session_started", session_id=session_id)
     return session

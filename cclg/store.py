@@ -174,8 +174,11 @@ class Store:
         if config.exists():
             return cls.open(path), False
         created = now_iso()
-        store.write_file(config, dumps({"schema_version": fmt.STORE_SCHEMA, "format": fmt.FORMAT_ID,
-                                        "created_at": created}), replace=False)
+        store.write_file(
+            config,
+            dumps({"schema_version": fmt.STORE_SCHEMA, "format": fmt.FORMAT_ID, "created_at": created}),
+            replace=False,
+        )
         store.audit("store_initialized", root=".")
         return store, True
 
@@ -269,7 +272,7 @@ class Store:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             if not self._batch_depth:
                 os.fsync(fd)
         except BaseException:
@@ -315,11 +318,20 @@ class Store:
             fcntl.flock(fd, fcntl.LOCK_EX)
             torn = self._set_aside_torn_tail(fd, path)
             if torn:
-                data = jsonl_line({"event": "torn_tail_set_aside", "path": self.relative(path),
-                                   "bytes": torn, "created_at": now_iso()}) + data
+                data = (
+                    jsonl_line(
+                        {
+                            "event": "torn_tail_set_aside",
+                            "path": self.relative(path),
+                            "bytes": torn,
+                            "created_at": now_iso(),
+                        }
+                    )
+                    + data
+                )
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             if not self._batch_depth:
                 os.fsync(fd)
         finally:
@@ -499,8 +511,10 @@ class Store:
                 finally:
                     os.close(fd)
                 if torn:
-                    actions.append(f"set aside a torn last line of {self.relative(log)} ({torn} bytes) "
-                                   f"in {self.relative(log)}.torn")
+                    actions.append(
+                        f"set aside a torn last line of {self.relative(log)} ({torn} bytes) "
+                        f"in {self.relative(log)}.torn"
+                    )
         if actions:
             self.audit("repair_applied", actions=actions)
         return actions

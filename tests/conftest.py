@@ -1,0 +1,34 @@
+"""Shared fixtures. No test touches a real home directory: CCLG_HOME and HOME point into tmp_path."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cclg.store import Store
+
+DATA = Path(__file__).parent / "data"
+REPO = Path(__file__).parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CCLG_HOME", str(tmp_path / "cclg-home"))
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    """A fresh, empty store."""
+    created, _ = Store.init(tmp_path / "store")
+    return created
+
+
+@pytest.fixture
+def reference_store(tmp_path: Path) -> Store:
+    """A copy of the demo store written by the reference implementation (cclg 0.2.3)."""
+    target = tmp_path / "reference-store"
+    shutil.copytree(DATA / "reference-demo-store", target)
+    return Store.open(target)
