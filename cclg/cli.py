@@ -30,7 +30,7 @@ class CclgGroup(click.Group):
             return super().invoke(ctx)
         except CclgError as exc:
             click.echo(f"error: {exc}", err=True)
-            if isinstance(exc, ValidationError) and len(exc.problems) > 1:
+            if isinstance(exc, ValidationError) and exc.problems != [str(exc)]:
                 for problem in exc.problems:
                     click.echo(f"  {problem}", err=True)
             ctx.exit(exc.exit_code)

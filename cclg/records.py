@@ -537,7 +537,8 @@ def new_node(
     """A new node with defaults filled in and its content hash in metadata.
 
     The status defaults to ``active_session`` for a node scoped to a session and
-    ``active`` otherwise. The result is validated like a node read from disk.
+    ``active`` otherwise. Values a caller chooses (type, status, confidence,
+    content) are checked; a bad one is a ``ValidationError``.
     """
     scope = scope or Scope()
     stamp = created_at or now_iso()
@@ -563,7 +564,20 @@ def new_node(
         metadata=meta,
         tags=sorted(set(tags or [])),
     )
-    return MemoryNode.from_dict(node.to_dict(), where="new node")
+    problems = []
+    if not content.strip():
+        problems.append("new node: field 'content' must not be empty")
+    if type not in fmt.NODE_TYPES:
+        problems.append(f"new node: field 'type' must be one of {', '.join(fmt.NODE_TYPES)}; got {type!r}")
+    if node.status not in fmt.NODE_STATUSES:
+        problems.append(f"new node: field 'status' must be a node status; got {node.status!r}")
+    if not 0.0 <= confidence <= 1.0:
+        problems.append(f"new node: field 'confidence' must be from 0 to 1, got {confidence}")
+    if not is_valid_id(node.id, "mem"):
+        problems.append(f"new node: field 'id' must be an id starting with 'mem_', got {node.id!r}")
+    if problems:
+        raise ValidationError(problems[0], problems)
+    return node
 
 
 # ---------------------------------------------------------------- MemoryPatch

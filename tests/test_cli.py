@@ -1,0 +1,309 @@
+"""The command line: each command through click's CliRunner, checked against the files it writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from cclg.cli import cli
+from cclg.store import Store, read_jsonl
+
+
+def run(root: Path, *args: str, input: str | bytes | None = None) -> Result:
+    return CliRunner().invoke(cli, ["--root", str(root), *args], input=input, catch_exceptions=False)
+
+
+def run_json(root: Path, *args: str, input: str | None = None) -> object:
+    result = run(root, *args, "--json", input=input)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.fixture
+def root(store: Store) -> Path:
+    return store.root
+
+
+def add(root: Path, content: str, *extra: str) -> dict:
+    node = run_json(root, "add", "--content", content, "--source", "user", *extra)
+    assert isinstance(node, dict)
+    return node
+
+
+def test_init_creates_layout_and_is_idempotent(tmp_path: Path) -> None:
+    target = tmp_path / "new"
+    first = run(target, "init")
+    assert first.exit_code == 0 and "created" in first.output
+    for folder in ("raw", "nodes", "patches", "edges", "sessions", "audit"):
+        assert (target / folder).is_dir()
+    again = run(target, "init")
+    assert again.exit_code == 0 and "already a store" in again.output
+
+
+def test_init_refuses_a_foreign_non_empty_folder(tmp_path: Path) -> None:
+    (tmp_path / "stuff").mkdir()
+    (tmp_path / "stuff" / "notes.txt").write_text("mine")
+    result = run(tmp_path / "stuff", "init")
+    assert result.exit_code == 2
+    assert "not a cclg store" in result.stderr
+    assert sorted(p.name for p in (tmp_path / "stuff").iterdir()) == ["notes.txt"]
+
+
+@pytest.mark.parametrize("command", [["status"], ["pack"], ["doctor"], ["add", "--content", "x", "--source", "y"]])
+def test_commands_refuse_a_folder_that_is_not_a_store(tmp_path: Path, command: list[str]) -> None:
+    (tmp_path / "plain").mkdir()
+    result = run(tmp_path / "plain", *command)
+    assert result.exit_code == 3
+    assert "is not a cclg store" in result.stderr and "cclg" in result.stderr
+
+
+def test_cclg_home_is_the_default_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CCLG_HOME", str(tmp_path / "from-env"))
+    result = CliRunner().invoke(cli, ["init"])
+    assert result.exit_code == 0
+    assert (tmp_path / "from-env" / "config.json").is_file()
+
+
+def test_add_writes_the_node_and_its_create_patch(root: Path) -> None:
+    node = add(root, "Tests run with pytest -q", "--type", "project_fact", "--key", "test.command",
+               "--scope", "project=cclg", "--tag", "testing", "--quote", "run pytest -q")
+    on_disk = json.loads((root / "nodes" / f"{node['id']}.json").read_text())
+    assert on_disk == node
+    assert node["type"] == "project_fact" and node["status"] == "active"
+    assert node["scope"]["project"] == "cclg" and node["tags"] == ["testing"]
+    assert node["source"] == {"label": "user", "session_ids": [], "turn_ids": [], "raw_spans": [],
+                              "tool_result_ids": [], "artifact_ids": [], "quote": "run pytest -q"}
+    patches = [json.loads(p.read_text()) for p in (root / "patches").glob("*.json")]
+    assert [(p["operation"], p["new_node_ids"]) for p in patches] == [("create", [node["id"]])]
+    events = [r["event"] for r in read_jsonl(root / "audit" / "memory_audit.jsonl").records]
+    assert events[-2:] == ["node_written", "patch_written"]
+
+
+def test_add_prints_toml_by_default(root: Path) -> None:
+    result = run(root, "add", "--content", "Use ruff for lint", "--source", "user")
+    assert result.exit_code == 0
+    assert 'content = "Use ruff for lint"' in result.output
+    assert 'schema_version = "cclg.memory_node.v0.1"' in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--content", "   ", "--source", "user"], "content must not be empty"),
+        (["--content", "x", "--source", "user", "--scope", "planet=mars"], "unknown scope key"),
+        (["--content", "x", "--source", "user", "--scope", "project"], "key=value"),
+    ],
+)
+def test_add_bad_input_is_a_clear_error_and_writes_nothing(root: Path, args: list[str], message: str) -> None:
+    result = run(root, "add", *args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert list((root / "nodes").iterdir()) == []
+
+
+def test_add_requires_a_source(root: Path) -> None:
+    result = run(root, "add", "--content", "x")
+    assert result.exit_code == 2 and "--source" in result.output
+
+
+def test_patch_refine_then_rollback_then_diff_and_log(root: Path) -> None:
+    old = add(root, "Deploys happen on Fridays", "--key", "deploy.day")
+    refined = run_json(root, "patch", "refine", "--target", old["id"], "--content", "Deploys happen on Friday mornings",
+                       "--reason", "more precise")
+    assert isinstance(refined, dict)
+    new_id = refined["new_nodes"][0]["id"]
+    assert refined["patch"]["prior_states"] == {old["id"]: "active"}
+    assert json.loads((root / "nodes" / f"{old['id']}.json").read_text())["status"] == "superseded"
+    diff = run(root, "diff", refined["patch"]["id"])
+    assert diff.exit_code == 0
+    assert f"{old['id']}: active -> superseded" in diff.output
+    assert "+Deploys happen on Friday mornings" in diff.output
+
+    undo = run_json(root, "rollback", refined["patch"]["id"])
+    assert isinstance(undo, dict) and undo["patch"]["rollback_of"] == refined["patch"]["id"]
+    assert json.loads((root / "nodes" / f"{old['id']}.json").read_text())["status"] == "active"
+    assert json.loads((root / "nodes" / f"{new_id}.json").read_text())["status"] == "discarded"
+
+    history = run_json(root, "log", "--memory", old["id"])
+    assert isinstance(history, list)
+    assert [p["operation"] for p in history] == ["rollback", "refine", "create"]
+    assert run(root, "doctor").exit_code == 0
+
+
+def test_patch_rollback_through_the_patch_command(root: Path) -> None:
+    node = add(root, "Old fact")
+    forgotten = run_json(root, "forget", node["id"])
+    assert isinstance(forgotten, dict)
+    undo = run_json(root, "patch", "rollback", "--target", forgotten["patch"]["id"], "--reason", "mistake")
+    assert isinstance(undo, dict) and undo["patch"]["operation"] == "rollback"
+    assert json.loads((root / "nodes" / f"{node['id']}.json").read_text())["status"] == "active"
+
+
+def test_illegal_patch_is_refused_with_exit_code_and_nothing_written(root: Path) -> None:
+    node = add(root, "A fact")
+    assert run(root, "forget", node["id"]).exit_code == 0
+    before = sorted(p.name for p in (root / "patches").iterdir())
+    result = run(root, "patch", "supersede", "--target", node["id"], "--content", "new", "--reason", "r")
+    assert result.exit_code == 6
+    assert "forgotten" in result.stderr
+    assert sorted(p.name for p in (root / "patches").iterdir()) == before
+
+
+def test_patch_unknown_target_and_bad_id(root: Path) -> None:
+    missing = run(root, "patch", "forget", "--target", "mem_doesnotexist", "--reason", "r")
+    assert missing.exit_code == 5 and "no memory mem_doesnotexist" in missing.stderr
+    traversal = run(root, "forget", "../../etc/passwd")
+    assert traversal.exit_code == 5
+
+
+def test_show_cite_and_id_prefix(root: Path) -> None:
+    node = add(root, "Cite me", "--quote", "the exact words")
+    shown = run_json(root, "show", node["id"][:12])
+    assert shown == node
+    cited = run_json(root, "cite", node["id"])
+    assert isinstance(cited, dict)
+    assert cited["source"]["quote"] == "the exact words"
+    assert cited["created_by_patch"] is not None
+
+
+def test_status_counts(root: Path) -> None:
+    first = add(root, "One")
+    add(root, "Two")
+    run(root, "forget", first["id"])
+    summary = run_json(root, "status")
+    assert isinstance(summary, dict)
+    assert summary["nodes"] == 2 and summary["effective"] == 1
+    assert summary["by_status"] == {"active": 1, "forgotten": 1}
+    assert summary["patches"] == 3
+
+
+def test_raw_from_file_and_stdin(root: Path, tmp_path: Path) -> None:
+    evidence = tmp_path / "meeting notes.md"
+    evidence.write_bytes(b"# Notes\r\nbinary \x00 kept\n")
+    stored = run_json(root, "raw", str(evidence))
+    assert isinstance(stored, dict) and stored["written"] is True
+    assert (root / stored["path"]).read_bytes() == evidence.read_bytes()
+    again = run_json(root, "raw", str(evidence))
+    assert isinstance(again, dict) and again == {**stored, "written": False}
+    piped = run_json(root, "raw", "-", "--name", "prompt.txt", input="from stdin")
+    assert isinstance(piped, dict) and (root / piped["path"]).read_text() == "from stdin"
+    assert run(root, "raw", str(tmp_path / "missing")).exit_code == 2
+
+
+def test_import_jsonl_short_and_full_lines(root: Path, reference_store: Store, tmp_path: Path) -> None:
+    full = json.loads((reference_store.root / "nodes" / "mem_efe299fc91f9.json").read_text())
+    lines = [
+        json.dumps({"content": "Use uv for envs", "type": "preference", "source": "chat", "key": "env.tool",
+                    "scope": {"project": "cclg"}, "tags": ["tooling"]}),
+        "",
+        json.dumps(full),
+    ]
+    path = tmp_path / "seed.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    result = run_json(root, "import-jsonl", str(path))
+    assert isinstance(result, dict) and result["imported"] == 2
+    assert full["id"] in result["node_ids"]
+    imported = json.loads((root / "nodes" / f"{full['id']}.json").read_text())
+    assert imported["content"] == full["content"]
+    assert imported["metadata"]["content_hash"].startswith("sha256:")
+    patch = json.loads((root / "patches" / f"{result['patch_id']}.json").read_text())
+    assert patch["operation"] == "create" and sorted(patch["new_node_ids"]) == sorted(result["node_ids"])
+    assert run(root, "doctor").exit_code == 0
+    # The whole import is one patch: rolling it back retires every imported memory.
+    run(root, "rollback", result["patch_id"])
+    assert run_json(root, "status")["effective"] == 0  # type: ignore[index]
+
+
+def test_import_jsonl_bad_lines_are_reported_by_number_and_nothing_is_written(root: Path, tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(
+        "\n".join([
+            json.dumps({"content": "good line", "source": "s"}),
+            "{not json",
+            json.dumps({"content": "no source"}),
+            json.dumps({"content": "x", "source": "s", "colour": "red"}),
+            json.dumps({"content": "x", "source": "s", "type": "gossip"}),
+            json.dumps({"schema_version": "cclg.memory_node.v0.1", "id": "mem_x"}),
+        ])
+        + "\n"
+    )
+    result = run(root, "import-jsonl", str(path))
+    assert result.exit_code == 4
+    for number in (2, 3, 4, 5, 6):
+        assert f"bad.jsonl line {number}" in result.stderr
+    assert "bad.jsonl line 1" not in result.stderr
+    assert list((root / "nodes").iterdir()) == []
+    assert list((root / "patches").iterdir()) == []
+
+
+def test_import_jsonl_refuses_ids_already_in_the_store(root: Path, tmp_path: Path) -> None:
+    node = add(root, "exists")
+    record = json.loads((root / "nodes" / f"{node['id']}.json").read_text())
+    path = tmp_path / "dup.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    result = run(root, "import-jsonl", str(path))
+    assert result.exit_code == 4 and "already in the store" in result.stderr
+
+
+def test_validate_reports_every_problem(tmp_path: Path, reference_store: Store) -> None:
+    good = run(tmp_path, "validate", str(reference_store.root / "nodes"))
+    assert good.exit_code == 0 and "4 file(s) checked, 0 problem(s)" in good.output
+    bad = tmp_path / "bad.json"
+    record = json.loads((reference_store.root / "nodes" / "mem_d6caa4a716ff.json").read_text())
+    record["confidence"] = "high"
+    record["status"] = "alive"
+    del record["key"]
+    bad.write_text(json.dumps(record))
+    result = run(tmp_path, "validate", str(bad), "--json")
+    assert result.exit_code == 4
+    messages = " ".join(f["message"] for f in json.loads(result.stdout)["findings"])
+    assert "'confidence'" in messages and "'status'" in messages and "'key'" in messages
+
+
+def test_doctor_json_and_exit_code(root: Path) -> None:
+    node = add(root, "Checked content")
+    clean = run_json(root, "doctor")
+    assert isinstance(clean, dict) and clean["ok"] is True and clean["findings"] == []
+    path = root / "nodes" / f"{node['id']}.json"
+    record = json.loads(path.read_text())
+    record["content"] = "Tampered content"
+    path.write_text(json.dumps(record))
+    result = run(root, "doctor", "--json")
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert [f["check"] for f in report["findings"]] == ["content hash matches content"]
+
+
+def test_search_only_returns_current_truth_unless_asked(root: Path) -> None:
+    old = add(root, "The build uses make")
+    run(root, "patch", "supersede", "--target", old["id"], "--content", "The build uses just", "--reason", "moved")
+    hits = run_json(root, "search", "build")
+    assert isinstance(hits, list)
+    assert [h["node"]["content"] for h in hits] == ["The build uses just"]
+    everything = run_json(root, "search", "build", "--status", "all")
+    assert isinstance(everything, list) and len(everything) == 2
+    assert run(root, "search", "build", "--status", "bogus").exit_code == 2
+
+
+@pytest.mark.parametrize("style", ["toml", "json", "markdown"])
+def test_pack_lists_retired_memories_apart(root: Path, style: str) -> None:
+    old = add(root, "Deploy with fabric")
+    run(root, "patch", "supersede", "--target", old["id"], "--content", "Deploy with ansible", "--reason", "moved")
+    result = run(root, "pack", "--query", "deploy", "--format", style)
+    assert result.exit_code == 0
+    if style == "json":
+        pack = json.loads(result.stdout)
+        assert [n["content"] for n in pack["memory_nodes"]] == ["Deploy with ansible"]
+        assert [n["id"] for n in pack["suppressed_nodes"]] == [old["id"]]
+    else:
+        current, _, retired = result.output.partition("suppressed_nodes" if style == "toml" else "## Retired")
+        assert "Deploy with ansible" in current and "Deploy with fabric" not in current
+        assert "Deploy with fabric" in retired
+
+
+def test_help_has_examples() -> None:
+    result = CliRunner().invoke(cli, ["add", "--help"])
+    assert result.exit_code == 0 and "Example:" in result.output
