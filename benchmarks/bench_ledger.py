@@ -35,11 +35,18 @@ def seed_lines(count: int) -> bytes:
     lines = []
     for i in range(count):
         topic = topics[i % len(topics)]
-        lines.append(json.dumps({
-            "content": f"Fact {i} about {topic}: the {topic} step number {i % 97} uses tool-{i % 13} v{i % 7}.{i % 11}",
-            "type": "project_fact", "source": "bench", "key": f"bench.{topic}.{i}",
-            "scope": {"project": "bench"}, "tags": [topic],
-        }))
+        lines.append(
+            json.dumps(
+                {
+                    "content": f"Fact {i} about {topic}: the {topic} step number {i % 97} uses tool-{i % 13} v{i % 7}.{i % 11}",
+                    "type": "project_fact",
+                    "source": "bench",
+                    "key": f"bench.{topic}.{i}",
+                    "scope": {"project": "bench"},
+                    "tags": [topic],
+                }
+            )
+        )
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -66,10 +73,14 @@ def main() -> None:
         ]
         doctor = timed([*CCLG, "--root", str(work / "store-0"), "doctor"])
         print(f"python -c pass            median {baseline * 1000:8.1f} ms")
-        print(f"import-jsonl {args.nodes:>6} nodes  median {statistics.median(imports):8.2f} s   "
-              f"runs: {', '.join(f'{t:.2f}' for t in imports)}")
-        print(f"add (store of {args.nodes} nodes) median {statistics.median(adds) * 1000:8.1f} ms  "
-              f"({statistics.median(adds) / baseline:.1f}x python -c pass, {args.adds} runs)")
+        print(
+            f"import-jsonl {args.nodes:>6} nodes  median {statistics.median(imports):8.2f} s   "
+            f"runs: {', '.join(f'{t:.2f}' for t in imports)}"
+        )
+        print(
+            f"add (store of {args.nodes} nodes) median {statistics.median(adds) * 1000:8.1f} ms  "
+            f"({statistics.median(adds) / baseline:.1f}x python -c pass, {args.adds} runs)"
+        )
         print(f"doctor ({args.nodes + args.adds} nodes)       {doctor:8.2f} s")
     finally:
         shutil.rmtree(work, ignore_errors=True)

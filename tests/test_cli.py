@@ -68,14 +68,33 @@ def test_cclg_home_is_the_default_root(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_add_writes_the_node_and_its_create_patch(root: Path) -> None:
-    node = add(root, "Tests run with pytest -q", "--type", "project_fact", "--key", "test.command",
-               "--scope", "project=cclg", "--tag", "testing", "--quote", "run pytest -q")
+    node = add(
+        root,
+        "Tests run with pytest -q",
+        "--type",
+        "project_fact",
+        "--key",
+        "test.command",
+        "--scope",
+        "project=cclg",
+        "--tag",
+        "testing",
+        "--quote",
+        "run pytest -q",
+    )
     on_disk = json.loads((root / "nodes" / f"{node['id']}.json").read_text())
     assert on_disk == node
     assert node["type"] == "project_fact" and node["status"] == "active"
     assert node["scope"]["project"] == "cclg" and node["tags"] == ["testing"]
-    assert node["source"] == {"label": "user", "session_ids": [], "turn_ids": [], "raw_spans": [],
-                              "tool_result_ids": [], "artifact_ids": [], "quote": "run pytest -q"}
+    assert node["source"] == {
+        "label": "user",
+        "session_ids": [],
+        "turn_ids": [],
+        "raw_spans": [],
+        "tool_result_ids": [],
+        "artifact_ids": [],
+        "quote": "run pytest -q",
+    }
     patches = [json.loads(p.read_text()) for p in (root / "patches").glob("*.json")]
     assert [(p["operation"], p["new_node_ids"]) for p in patches] == [("create", [node["id"]])]
     events = [r["event"] for r in read_jsonl(root / "audit" / "memory_audit.jsonl").records]
@@ -111,8 +130,17 @@ def test_add_requires_a_source(root: Path) -> None:
 
 def test_patch_refine_then_rollback_then_diff_and_log(root: Path) -> None:
     old = add(root, "Deploys happen on Fridays", "--key", "deploy.day")
-    refined = run_json(root, "patch", "refine", "--target", old["id"], "--content", "Deploys happen on Friday mornings",
-                       "--reason", "more precise")
+    refined = run_json(
+        root,
+        "patch",
+        "refine",
+        "--target",
+        old["id"],
+        "--content",
+        "Deploys happen on Friday mornings",
+        "--reason",
+        "more precise",
+    )
     assert isinstance(refined, dict)
     new_id = refined["new_nodes"][0]["id"]
     assert refined["patch"]["prior_states"] == {old["id"]: "active"}
@@ -196,8 +224,16 @@ def test_raw_from_file_and_stdin(root: Path, tmp_path: Path) -> None:
 def test_import_jsonl_short_and_full_lines(root: Path, reference_store: Store, tmp_path: Path) -> None:
     full = json.loads((reference_store.root / "nodes" / "mem_efe299fc91f9.json").read_text())
     lines = [
-        json.dumps({"content": "Use uv for envs", "type": "preference", "source": "chat", "key": "env.tool",
-                    "scope": {"project": "cclg"}, "tags": ["tooling"]}),
+        json.dumps(
+            {
+                "content": "Use uv for envs",
+                "type": "preference",
+                "source": "chat",
+                "key": "env.tool",
+                "scope": {"project": "cclg"},
+                "tags": ["tooling"],
+            }
+        ),
         "",
         json.dumps(full),
     ]
@@ -220,14 +256,16 @@ def test_import_jsonl_short_and_full_lines(root: Path, reference_store: Store, t
 def test_import_jsonl_bad_lines_are_reported_by_number_and_nothing_is_written(root: Path, tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text(
-        "\n".join([
-            json.dumps({"content": "good line", "source": "s"}),
-            "{not json",
-            json.dumps({"content": "no source"}),
-            json.dumps({"content": "x", "source": "s", "colour": "red"}),
-            json.dumps({"content": "x", "source": "s", "type": "gossip"}),
-            json.dumps({"schema_version": "cclg.memory_node.v0.1", "id": "mem_x"}),
-        ])
+        "\n".join(
+            [
+                json.dumps({"content": "good line", "source": "s"}),
+                "{not json",
+                json.dumps({"content": "no source"}),
+                json.dumps({"content": "x", "source": "s", "colour": "red"}),
+                json.dumps({"content": "x", "source": "s", "type": "gossip"}),
+                json.dumps({"schema_version": "cclg.memory_node.v0.1", "id": "mem_x"}),
+            ]
+        )
         + "\n"
     )
     result = run(root, "import-jsonl", str(path))

@@ -38,8 +38,14 @@ def test_reference_store_accepts_our_writes(reference_store: Store) -> None:
     from cclg.ledger import apply_patch
 
     added = add_memory(reference_store, "Written by cclg into a reference store", source="test")
-    apply_patch(reference_store, "supersede", ["mem_efe299fc91f9"], reason="newer gates",
-                contents=["Gates: unit, property, concurrency, benchmark."], source=Source(label="test"))
+    apply_patch(
+        reference_store,
+        "supersede",
+        ["mem_efe299fc91f9"],
+        reason="newer gates",
+        contents=["Gates: unit, property, concurrency, benchmark."],
+        source=Source(label="test"),
+    )
     assert diagnose(reference_store).findings == []
     view = {n.id for n in effective_view(reference_store.load_nodes().values(), reference_store.load_patches())}
     assert added.new_nodes[0].id in view and "mem_efe299fc91f9" not in view
@@ -79,9 +85,17 @@ def test_conformance_unknown_operation_is_refused_at_load_and_in_the_view() -> N
     nodes = [MemoryNode.from_dict(n) for n in body["nodes"]]
     raw = body["patches"][0]
     unvalidated = MemoryPatch(
-        id=raw["id"], operation=raw["operation"], target_ids=raw["target_ids"], new_node_ids=raw["new_node_ids"],
-        reason=raw["reason"], new_content=raw["new_content"], source=Source(label="x"), confidence=1.0,
-        resolution_policy=raw["resolution_policy"], created_at=raw["created_at"], applied_at=raw["applied_at"],
+        id=raw["id"],
+        operation=raw["operation"],
+        target_ids=raw["target_ids"],
+        new_node_ids=raw["new_node_ids"],
+        reason=raw["reason"],
+        new_content=raw["new_content"],
+        source=Source(label="x"),
+        confidence=1.0,
+        resolution_policy=raw["resolution_policy"],
+        created_at=raw["created_at"],
+        applied_at=raw["applied_at"],
     )
     with pytest.raises(UnknownPatchOperationError, match="archive"):
         effective_view(nodes, [unvalidated])

@@ -14,8 +14,11 @@ from tests.conftest import REPO
 
 
 def files(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name != ".lock"}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != ".lock"
+    }
 
 
 def test_regenerated_demo_store_is_byte_identical(tmp_path: Path) -> None:
