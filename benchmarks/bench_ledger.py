@@ -38,7 +38,7 @@ def seed_lines(count: int) -> bytes:
         lines.append(
             json.dumps(
                 {
-                    "content": f"Fact {i} about {topic}: the {topic} step number {i % 97} uses tool-{i % 13} v{i % 7}.{i % 11}",
+                    "content": f"Fact {i} about {topic}: step {i % 97} uses tool-{i % 13} v{i % 7}.{i % 11}",
                     "type": "project_fact",
                     "source": "bench",
                     "key": f"bench.{topic}.{i}",
