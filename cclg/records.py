@@ -506,7 +506,7 @@ class MemoryNode:
             metadata=r.field("metadata", "dict", {}),
             tags=r.field("tags", "list[str]", []),
         )
-        if "content" in r.data and isinstance(node.content, str) and not node.content.strip():
+        if isinstance(r.data.get("content"), str) and not node.content.strip():
             r.problem("content", "must not be empty")
         r.finish()
         return node
@@ -571,8 +571,19 @@ def new_node(
         problems.append(f"new node: field 'type' must be one of {', '.join(fmt.NODE_TYPES)}; got {type!r}")
     if node.status not in fmt.NODE_STATUSES:
         problems.append(f"new node: field 'status' must be a node status; got {node.status!r}")
-    if not 0.0 <= confidence <= 1.0:
-        problems.append(f"new node: field 'confidence' must be from 0 to 1, got {confidence}")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0:
+        problems.append(f"new node: field 'confidence' must be a number from 0 to 1, got {confidence!r}")
+    else:
+        node.confidence = float(confidence)
+    for name in ("created_at", "effective_from", "effective_until"):
+        value = getattr(node, name)
+        try:
+            if value is not None:
+                parse_time(value)
+        except (TypeError, ValueError):
+            problems.append(f"new node: field '{name}' must be an ISO 8601 timestamp with a timezone, got {value!r}")
+    if node.scope.session is not None and not is_valid_session_id(node.scope.session):
+        problems.append(f"new node: field 'scope.session' must be a session id, got {node.scope.session!r}")
     if not is_valid_id(node.id, "mem"):
         problems.append(f"new node: field 'id' must be an id starting with 'mem_', got {node.id!r}")
     if problems:
