@@ -18,8 +18,8 @@ from typing import Any
 
 from cclg import format as fmt
 from cclg.errors import CclgError, UnknownPatchOperationError, ValidationError
-from cclg.lattice import LIVE_STATUSES
-from cclg.ledger import effective_view, expected_statuses, retired_ids
+from cclg.lattice import LIVE_STATUSES, RULES
+from cclg.ledger import effective_view, expected_statuses, link_replacements, retired_ids, undone_patch_ids
 from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Session, content_hash
 from cclg.store import Store, audit_record, read_jsonl
 
@@ -35,6 +35,7 @@ HASH = "content hash matches content"
 LEDGER = "node status agrees with the patch ledger"
 LOGS = "logs hold whole JSON lines"
 TEMP = "no temp files left by interrupted writes"
+ORPHAN = "no leftovers of a patch that never reached disk"
 
 PARSERS: dict[str, Any] = {
     fmt.NODE_SCHEMA: MemoryNode.from_dict,
@@ -111,6 +112,15 @@ def diagnose(store: Store) -> Report:
 
     for node in nodes.values():
         where = f"nodes/{node.id}.json"
+        if _orphan_patch_id(node, patch_ids):
+            findings.append(
+                Finding(
+                    ORPHAN,
+                    where,
+                    f"written for patch {node.metadata['patch_id']}, which never reached disk "
+                    "(an interrupted patch); `cclg doctor --repair` moves it to recovered/",
+                )
+            )
         stored = node.stored_hash
         if stored is not None and stored != content_hash(node.content):
             findings.append(
@@ -148,7 +158,12 @@ def diagnose(store: Store) -> Report:
                 findings.append(Finding(EDGE_IDS, where, f"'{end}' names {node_id}, which does not exist"))
         if edge.source_patch_id is not None and edge.source_patch_id not in patch_ids:
             findings.append(
-                Finding(EDGE_IDS, where, f"source_patch_id names {edge.source_patch_id}, which does not exist")
+                Finding(
+                    EDGE_IDS,
+                    where,
+                    f"source_patch_id names {edge.source_patch_id}, which does not exist "
+                    "(an interrupted patch? `cclg doctor --repair` moves such edges to recovered/)",
+                )
             )
 
     findings.extend(_ledger_findings(nodes, patches))
@@ -216,21 +231,54 @@ def _log_findings(store: Store) -> list[Finding]:
     return findings
 
 
+def _orphan_patch_id(node: MemoryNode, patch_ids: set[str]) -> bool:
+    """A node that ``apply_patch`` wrote for a patch whose file never followed."""
+    patch_id = node.metadata.get("patch_id")
+    return node.metadata.get("created_by") == "patch" and isinstance(patch_id, str) and patch_id not in patch_ids
+
+
 def repair(store: Store) -> list[str]:
-    """Fix what needs no judgement; returns what was done."""
+    """Fix what needs no judgement; returns what was done.
+
+    Torn log lines and orphan temp files are set aside; the nodes and edges of a
+    patch that never reached disk are moved to ``recovered/``; nodes whose status
+    disagrees with their patches get the status (and ``superseded_by`` links) the
+    ledger gives them.
+    """
     actions = store.recover()
     with store.lock():
         nodes = store.load_nodes()
-        expected = expected_statuses(nodes, store.load_patches())
+        patches = store.load_patches()
+        patch_ids = {p.id for p in patches}
         fixed = []
+        for node in sorted(nodes.values(), key=lambda n: n.id):
+            if _orphan_patch_id(node, patch_ids):
+                moved = store.set_aside(store.node_path(node.id))
+                del nodes[node.id]
+                fixed.append(
+                    f"moved {node.id}, written for the unfinished patch {node.metadata['patch_id']}, to {moved}"
+                )
+        for edge in store.load_edges():
+            if edge.source_patch_id is not None and edge.source_patch_id not in patch_ids and edge.from_id not in nodes:
+                moved = store.set_aside(store.edge_path(edge.id))
+                fixed.append(f"moved {edge.id}, written for the unfinished patch {edge.source_patch_id}, to {moved}")
+        expected = expected_statuses(nodes, patches)
+        undone = undone_patch_ids(patches)
         for node_id, allowed in sorted(expected.items()):
-            node = nodes.get(node_id)
-            if node is None or node.status in allowed or len(allowed) != 1:
+            target = nodes.get(node_id)
+            if target is None or target.status in allowed or len(allowed) != 1:
                 continue
             (status,) = allowed
-            fixed.append(f"set {node_id} from {node.status} to {status}, as its patches say")
-            node.status = status
-            store.write_node(node)
+            target.status = status
+            retiring = [
+                p
+                for p in patches
+                if node_id in p.target_ids and p.id not in undone and RULES[p.operation].target_status == status
+            ]
+            if retiring:
+                link_replacements(target, [nodes[n] for n in retiring[-1].new_node_ids if n in nodes])
+            store.write_node(target)
+            fixed.append(f"set {node_id} to {status}, as its patches say")
         if fixed:
             store.audit_many([audit_record("repair_applied", actions=fixed)])
     return actions + fixed

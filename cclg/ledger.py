@@ -2,10 +2,11 @@
 
 ``apply_patch`` checks a patch against the lattice (``cclg.lattice``) before it
 writes anything, then writes in an order that a crash cannot turn into a lost
-fact: new nodes first, then the patch, then its edges, then the retirement of the
-targets, then the audit records. A crash part-way leaves at worst a harmless
-duplicate; the effective view already follows the patch file, and ``cclg doctor
---repair`` finishes the target updates by replaying the ledger.
+fact: new nodes first, then their edges, then the patch file (the commit point),
+then the retirement of the targets, then the audit records. A crash before the
+patch file leaves leftovers that ``cclg doctor --repair`` sets aside; a crash
+after it leaves targets that the effective view already treats as retired and
+that repair finishes by replaying the ledger.
 
 ``effective_view`` is a pure function of nodes and patches, so stores and
 portable containers compute it the same way.
@@ -150,6 +151,7 @@ def apply_patch(
                 source=_new_node_source(patch_id, reason, source),
                 created_at=stamp,
                 status="active_session" if first.status == "active_session" else "active",
+                metadata={"created_by": "patch", "patch_id": patch_id},
             )
             node.relations["supersedes"] = list(target_ids)
             if rule.relation:
@@ -178,15 +180,17 @@ def apply_patch(
             if rule.edge
         ]
         # Create first, retire last: a crash in between leaves a duplicate, never a loss.
+        # The patch file is the commit point: without it the new nodes and edges are
+        # leftovers that `doctor --repair` sets aside; with it, repair finishes the rest.
         for node in new_nodes:
             store.write_node(node, new=True)
-        store.write_patch(patch)
         for edge in edges:
             store.write_edge(edge)
+        store.write_patch(patch)
         assert rule.target_status is not None
         for target in targets:
             _set_status(target, rule.target_status, stamp)
-            _link(target, new_nodes)
+            link_replacements(target, new_nodes)
             store.write_node(target)
         records = [audit_record("node_written", node_id=n.id, patch_id=patch.id) for n in new_nodes]
         records.append(_patch_audit(patch))
@@ -243,7 +247,7 @@ def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | 
         else:  # undoing a rollback re-applies the links of the patch it had undone
             for node_id in redo.target_ids:
                 if node_id in nodes:
-                    _link(nodes[node_id], [n for n in nodes.values() if n.id in redo.new_node_ids])
+                    link_replacements(nodes[node_id], [n for n in nodes.values() if n.id in redo.new_node_ids])
         patch = MemoryPatch(
             id=new_id("patch"),
             operation="rollback",
@@ -311,7 +315,8 @@ def _set_status(node: MemoryNode, status: str, stamp: str) -> None:
     node.updated_at = stamp
 
 
-def _link(target: MemoryNode, new_nodes: list[MemoryNode]) -> None:
+def link_replacements(target: MemoryNode, new_nodes: list[MemoryNode]) -> None:
+    """Name ``new_nodes`` in the target's ``superseded_by`` (once each)."""
     for node in new_nodes:
         if node.id not in target.relations["superseded_by"]:
             target.relations["superseded_by"].append(node.id)

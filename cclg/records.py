@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import re
 import secrets
 import threading
@@ -87,6 +88,16 @@ class FixedClock:
 
 
 _clock: FixedClock | None = None
+
+
+def _forget_last_id() -> None:
+    # A forked child must not continue the parent's sequence: two processes would
+    # otherwise make the same id within one millisecond.
+    global _last_id_parts
+    _last_id_parts = (0, 0)
+
+
+os.register_at_fork(after_in_child=_forget_last_id)
 
 
 @contextlib.contextmanager

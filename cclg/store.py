@@ -145,7 +145,9 @@ class Store:
         path = resolve_root(root)
         config = path / fmt.PATHS["config"]
         if not path.is_dir():
-            raise StoreNotFoundError(f"no cclg store at {path}: the folder does not exist (run `cclg init`)")
+            raise StoreNotFoundError(
+                f"no cclg store at {path}: the folder does not exist (run `cclg --root {path} init`)"
+            )
         if not config.is_file() or not (path / "nodes").is_dir():
             raise StoreNotFoundError(
                 f"{path} is not a cclg store (no config.json and nodes/); run `cclg --root {path} init`"
@@ -495,6 +497,14 @@ class Store:
                 if match and not _pid_alive(int(match["pid"])):
                     orphans.append(path)
         return sorted(orphans)
+
+    def set_aside(self, path: Path) -> str:
+        """Move a leftover record file to ``recovered/<folder>/``, out of the store's record sets."""
+        target = self.root / "recovered" / path.parent.name / path.name
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.replace(path, target)
+        _fsync_dir(path.parent)
+        return self.relative(target)
 
     def recover(self) -> list[str]:
         """Finish what killed writers left: set torn log tails aside, delete orphan temp files."""
