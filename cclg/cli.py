@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import click
 from cclg import __version__, api, doctor, ledger, search
 from cclg import format as fmt
 from cclg.errors import CclgError, UsageError, ValidationError
+from cclg.index import connect
 from cclg.pack import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, compile_pack, render, to_toml
 from cclg.records import Source
 from cclg.store import Store
@@ -380,47 +382,174 @@ def doctor_command(ctx: click.Context, repair: bool, as_json: bool) -> None:
         sys.exit(1)
 
 
+def _where(session_id: str | None, project: str | None, workspace: str | None) -> search.Where:
+    return search.Where(session_id=session_id, project=project, workspace=workspace)
+
+
+session_option = click.option(
+    "--session", "--session-id", "session_id", help="Include this session's overlay memories."
+)
+project_option = click.option("--project", help="Only memories of this project (or of no project).")
+workspace_option = click.option("--workspace", help="Only memories of this workspace (or of no workspace).")
+
+
 @cli.command("search")
 @click.argument("query")
+@click.option(
+    "--mode",
+    type=click.Choice(search.MODES),
+    default="auto",
+    show_default=True,
+    help="bm25: ranked words; grep: exact text; graph: hits plus what they depend on or refine; "
+    "temporal: newest first; auto: all fused.",
+)
 @click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True)
-@click.option("--session-id", help="Include this session's overlay memories.")
+@session_option
+@project_option
+@workspace_option
 @click.option("--status", help="Search memories of this status instead of current truth ('all' for every one).")
+@click.option("--since", help="Only memories recorded at or after this ISO date/time.")
+@click.option("--until", help="Only memories recorded before this ISO date/time.")
+@click.option("--as-of", "as_of", help="Search the effective view as it was at this ISO date/time.")
 @json_option
 @click.pass_context
 def search_command(
-    ctx: click.Context, query: str, limit: int, session_id: str | None, status: str | None, as_json: bool
+    ctx: click.Context,
+    query: str,
+    mode: str,
+    limit: int,
+    session_id: str | None,
+    project: str | None,
+    workspace: str | None,
+    status: str | None,
+    since: str | None,
+    until: str | None,
+    as_of: str | None,
+    as_json: bool,
 ) -> None:
     """Search current memories (only the effective view unless --status says otherwise).
 
-    Example: cclg search "pytest command"
+    Example: cclg search "pytest command" --mode bm25 --project cclg
     """
     if status is not None and status != "all" and status not in fmt.NODE_STATUSES:
         raise UsageError(f"unknown status {status!r}; use all or one of {', '.join(fmt.NODE_STATUSES)}")
-    hits = search.search(_store(ctx), query, limit=limit, session_id=session_id, status=status)
+    hits = search.search(
+        _store(ctx),
+        query,
+        mode=mode,
+        limit=limit,
+        where=_where(session_id, project, workspace),
+        status=status,
+        since=search.parse_moment(since, "--since"),
+        until=search.parse_moment(until, "--until"),
+        as_of=search.parse_moment(as_of, "--as-of"),
+    )
     if as_json:
         _emit([h.to_dict() for h in hits], True)
         return
     for h in hits:
-        click.echo(f"{h.score:.2f}  {h.node.id}  [{h.node.status}] {h.node.content}")
+        click.echo(f"{h.score:8.4f}  {h.node.id}  [{h.node.status}] {h.node.content}")
     if not hits:
         click.echo("no matches")
 
 
+@cli.command("grep")
+@click.argument("pattern")
+@click.option("--regex", "-E", is_flag=True, help="PATTERN is a regular expression.")
+@click.option("--ignore-case", "-i", is_flag=True)
+@click.option("--raw", is_flag=True, help="Also search raw evidence.")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@session_option
+@project_option
+@workspace_option
+@json_option
+@click.pass_context
+def grep_command(
+    ctx: click.Context,
+    pattern: str,
+    regex: bool,
+    ignore_case: bool,
+    raw: bool,
+    limit: int,
+    session_id: str | None,
+    project: str | None,
+    workspace: str | None,
+    as_json: bool,
+) -> None:
+    """Exact (or --regex) matches, line by line, in current memories (and raw evidence with --raw).
+
+    Example: cclg grep -i "pytest -q" --raw
+    """
+    matches = search.grep(
+        _store(ctx),
+        pattern,
+        regex=regex,
+        ignore_case=ignore_case,
+        raw=raw,
+        where=_where(session_id, project, workspace),
+        limit=limit,
+    )
+    if as_json:
+        _emit([m.to_dict() for m in matches], True)
+        return
+    for m in matches:
+        click.echo(f"{m.where}:{m.line}: {m.text}")
+    if not matches:
+        click.echo("no matches")
+
+
+@cli.command()
+@click.pass_context
+def reindex(ctx: click.Context) -> None:
+    """Rebuild the search index (index.sqlite) from the files. Safe at any time.
+
+    Example: cclg reindex
+    """
+    store = _store(ctx)
+    start = time.perf_counter()
+    index = connect(store)
+    try:
+        count = index.rebuild()
+    finally:
+        index.close()
+    click.echo(f"indexed {count} memories in {time.perf_counter() - start:.2f}s")
+
+
 @cli.command("pack")
-@click.option("--query", default="", help="The task at hand; empty for the most recent memories.")
-@click.option("--session-id", help="Include this session's overlay memories.")
+@click.option("--query", default="", help="The task at hand. Only pinned memories without one.")
+@session_option
+@project_option
+@workspace_option
 @click.option("--max-nodes", type=click.IntRange(min=0), default=DEFAULT_MAX_NODES, show_default=True)
 @click.option("--max-chars", type=click.IntRange(min=0), default=DEFAULT_MAX_CHARS, show_default=True)
+@click.option("--max-tokens", type=click.IntRange(min=0), help="Also cap the estimated tokens.")
 @click.option("--format", "style", type=click.Choice(["toml", "json", "markdown"]), default="toml", show_default=True)
 @click.pass_context
 def pack_command(
-    ctx: click.Context, query: str, session_id: str | None, max_nodes: int, max_chars: int, style: str
+    ctx: click.Context,
+    query: str,
+    session_id: str | None,
+    project: str | None,
+    workspace: str | None,
+    max_nodes: int,
+    max_chars: int,
+    max_tokens: int | None,
+    style: str,
 ) -> None:
     """Compile the ActiveMemoryPack: current memories for a task, retired ones listed apart.
 
     Example: cclg pack --query "how do I run the tests" --format markdown
     """
-    pack = compile_pack(_store(ctx), query, session_id=session_id, max_nodes=max_nodes, max_chars=max_chars)
+    pack = compile_pack(
+        _store(ctx),
+        query,
+        session_id=session_id,
+        project=project,
+        workspace=workspace,
+        max_nodes=max_nodes,
+        max_chars=max_chars,
+        max_tokens=max_tokens,
+    )
     click.echo(render(pack, style).rstrip("\n"))
 
 

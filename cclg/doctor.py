@@ -18,6 +18,7 @@ from typing import Any
 
 from cclg import format as fmt
 from cclg.errors import CclgError, UnknownPatchOperationError, ValidationError
+from cclg.index import INDEX_FILE, Index, connect, index_path
 from cclg.lattice import LIVE_STATUSES, RULES
 from cclg.ledger import effective_view, expected_statuses, link_replacements, retired_ids, undone_patch_ids
 from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Session, content_hash
@@ -36,6 +37,7 @@ LEDGER = "node status agrees with the patch ledger"
 LOGS = "logs hold whole JSON lines"
 TEMP = "no temp files left by interrupted writes"
 ORPHAN = "no leftovers of a patch that never reached disk"
+INDEX = "the search index agrees with the files"
 
 PARSERS: dict[str, Any] = {
     fmt.NODE_SCHEMA: MemoryNode.from_dict,
@@ -167,6 +169,12 @@ def diagnose(store: Store) -> Report:
             )
 
     findings.extend(_ledger_findings(nodes, patches))
+    if index_path(store).exists():
+        index = connect(store)
+        try:
+            findings.extend(_index_findings(store, index))
+        finally:
+            index.close()
     findings.extend(_log_findings(store))
     for path in store.orphan_temp_files():
         findings.append(
@@ -210,6 +218,24 @@ def _ledger_findings(nodes: dict[str, MemoryNode], patches: list[MemoryPatch]) -
                     Finding(SUPPRESSED, f"nodes/{node.id}.json", "a retired memory would be served as current truth")
                 )
     return findings
+
+
+def _index_findings(store: Store, index: Index) -> list[Finding]:
+    """Where the search index disagrees with the files (it never changes them; repair rebuilds it)."""
+    problems = []
+    for folder in ("nodes", "patches"):
+        on_disk = {p.stem: p.stat() for p in store.record_files(folder)}
+        indexed = {row[0]: (row[1], row[2]) for row in index.db.execute(f"SELECT id, mtime_ns, size FROM {folder}")}
+        for record_id, info in on_disk.items():
+            if indexed.get(record_id) != (info.st_mtime_ns, info.st_size):
+                state = "stale" if record_id in indexed else "missing"
+                problems.append(f"{folder}/{record_id}.json is {state} in it")
+        problems += [f"it still lists {folder}/{i}.json, which is gone" for i in indexed if i not in on_disk]
+    if not problems:
+        return []
+    more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+    message = "the search index disagrees with the files: " + "; ".join(problems[:3]) + more
+    return [Finding(INDEX, INDEX_FILE, message + "; `cclg reindex` or `cclg doctor --repair` rebuilds it")]
 
 
 def _log_findings(store: Store) -> list[Finding]:
@@ -281,6 +307,14 @@ def repair(store: Store) -> list[str]:
             fixed.append(f"set {node_id} to {status}, as its patches say")
         if fixed:
             store.audit_many([audit_record("repair_applied", actions=fixed)])
+        if index_path(store).exists():
+            index = connect(store)
+            try:
+                if _index_findings(store, index):
+                    index.rebuild()
+                    fixed.append("rebuilt the search index from the files")
+            finally:
+                index.close()
     return actions + fixed
 
 

@@ -14,12 +14,15 @@ portable containers compute it the same way.
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from cclg import lattice
 from cclg.errors import IllegalPatchError, NotFoundError, UsageError
+from cclg.index import note_changes
 from cclg.lattice import LIVE_STATUSES, RULES, rule_for
 from cclg.records import (
     MemoryEdge,
@@ -94,6 +97,7 @@ def create_nodes(
         records = [audit_record("node_written", node_id=n.id, patch_id=patch.id) for n in nodes]
         records.append(_patch_audit(patch))
         store.audit_many(records)
+        refresh_index(store, [n.id for n in nodes], [patch.id])
     return PatchResult(patch=patch, new_nodes=list(nodes))
 
 
@@ -196,6 +200,7 @@ def apply_patch(
         records.append(_patch_audit(patch))
         records += [audit_record("edge_written", edge_id=e.id, patch_id=patch.id) for e in edges]
         store.audit_many(records)
+        refresh_index(store, [*patch.new_node_ids, *patch.target_ids], [patch.id])
     return PatchResult(patch=patch, new_nodes=new_nodes, edges=edges, changed_nodes=targets)
 
 
@@ -272,7 +277,19 @@ def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | 
             for n in nodes.values()
         ]
         store.audit_many(records)
+        refresh_index(store, list(nodes), [patch.id])
     return PatchResult(patch=patch, changed_nodes=list(nodes.values()))
+
+
+def refresh_index(store: Store, node_ids: list[str], patch_ids: list[str]) -> None:
+    """Bring the search index up to date after a write (under the store lock).
+
+    The files are already written; if the index cannot be updated now (locked,
+    damaged), the write still stands and the next reader re-syncs the index
+    from the files, because its folder signature no longer matches.
+    """
+    with contextlib.suppress(sqlite3.Error):
+        note_changes(store, node_ids, patch_ids)
 
 
 def _check_shape(operation: str, rule: lattice.Rule, target_ids: list[str], contents: list[str]) -> None:

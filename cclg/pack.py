@@ -1,38 +1,152 @@
-"""The ActiveMemoryPack compiler (first version) and its renderings.
+"""The ActiveMemoryPack compiler and its renderings (TOML, JSON, Markdown).
 
-A pack holds the current memories relevant to a query, under a budget, and
-lists apart the retired memories that match it, so the agent knows the old
-fact is dead. Retired memories are never emitted as truth.
+``compile_pack`` picks, for one query, the current memories that matter:
+
+1. pinned memories (``metadata.pinned`` or ``metadata.retention = "required"``)
+   first, whatever the query;
+2. then BM25 hits over the effective view that pass a relevance gate: the
+   query terms a memory matches must carry a fair share of the query's weight
+   (inverse document frequency, where words the store has never seen weigh
+   most). A prompt about something the store knows nothing of gets an empty
+   pack, not the newest N memories;
+3. retired memories that match the query are listed apart (id, status, a
+   prefix, what replaced them) so the agent knows the old fact is dead; they are
+   never emitted as memory.
+
+The budget (nodes, characters, estimated tokens) is respected exactly: a memory
+that does not fit is cut with a visible marker if enough room is left, else
+counted as omitted. The same store and query give the same bytes; only
+``generated_at`` changes, and it can be pinned.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass
 from typing import Any
 
 import tomli_w
 
 from cclg import format as fmt
-from cclg.ledger import effective_view
+from cclg.index import Index, open_index
 from cclg.records import MemoryNode, now_iso
-from cclg.search import match, rank
+from cclg.search import View, Where, bm25, document_frequencies, idf
 from cclg.store import Store
+from cclg.text import query_words
 
-SUPPRESSED_PREFIX_CHARS = 160
+_PROMPT_RULES = fmt.contract()["prompt"]["active_memory_pack_toml"]
 DEFAULT_MAX_NODES = 12
-DEFAULT_MAX_CHARS = int(fmt.contract()["prompt"]["active_memory_pack_toml"]["max_content_chars_default"])
+DEFAULT_MAX_CHARS = int(_PROMPT_RULES["max_content_chars_default"])
+SUPPRESSED_PREFIX_CHARS = 120
+MAX_SUPPRESSED = 5
+# The relevance gate: a memory's matched terms must carry at least this share of
+# the query's total weight, and at least this share of the best memory's.
+MIN_COVERAGE = 0.3
+MIN_RELATIVE = 0.5
+MIN_CUT_CHARS = 80
+CUT_MARKER = " […cut: {rest} more characters; `cclg show {id}` has all]"
 
 
-def _entry(node: MemoryNode) -> dict[str, Any]:
-    return {
+def estimate_tokens(text: str) -> int:
+    """A cheap token estimate: four ASCII characters a token, one token per other character."""
+    ascii_chars = sum(1 for c in text if c < "\x80")
+    return math.ceil(ascii_chars / 4) + (len(text) - ascii_chars)
+
+
+@dataclass
+class Budget:
+    max_nodes: int
+    max_chars: int
+    max_tokens: int | None
+    used_nodes: int = 0
+    used_chars: int = 0
+    used_tokens: int = 0
+    truncated: int = 0
+    omitted: int = 0
+
+    def room(self) -> tuple[int, int | None]:
+        chars = self.max_chars - self.used_chars
+        tokens = None if self.max_tokens is None else self.max_tokens - self.used_tokens
+        return chars, tokens
+
+    def fit(self, node_id: str, text: str) -> str | None:
+        """``text`` as it fits (maybe cut with a marker), or None when there is no room."""
+        chars, tokens = self.room()
+        fits = len(text) <= chars and (tokens is None or estimate_tokens(text) <= tokens)
+        if not fits:
+            limit = chars if tokens is None else min(chars, tokens)  # a token is at least one character
+            marker = CUT_MARKER.format(rest=0, id=node_id)
+            if limit - len(marker) - 8 < MIN_CUT_CHARS:
+                return None
+            keep = limit - len(marker) - 8
+            while keep > 0:
+                cut = text[:keep] + CUT_MARKER.format(rest=len(text) - keep, id=node_id)
+                if len(cut) <= chars and (tokens is None or estimate_tokens(cut) <= tokens):
+                    break
+                keep -= max(1, keep // 10)
+            if keep <= MIN_CUT_CHARS:
+                return None
+            text = cut
+            self.truncated += 1
+        self.used_chars += len(text)
+        self.used_tokens += estimate_tokens(text)
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        values = {
+            "max_nodes": self.max_nodes,
+            "max_chars": self.max_chars,
+            "max_tokens": self.max_tokens,
+            "used_nodes": self.used_nodes,
+            "used_chars": self.used_chars,
+            "used_tokens": self.used_tokens,
+            "truncated_nodes": self.truncated,
+            "omitted_nodes": self.omitted,
+        }
+        return {k: v for k, v in values.items() if v is not None}
+
+
+def _entry(node: MemoryNode, content: str, score: float | None, pinned: bool) -> dict[str, Any]:
+    entry: dict[str, Any] = {
         "id": node.id,
         "type": node.type,
         "status": node.status,
         "key": node.key,
         "scope": node.scope.level,
         "source": node.source.label or "",
-        "content": node.content,
+        "content": content,
     }
+    if pinned:
+        entry["pinned"] = True
+    if score is not None:
+        entry["score"] = round(score, 4)
+    return entry
+
+
+def relevant(
+    index: Index, query: str, where: Where, *, status: str | None = None, limit: int
+) -> list[tuple[MemoryNode, float]]:
+    """Memories matching ``query`` that pass the relevance gate, best first, with their scores.
+
+    Each query word weighs its inverse document frequency (a word the store has
+    never seen weighs most); a memory's coverage is the weight of the words it
+    matches (through any variant) over the weight of all the query's words.
+    """
+    words = query_words(query)
+    if not words:
+        return []
+    total, docs = document_frequencies(index, [t for word in words for t in word])
+    weights = [max(idf(max(total, 1), docs[t]) for t in word) for word in words]
+    query_weight = sum(weights)
+    hits = bm25(index, query, where, limit=limit, status=status)
+    covered = []
+    for hit in hits:
+        matched = set(hit.matched)
+        share = sum(w for word, w in zip(words, weights, strict=True) if matched.intersection(word))
+        covered.append((hit, share / query_weight))
+    best = max((c for _, c in covered), default=0.0)
+    return [(h.node, h.score) for h, c in covered if c >= MIN_COVERAGE and c >= MIN_RELATIVE * best]
 
 
 def compile_pack(
@@ -40,36 +154,59 @@ def compile_pack(
     query: str,
     *,
     session_id: str | None = None,
+    project: str | None = None,
+    workspace: str | None = None,
     max_nodes: int = DEFAULT_MAX_NODES,
     max_chars: int = DEFAULT_MAX_CHARS,
+    max_tokens: int | None = None,
+    generated_at: str | None = None,
 ) -> dict[str, Any]:
     """An ActiveMemoryPack (``cclg.active_memory_pack.v0.1``) as a dict in canonical order."""
-    nodes = store.load_nodes()
-    patches = store.load_patches()
-    view = effective_view(nodes.values(), patches, session_id=session_id)
-    view_ids = {n.id for n in view}
-    if query.strip():
-        selected = [hit.node for hit in rank(query, view, max_nodes)]
-    else:
-        selected = sorted(view, key=lambda n: (n.updated_at, n.id), reverse=True)[:max_nodes]
-    used = 0
+    where = Where(session_id=session_id, project=project, workspace=workspace)
+    budget = Budget(max_nodes=max_nodes, max_chars=max_chars, max_tokens=max_tokens)
+    index = open_index(store)
+    try:
+        view = View(index, where)
+        pinned_rows = index.db.execute(
+            "SELECT n.rowid, n.id, n.status, n.key, n.level, n.session, n.project, n.workspace, n.updated,"
+            " n.starts, n.ends FROM nodes n WHERE n.pinned = 1 AND n.current = 1 ORDER BY n.id"
+        ).fetchall()
+        pinned = [view.node(r["id"]) for r in pinned_rows if view.contains(r)]
+        chosen: list[tuple[MemoryNode, float | None, bool]] = [(n, None, True) for n in pinned if n is not None]
+        seen = {n.id for n, _, _ in chosen}
+        for node, hit_score in relevant(index, query, where, limit=max(max_nodes * 3, 30)):
+            if node.id not in seen:
+                chosen.append((node, hit_score, False))
+                seen.add(node.id)
+        suppressed_hits = relevant(index, query, where, status="retired", limit=MAX_SUPPRESSED * 4)
+    finally:
+        index.close()
+
     packed = []
-    for node in selected:
-        if used + len(node.content) > max_chars:
+    for node, score, is_pinned in chosen:
+        if budget.used_nodes >= max_nodes:
+            budget.omitted += 1
             continue
-        used += len(node.content)
-        packed.append(_entry(node))
-    suppressed = []
-    for node in sorted(nodes.values(), key=lambda n: n.id):
-        if node.id in view_ids or node.status in ("active", "active_session"):
+        content = budget.fit(node.id, node.content)
+        if content is None:
+            budget.omitted += 1
             continue
-        if query.strip() and match(query, node) is None:
-            continue
+        budget.used_nodes += 1
+        packed.append(_entry(node, content, score, is_pinned))
+
+    suppressed: list[dict[str, Any]] = []
+    for node, _ in suppressed_hits:
+        if len(suppressed) >= MAX_SUPPRESSED:
+            break
+        prefix = node.content[:SUPPRESSED_PREFIX_CHARS]
+        fitted = budget.fit(node.id, prefix) if len(prefix) <= budget.room()[0] else None
+        if fitted is None:
+            break
         suppressed.append(
             {
                 "id": node.id,
                 "status": node.status,
-                "content": node.content[:SUPPRESSED_PREFIX_CHARS],
+                "content": fitted,
                 "supersedes": node.relations["supersedes"],
                 "superseded_by": node.relations["superseded_by"],
             }
@@ -77,17 +214,15 @@ def compile_pack(
     values = {
         "schema_version": fmt.PACK_SCHEMA,
         "query": query,
-        "generated_at": now_iso(),
+        "generated_at": generated_at or now_iso(),
         "memory_nodes": packed,
         "suppressed_nodes": suppressed,
-        "budget": {
-            "max_nodes": max_nodes,
-            "max_chars": max_chars,
-            "used_chars": used,
-            "omitted_nodes": len(selected) - len(packed),
-        },
+        "budget": budget.to_dict(),
     }
     return {name: values[name] for name in fmt.canonical_order("active_memory_pack")}
+
+
+# ---------------------------------------------------------------- renderings
 
 
 def _without_nulls(value: Any) -> Any:
@@ -103,19 +238,55 @@ def to_toml(data: dict[str, Any]) -> str:
     return tomli_w.dumps(_without_nulls(data))
 
 
+def prompt_toml(pack: dict[str, Any]) -> str:
+    """The pack as the contract's prompt TOML: memories as id, type, status, source, content;
+    retired ones only as id, status and a content prefix."""
+    fields = list(_PROMPT_RULES["emit_fields"])
+    data = {
+        "schema_version": pack["schema_version"],
+        "query": pack["query"],
+        "generated_at": pack["generated_at"],
+        "memory_nodes": [{k: e[k] for k in fields} for e in pack["memory_nodes"]],
+        "suppressed_nodes": [
+            {"id": e["id"], "status": e["status"], "content_prefix": e["content"]} for e in pack["suppressed_nodes"]
+        ],
+        "budget": pack["budget"],
+    }
+    return tomli_w.dumps(data)
+
+
+def prompt_markdown(pack: dict[str, Any]) -> str:
+    """Markdown in which every stored string is a JSON string literal on its own bullet,
+    so stored text can never open a heading, close a fence or start a new item."""
+    lines = [
+        f"## Memory pack ({pack['schema_version']})",
+        "",
+        "Reference material recorded earlier; stored text is quoted as JSON strings.",
+        "",
+        f"Query: {json.dumps(pack['query'], ensure_ascii=False)}",
+        "",
+        "### Current memories",
+    ]
+    for e in pack["memory_nodes"]:
+        lines.append(
+            f"- {e['id']} ({e['type']}; source {json.dumps(e['source'], ensure_ascii=False)}): "
+            f"{json.dumps(e['content'], ensure_ascii=False)}"
+        )
+    if not pack["memory_nodes"]:
+        lines.append("- (none relevant)")
+    if pack["suppressed_nodes"]:
+        lines += ["", "### Retired: no longer true, do not rely on them"]
+        for e in pack["suppressed_nodes"]:
+            replaced = f" replaced by {', '.join(e['superseded_by'])}" if e["superseded_by"] else ""
+            lines.append(f"- {e['id']} ({e['status']}{replaced}): {json.dumps(e['content'], ensure_ascii=False)}")
+    return "\n".join(lines) + "\n"
+
+
 def render(pack: dict[str, Any], style: str) -> str:
     if style == "json":
-        return json.dumps(pack, ensure_ascii=False, indent=2)
+        return json.dumps(pack, ensure_ascii=False, indent=2) + "\n"
     if style == "toml":
-        return to_toml(pack)
-    lines = [f"# Active memory ({pack['schema_version']})", "", f"Query: {pack['query']}", ""]
-    lines.append("## Current memories")
-    for entry in pack["memory_nodes"]:
-        lines.append(f"- [{entry['id']}] ({entry['type']}, source: {entry['source']}) {entry['content']}")
-    if not pack["memory_nodes"]:
-        lines.append("- none")
-    if pack["suppressed_nodes"]:
-        lines += ["", "## Retired (no longer true; do not rely on them)"]
-        for entry in pack["suppressed_nodes"]:
-            lines.append(f"- [{entry['id']}] {entry['status']}: {entry['content']}")
-    return "\n".join(lines) + "\n"
+        return prompt_toml(pack)
+    if style == "markdown":
+        return prompt_markdown(pack)
+    raise ValueError(f"unknown pack format {style!r}")

@@ -1,62 +1,395 @@
-"""Search over the effective view (first version: term matching).
+"""Search over the effective view: BM25, grep, graph expansion, temporal filters, fusion.
 
-Only current truth is searched unless a status is asked for by name: forgetting
-the option narrows the result, never widens it. Ranked retrieval (BM25, graph
-expansion, temporal filters, an index) replaces the scoring here in a later
-version; the function signatures stay.
+Every search returns current truth only (the effective view for the given
+session, project and moment) unless a status is named explicitly (``status="all"``
+or a status such as ``"superseded"``): forgetting the option narrows the result,
+never widens it.
+
+Scope filters keep a memory when it applies where the query is asked: with
+``project="x"`` a memory scoped to project ``x`` or to no project at all. Of
+memories sharing a key, only the one with the narrowest applicable scope wins
+(session > project > workspace > global, then the newest), and that is decided
+against every current memory with the key, not just the ones that matched.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
-from dataclasses import dataclass
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
 
+from cclg.errors import UsageError
+from cclg.index import Index, open_index, search_fields
 from cclg.ledger import effective_view
-from cclg.records import MemoryNode, normalize_text
-from cclg.store import Store
+from cclg.records import MemoryNode, parse_time
+from cclg.store import Store, patch_order
+from cclg.text import query_terms, tokens
 
-_TERM_RE = re.compile(r"\w[\w./-]*", re.UNICODE)
+MODES = ("auto", "grep", "bm25", "graph", "temporal")
+# Field weights for content, key, tags and retrieval keys.
+BM25_WEIGHTS = (1.0, 2.0, 1.5, 0.5)
+GRAPH_RELATIONS = ("depends_on", "refines", "expands", "narrows", "derived_from")
+RRF_K = 60
 
 
-def terms(text: str) -> list[str]:
-    """Lower-cased words of ``text`` (identifiers, paths and versions stay whole)."""
-    return [t.strip("./-") for t in _TERM_RE.findall(normalize_text(text).lower()) if t.strip("./-")]
+@dataclass(frozen=True)
+class Where:
+    """Which view a search looks at: session overlays, scope filters, the moment."""
+
+    session_id: str | None = None
+    project: str | None = None
+    workspace: str | None = None
+    at: datetime | None = None
+
+    @property
+    def moment(self) -> float:
+        return (self.at or datetime.now(UTC)).timestamp()
 
 
 @dataclass
 class Hit:
     node: MemoryNode
     score: float
-    matched: list[str]
+    matched: list[str] = field(default_factory=list)
+    via: str = "bm25"
 
-    def to_dict(self) -> dict[str, object]:
-        return {"score": round(self.score, 4), "matched": self.matched, "node": self.node.to_dict()}
-
-
-def match(query: str, node: MemoryNode) -> Hit | None:
-    """A hit when some query term starts a word of the node (content, key, tags, sparse keys)."""
-    wanted = sorted(set(terms(query)))
-    if not wanted:
-        return None
-    words = set(terms(" ".join([node.content, node.key or "", *node.tags, *node.retrieval.sparse_keys])))
-    matched = [t for t in wanted if any(w.startswith(t) for w in words)]
-    if not matched:
-        return None
-    return Hit(node=node, score=len(matched) / len(wanted), matched=matched)
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.node.id,
+            "score": round(self.score, 4),
+            "via": self.via,
+            "matched": self.matched,
+            "node": self.node.to_dict(),
+        }
 
 
-def rank(query: str, nodes: list[MemoryNode], limit: int) -> list[Hit]:
-    hits = [hit for node in nodes if (hit := match(query, node)) is not None]
-    hits.sort(key=lambda h: (-h.score, h.node.updated_at, h.node.id), reverse=False)
+# ---------------------------------------------------------------- the view, row by row
+
+_ROW = "n.rowid, n.id, n.status, n.key, n.level, n.session, n.project, n.workspace, n.updated, n.starts, n.ends"
+
+
+def _applies(row: sqlite3.Row, where: Where) -> bool:
+    """Whether a current node's row belongs to the view ``where`` describes (key collapse aside)."""
+    if row["status"] == "active_session" and (where.session_id is None or row["session"] != where.session_id):
+        return False
+    if where.project is not None and row["project"] not in (None, where.project):
+        return False
+    if where.workspace is not None and row["workspace"] not in (None, where.workspace):
+        return False
+    moment = where.moment
+    return bool(row["starts"] <= moment and (row["ends"] is None or row["ends"] > moment))
+
+
+def _precedence(row: sqlite3.Row) -> tuple[int, float, str]:
+    return (-row["level"], row["updated"], row["id"])
+
+
+class View:
+    """The effective view of one index for one ``Where``, resolved lazily."""
+
+    def __init__(self, index: Index, where: Where) -> None:
+        self.index = index
+        self.where = where
+        self._winners: dict[str, str | None] = {}
+        index.db.row_factory = sqlite3.Row
+
+    def winner(self, key: str) -> str | None:
+        if key not in self._winners:
+            rows = [
+                r
+                for r in self.index.db.execute(f"SELECT {_ROW} FROM nodes n WHERE n.key = ? AND n.current = 1", (key,))
+                if _applies(r, self.where)
+            ]
+            self._winners[key] = max(rows, key=_precedence)["id"] if rows else None
+        return self._winners[key]
+
+    def contains(self, row: sqlite3.Row) -> bool:
+        return _applies(row, self.where) and (row["key"] is None or self.winner(row["key"]) == row["id"])
+
+    def node(self, node_id: str) -> MemoryNode | None:
+        row = self.index.db.execute(
+            f"SELECT {_ROW}, n.record, n.current FROM nodes n WHERE n.id = ?", (node_id,)
+        ).fetchone()
+        if row is None or not row["current"] or not self.contains(row):
+            return None
+        return _node(row)
+
+    def all_nodes(self) -> list[MemoryNode]:
+        rows = self.index.db.execute(f"SELECT {_ROW}, n.record FROM nodes n WHERE n.current = 1 ORDER BY n.id")
+        return [_node(r) for r in rows if self.contains(r)]
+
+
+def _node(row: sqlite3.Row) -> MemoryNode:
+    return MemoryNode.from_dict(json.loads(row["record"]), where=f"index:{row['id']}")
+
+
+# ---------------------------------------------------------------- BM25
+
+
+def fts_query(terms: Iterable[str]) -> str:
+    """An FTS5 MATCH expression: any of the terms, each quoted."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def document_frequencies(index: Index, terms: list[str]) -> tuple[int, dict[str, int]]:
+    """(number of indexed nodes, nodes containing each term)."""
+    total = index.db.execute("SELECT count(*) FROM nodes").fetchone()[0]
+    found = {t: 0 for t in terms}
+    if terms:
+        marks = ",".join("?" * len(terms))
+        for term, docs in index.db.execute(f"SELECT term, doc FROM nodes_vocab WHERE term IN ({marks})", terms):
+            found[term] = docs
+    return total, found
+
+
+def idf(total: int, docs: int) -> float:
+    return math.log(1 + (total - docs + 0.5) / (docs + 0.5))
+
+
+def node_terms(node: MemoryNode) -> set[str]:
+    return set(" ".join(search_fields(node)).split())
+
+
+def bm25(
+    index: Index, text: str, where: Where, *, limit: int = 10, status: str | None = None, pool: int | None = None
+) -> list[Hit]:
+    """Ranked lexical search with field weights (content, key, tags, retrieval keys).
+
+    ``status``: None for the effective view, ``"all"`` for every node, ``"retired"``
+    for nodes out of the view for good (retired by a patch or in a retired status),
+    or one node status.
+    """
+    terms = query_terms(text) or [t for t in tokens(text)]
+    if not terms:
+        return []
+    view = View(index, where)
+    params: list[str] = []
+    if status is None:
+        condition = "n.current = 1"
+    elif status == "all":
+        condition = "1"
+    elif status == "retired":
+        condition = "n.current = 0"
+    else:
+        condition = "n.status = ?"
+        params = [status]
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    rows = index.db.execute(
+        f"SELECT {_ROW}, n.record, bm25(nodes_fts, {weights}) AS rank FROM nodes_fts"
+        f" JOIN nodes n ON n.rowid = nodes_fts.rowid WHERE nodes_fts MATCH ? AND {condition}"
+        " ORDER BY rank, n.id LIMIT ?",
+        [fts_query(terms), *params, pool or max(limit * 4, 40)],
+    ).fetchall()
+    wanted = set(terms)
+    hits = []
+    for row in rows:
+        if status is None and not view.contains(row):
+            continue
+        node = _node(row)
+        hits.append(Hit(node=node, score=-row["rank"], matched=sorted(wanted & node_terms(node))))
+    hits.sort(key=lambda h: (-round(h.score, 6), h.node.id))
     return hits[:limit]
 
 
+# ---------------------------------------------------------------- grep
+
+
+@dataclass
+class GrepMatch:
+    where: str  # a memory id or a raw file path
+    line: int
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"where": self.where, "line": self.line, "text": self.text}
+
+
+def grep(
+    store: Store,
+    pattern: str,
+    *,
+    regex: bool = False,
+    ignore_case: bool = False,
+    raw: bool = False,
+    where: Where | None = None,
+    limit: int = 50,
+) -> list[GrepMatch]:
+    """Exact (or regex) matches, line by line, in current memories and, with ``raw``, in raw evidence."""
+    try:
+        compiled = re.compile(pattern if regex else re.escape(pattern), re.IGNORECASE if ignore_case else 0)
+    except re.error as exc:
+        raise UsageError(f"bad regular expression {pattern!r}: {exc}") from None
+    matches: list[GrepMatch] = []
+    index = open_index(store)
+    try:
+        for node in View(index, where or Where()).all_nodes():
+            for number, line in enumerate(node.content.split("\n"), start=1):
+                if compiled.search(line):
+                    matches.append(GrepMatch(node.id, number, line))
+    finally:
+        index.close()
+    if raw:
+        for path in sorted((store.root / "raw").iterdir()):
+            if path.name.startswith(".") or not path.is_file():
+                continue
+            text = path.read_bytes().decode("utf-8", errors="replace")
+            for number, line in enumerate(text.split("\n"), start=1):
+                if compiled.search(line):
+                    matches.append(GrepMatch(store.relative(path), number, line))
+    return matches[:limit]
+
+
+# ---------------------------------------------------------------- graph expansion
+
+
+def expand(index: Index, hits: list[Hit], where: Where, *, limit: int) -> list[Hit]:
+    """Hits plus the current memories they depend on, refine or derive from (and edges to them)."""
+    view = View(index, where)
+    seen = {h.node.id for h in hits}
+    result = list(hits)
+    for hit in hits:
+        neighbours = [n for kind in GRAPH_RELATIONS for n in hit.node.relations.get(kind, [])]
+        neighbours += [
+            row[0]
+            for row in index.db.execute(
+                "SELECT t.node_id FROM patch_nodes s JOIN patch_nodes t ON s.patch_id = t.patch_id"
+                " WHERE s.node_id = ? AND s.role = 'new' AND t.role = 'target'",
+                (hit.node.id,),
+            )
+        ]
+        for node_id in neighbours:
+            if node_id in seen:
+                continue
+            node = view.node(node_id)
+            if node is not None:
+                seen.add(node_id)
+                result.append(Hit(node=node, score=hit.score * 0.5, via="graph"))
+    return result[:limit]
+
+
+# ---------------------------------------------------------------- temporal
+
+
+def as_of_view(store: Store, moment: datetime, session_id: str | None = None) -> list[MemoryNode]:
+    """The effective view at a past moment, replayed from the ledger.
+
+    A node counts if it was created by then; its status then is the one the first
+    later patch recorded in ``prior_states`` (or its status now if no later patch
+    touched it); only patches made by then count.
+    """
+    patches = store.load_patches()
+    past = [p for p in patches if parse_time(p.created_at) <= moment]
+    later = [p for p in patches if parse_time(p.created_at) > moment]
+    status_then: dict[str, str] = {}
+    for patch in sorted(later, key=patch_order):
+        for node_id, status in patch.prior_states.items():
+            status_then.setdefault(node_id, status)
+    nodes = []
+    for node in store.load_nodes().values():
+        if parse_time(node.created_at) > moment:
+            continue
+        if node.id in status_then:
+            node.status = status_then[node.id]
+        nodes.append(node)
+    return effective_view(nodes, past, session_id=session_id, at=moment)
+
+
+def rank_nodes(nodes: list[MemoryNode], text: str, *, limit: int) -> list[Hit]:
+    """Rank a small set of nodes by idf-weighted term overlap (used where there is no index)."""
+    terms = query_terms(text)
+    bags = {n.id: node_terms(n) for n in nodes}
+    total = len(nodes)
+    weights = {t: idf(total, sum(1 for bag in bags.values() if t in bag)) for t in terms}
+    hits = []
+    for node in nodes:
+        matched = sorted(t for t in terms if t in bags[node.id])
+        if matched or not terms:
+            hits.append(Hit(node=node, score=sum(weights[t] for t in matched), matched=matched, via="temporal"))
+    hits.sort(key=lambda h: (-round(h.score, 6), h.node.id))
+    return hits[:limit]
+
+
+# ---------------------------------------------------------------- one entry point
+
+
+def fuse(lists: list[list[Hit]], *, limit: int) -> list[Hit]:
+    """Reciprocal rank fusion: each list adds 1 / (60 + rank) to a memory's score."""
+    scores: dict[str, float] = {}
+    best: dict[str, Hit] = {}
+    for hits in lists:
+        for rank, hit in enumerate(hits, start=1):
+            scores[hit.node.id] = scores.get(hit.node.id, 0.0) + 1.0 / (RRF_K + rank)
+            best.setdefault(hit.node.id, hit)
+    fused = [Hit(node=best[i].node, score=s, matched=best[i].matched, via="auto") for i, s in scores.items()]
+    fused.sort(key=lambda h: (-round(h.score, 9), h.node.id))
+    return fused[:limit]
+
+
 def search(
-    store: Store, query: str, *, limit: int = 10, session_id: str | None = None, status: str | None = None
+    store: Store,
+    text: str,
+    *,
+    mode: str = "auto",
+    limit: int = 10,
+    where: Where | None = None,
+    status: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    as_of: datetime | None = None,
 ) -> list[Hit]:
-    """Memories matching ``query``: the effective view, or every node of ``status`` (``all`` for any)."""
-    if status is None:
-        nodes = effective_view(store.load_nodes().values(), store.load_patches(), session_id=session_id)
-    else:
-        nodes = [n for n in store.load_nodes().values() if status == "all" or n.status == status]
-    return rank(query, nodes, limit)
+    """Search memories. ``mode`` is one of auto, grep, bm25, graph, temporal."""
+    if mode not in MODES:
+        raise UsageError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
+    where = where or Where()
+    if as_of is not None:
+        if status is not None:
+            raise UsageError("--as-of shows the effective view at that moment; it cannot be combined with --status")
+        hits = rank_nodes(as_of_view(store, as_of, where.session_id), text, limit=limit)
+        return _time_filter(hits, since, until)
+    index = open_index(store)
+    try:
+        pool = max(limit * 4, 40)
+        lexical = bm25(index, text, where, limit=pool, status=status)
+        if mode == "bm25":
+            hits = lexical
+        elif mode == "graph":
+            hits = expand(index, lexical[:limit], where, limit=pool)
+        elif mode == "temporal":
+            hits = sorted(lexical, key=lambda h: (h.node.updated_at, h.node.id), reverse=True)
+        elif mode == "grep":
+            ids = {m.where for m in grep(store, text, ignore_case=True, where=where, limit=10_000)}
+            view = View(index, where)
+            found = [view.node(i) for i in sorted(ids)]
+            hits = [Hit(node=n, score=1.0, via="grep") for n in found if n is not None]
+        else:
+            exact = [h for h in lexical if text.strip().lower() in h.node.content.lower()]
+            hits = fuse([lexical, expand(index, lexical[:limit], where, limit=pool), exact], limit=pool)
+    finally:
+        index.close()
+    return _time_filter(hits, since, until)[:limit]
+
+
+def _time_filter(hits: list[Hit], since: datetime | None, until: datetime | None) -> list[Hit]:
+    """Keep memories recorded (``created_at``) within [since, until)."""
+
+    def inside(node: MemoryNode) -> bool:
+        created = parse_time(node.created_at)
+        return (since is None or created >= since) and (until is None or created < until)
+
+    return [h for h in hits if inside(h.node)]
+
+
+def parse_moment(value: str | None, name: str) -> datetime | None:
+    """A CLI time: ISO 8601 (date or date-time, UTC if no offset)."""
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise UsageError(f"{name} must be an ISO 8601 date or time, got {value!r}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

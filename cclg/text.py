@@ -1,0 +1,136 @@
+"""Tokenising text for search: English, code identifiers, and Korean, Japanese, Chinese.
+
+``tokens(text)`` turns text into the terms the index stores and a query asks
+for, so that both sides always agree:
+
+- words are lower-cased and NFC-normalised;
+- a code identifier or path is kept whole *and* split into its parts:
+  ``snake_case`` -> ``snake_case snake case``, ``parseHTTPHeader`` ->
+  ``parsehttpheader parse http header``, ``src/cclg/cli.py`` -> the whole path,
+  ``src``, ``cclg``, ``cli``, ``py``; a version such as ``3.11`` stays whole;
+- Chinese, Japanese and Korean have no spaces between words (Korean attaches
+  particles to nouns), so every run of such characters also yields its character
+  bigrams: ``기억을`` -> ``기억을 기억 억을``, ``東京都`` -> ``東京都 東京 京都``;
+- English words also yield a light stem (``deploys``, ``deployed`` -> ``deploy``).
+  A query in any of these languages therefore finds text written in it without a
+  dictionary.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Runs of word characters joined by the connectors that hold identifiers, paths
+# and versions together.
+_RAW_RE = re.compile(r"\w+(?:[./\-:+#@]\w+)*")
+_CJK_RANGES = (
+    (0x1100, 0x11FF),  # Hangul Jamo
+    (0x3040, 0x30FF),  # Hiragana, Katakana
+    (0x3130, 0x318F),  # Hangul compatibility Jamo
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xAC00, 0xD7A3),  # Hangul syllables
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0xFF66, 0xFF9F),  # half-width Katakana
+)
+_SPLIT_RE = re.compile(r"[./\-:+#@_]+")
+_CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+")
+_VERSION_RE = re.compile(r"v?\d+(?:\.\d+)+")
+
+STOPWORDS = frozenset(
+    """
+    a an and are as at be but by can could did do does doing for from had has have how i if in into is it its
+    me my of on or our should so that the their them then there these they this to was we were what when where
+    which who why will with would you your about after again all also am any because been before being both
+    each few further here just more most no nor not now only other over own same some such than too under until
+    up very via off out please let lets get got make made want need tell show give us use used using one two
+    way thing things yes ok okay
+    """.split()
+)
+
+
+def is_cjk(char: str) -> bool:
+    code = ord(char)
+    return any(low <= code <= high for low, high in _CJK_RANGES)
+
+
+def _script_runs(word: str) -> list[tuple[bool, str]]:
+    """Split a word where it changes between CJK and other characters."""
+    runs: list[tuple[bool, str]] = []
+    for char in word:
+        cjk = is_cjk(char)
+        if runs and runs[-1][0] == cjk:
+            runs[-1] = (cjk, runs[-1][1] + char)
+        else:
+            runs.append((cjk, char))
+    return runs
+
+
+def stem(word: str) -> str:
+    """A light English stem (plural and -ing/-ed endings, final e), so tests ~ test, configured ~ configure."""
+    if len(word) < 4 or not word.isascii() or not word.isalpha():
+        return word
+    for suffix, replacement in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", "e"), ("s", "")):
+        if word.endswith(suffix) and not word.endswith("ss") and len(word) - len(suffix) >= 3:
+            word = word[: len(word) - len(suffix)] + replacement
+            if suffix in ("ing", "ed") and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]  # running -> run, stopped -> stop
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 4 else word
+
+
+def _identifier_parts(word: str) -> list[str]:
+    parts = []
+    for piece in _SPLIT_RE.split(word):
+        parts.extend(_CAMEL_RE.findall(piece) or [piece])
+    return [p.lower() for p in parts if p]
+
+
+def word_groups(text: str) -> list[list[str]]:
+    """The terms of ``text`` grouped by the word they come from (the word first, then its
+    parts, stems or bigrams), in order of appearance."""
+    groups: list[list[str]] = []
+    for raw in _RAW_RE.findall(unicodedata.normalize("NFC", text)):
+        for cjk, run in _script_runs(raw):
+            if cjk:
+                group = [run]
+                if len(run) > 2:
+                    group.extend(run[i : i + 2] for i in range(len(run) - 1))
+                groups.append(group)
+                continue
+            run = run.strip("_")
+            if not run:
+                continue
+            whole = run.lower()
+            group = [whole]
+            if not _VERSION_RE.fullmatch(whole):
+                parts = _identifier_parts(run)
+                if len(parts) > 1:
+                    group.extend(parts)
+                group.extend(stem(p) for p in parts if stem(p) != p)
+            groups.append(group)
+    return groups
+
+
+def tokens(text: str) -> list[str]:
+    """The search terms of ``text``, in order of appearance (repeats kept, for term frequency)."""
+    return [term for group in word_groups(text) for term in group]
+
+
+def query_words(text: str) -> list[tuple[str, ...]]:
+    """The distinct words of a query, each with all its variants; stop words left out."""
+    words: dict[str, tuple[str, ...]] = {}
+    for group in word_groups(text):
+        if group[0] not in STOPWORDS and group[0] not in words:
+            words[group[0]] = tuple(dict.fromkeys(group))
+    return list(words.values())
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct terms of a query, without English stop words, in order of appearance."""
+    seen: dict[str, None] = {}
+    for term in tokens(text):
+        if term not in STOPWORDS and term not in seen:
+            seen[term] = None
+    return list(seen)
