@@ -277,7 +277,7 @@ def prompt_markdown(pack: dict[str, Any]) -> str:
     if pack["suppressed_nodes"]:
         lines += ["", "### Retired: no longer true, do not rely on them"]
         for e in pack["suppressed_nodes"]:
-            replaced = f" replaced by {', '.join(e['superseded_by'])}" if e["superseded_by"] else ""
+            replaced = f"; replaced by {', '.join(e['superseded_by'])}" if e["superseded_by"] else ""
             lines.append(f"- {e['id']} ({e['status']}{replaced}): {json.dumps(e['content'], ensure_ascii=False)}")
     return "\n".join(lines) + "\n"
 

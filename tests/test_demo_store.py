@@ -17,7 +17,8 @@ def files(root: Path) -> dict[str, bytes]:
     return {
         p.relative_to(root).as_posix(): p.read_bytes()
         for p in sorted(root.rglob("*"))
-        if p.is_file() and p.name != ".lock"
+        # The lock file and the search index are not part of the store's content.
+        if p.is_file() and p.name != ".lock" and not p.name.startswith("index.sqlite")
     }
 
 
