@@ -31,7 +31,7 @@ import tomli_w
 from cclg import format as fmt
 from cclg.index import Index, open_index
 from cclg.records import MemoryNode, now_iso
-from cclg.search import View, Where, bm25, document_frequencies, idf
+from cclg.search import Hit, View, Where, bm25, document_frequencies, idf
 from cclg.store import Store
 from cclg.text import query_words
 
@@ -124,9 +124,7 @@ def _entry(node: MemoryNode, content: str, score: float | None, pinned: bool) ->
     return entry
 
 
-def relevant(
-    index: Index, query: str, where: Where, *, status: str | None = None, limit: int
-) -> list[tuple[MemoryNode, float]]:
+def relevant(index: Index, query: str, where: Where, *, status: str | None = None, limit: int) -> list[Hit]:
     """Memories matching ``query`` that pass the relevance gate, best first, with their scores.
 
     Each query word weighs its inverse document frequency (a word the store has
@@ -146,7 +144,7 @@ def relevant(
         share = sum(w for word, w in zip(words, weights, strict=True) if matched.intersection(word))
         covered.append((hit, share / query_weight))
     best = max((c for _, c in covered), default=0.0)
-    return [(h.node, h.score) for h, c in covered if c >= MIN_COVERAGE and c >= MIN_RELATIVE * best]
+    return [h for h, c in covered if c >= MIN_COVERAGE and c >= MIN_RELATIVE * best]
 
 
 def compile_pack(
@@ -172,30 +170,32 @@ def compile_pack(
             " n.starts, n.ends FROM nodes n WHERE n.pinned = 1 AND n.current = 1 ORDER BY n.id"
         ).fetchall()
         pinned = [view.node(r["id"]) for r in pinned_rows if view.contains(r)]
-        chosen: list[tuple[MemoryNode, float | None, bool]] = [(n, None, True) for n in pinned if n is not None]
-        seen = {n.id for n, _, _ in chosen}
-        for node, hit_score in relevant(index, query, where, limit=max(max_nodes * 3, 30)):
-            if node.id not in seen:
-                chosen.append((node, hit_score, False))
-                seen.add(node.id)
+        chosen = [Hit(node=n, score=0.0, via="pinned") for n in pinned if n is not None]
+        seen = {h.id for h in chosen}
+        for hit in relevant(index, query, where, limit=max(max_nodes * 3, 30)):
+            if hit.id not in seen:
+                chosen.append(hit)
+                seen.add(hit.id)
         suppressed_hits = relevant(index, query, where, status="retired", limit=MAX_SUPPRESSED * 4)
     finally:
         index.close()
 
     packed = []
-    for node, score, is_pinned in chosen:
+    for hit in chosen:
         if budget.used_nodes >= max_nodes:
             budget.omitted += 1
             continue
-        content = budget.fit(node.id, node.content)
+        content = budget.fit(hit.id, hit.node.content)
         if content is None:
             budget.omitted += 1
             continue
         budget.used_nodes += 1
-        packed.append(_entry(node, content, score, is_pinned))
+        pinned_hit = hit.via == "pinned"
+        packed.append(_entry(hit.node, content, None if pinned_hit else hit.score, pinned_hit))
 
     suppressed: list[dict[str, Any]] = []
-    for node, _ in suppressed_hits:
+    for hit in suppressed_hits:
+        node = hit.node
         if len(suppressed) >= MAX_SUPPRESSED:
             break
         prefix = node.content[:SUPPRESSED_PREFIX_CHARS]

@@ -19,7 +19,7 @@ import math
 import re
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -51,16 +51,39 @@ class Where:
         return (self.at or datetime.now(UTC)).timestamp()
 
 
-@dataclass
 class Hit:
-    node: MemoryNode
-    score: float
-    matched: list[str] = field(default_factory=list)
-    via: str = "bm25"
+    """One search result. The node record is parsed only when asked for."""
+
+    __slots__ = ("_node", "_record", "id", "matched", "score", "via")
+
+    def __init__(
+        self,
+        node: MemoryNode | None = None,
+        score: float = 0.0,
+        matched: list[str] | None = None,
+        via: str = "bm25",
+        *,
+        node_id: str | None = None,
+        record: str | None = None,
+    ) -> None:
+        if node is None and (node_id is None or record is None):
+            raise ValueError("a hit needs a node, or a node id and its record")
+        self._node = node
+        self._record = record
+        self.id: str = node.id if node is not None else str(node_id)
+        self.score = score
+        self.matched = matched or []
+        self.via = via
+
+    @property
+    def node(self) -> MemoryNode:
+        if self._node is None:
+            self._node = MemoryNode.from_dict(json.loads(self._record or ""), where=f"index:{self.id}")
+        return self._node
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "id": self.node.id,
+            "id": self.id,
             "score": round(self.score, 4),
             "via": self.via,
             "matched": self.matched,
@@ -180,20 +203,36 @@ def bm25(
         params = [status]
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
     rows = index.db.execute(
-        f"SELECT {_ROW}, n.record, bm25(nodes_fts, {weights}) AS rank FROM nodes_fts"
+        f"SELECT {_ROW}, n.record, nodes_fts.content AS t1, nodes_fts.key AS t2, nodes_fts.tags AS t3,"
+        f" nodes_fts.keys AS t4, bm25(nodes_fts, {weights}) AS rank FROM nodes_fts"
         f" JOIN nodes n ON n.rowid = nodes_fts.rowid WHERE nodes_fts MATCH ? AND {condition}"
         " ORDER BY rank, n.id LIMIT ?",
-        [fts_query(terms), *params, pool or max(limit * 4, 40)],
+        [fts_query(_selective(index, terms)), *params, pool or max(limit * 4, 40)],
     ).fetchall()
     wanted = set(terms)
     hits = []
     for row in rows:
         if status is None and not view.contains(row):
             continue
-        node = _node(row)
-        hits.append(Hit(node=node, score=-row["rank"], matched=sorted(wanted & node_terms(node))))
-    hits.sort(key=lambda h: (-round(h.score, 6), h.node.id))
+        present = set(f"{row['t1']} {row['t2']} {row['t3']} {row['t4']}".split())
+        hits.append(Hit(node_id=row["id"], record=row["record"], score=-row["rank"], matched=sorted(wanted & present)))
+    hits.sort(key=lambda h: (-round(h.score, 6), h.id))
     return hits[:limit]
+
+
+# A term found in more than this share of a large store barely ranks anything but
+# makes FTS score every document holding it: it is left out of the MATCH (it
+# still counts for the relevance gate, which reads each hit's terms).
+COMMON_TERM_SHARE = 0.1
+COMMON_TERM_MIN_NODES = 2000
+
+
+def _selective(index: Index, terms: list[str]) -> list[str]:
+    total, docs = document_frequencies(index, terms)
+    if total < COMMON_TERM_MIN_NODES:
+        return terms
+    rare = [t for t in terms if docs[t] <= total * COMMON_TERM_SHARE]
+    return rare or terms
 
 
 # ---------------------------------------------------------------- grep
@@ -250,7 +289,7 @@ def grep(
 def expand(index: Index, hits: list[Hit], where: Where, *, limit: int) -> list[Hit]:
     """Hits plus the current memories they depend on, refine or derive from (and edges to them)."""
     view = View(index, where)
-    seen = {h.node.id for h in hits}
+    seen = {h.id for h in hits}
     result = list(hits)
     for hit in hits:
         neighbours = [n for kind in GRAPH_RELATIONS for n in hit.node.relations.get(kind, [])]
@@ -259,7 +298,7 @@ def expand(index: Index, hits: list[Hit], where: Where, *, limit: int) -> list[H
             for row in index.db.execute(
                 "SELECT t.node_id FROM patch_nodes s JOIN patch_nodes t ON s.patch_id = t.patch_id"
                 " WHERE s.node_id = ? AND s.role = 'new' AND t.role = 'target'",
-                (hit.node.id,),
+                (hit.id,),
             )
         ]
         for node_id in neighbours:
@@ -310,7 +349,7 @@ def rank_nodes(nodes: list[MemoryNode], text: str, *, limit: int) -> list[Hit]:
         matched = sorted(t for t in terms if t in bags[node.id])
         if matched or not terms:
             hits.append(Hit(node=node, score=sum(weights[t] for t in matched), matched=matched, via="temporal"))
-    hits.sort(key=lambda h: (-round(h.score, 6), h.node.id))
+    hits.sort(key=lambda h: (-round(h.score, 6), h.id))
     return hits[:limit]
 
 
@@ -323,10 +362,10 @@ def fuse(lists: list[list[Hit]], *, limit: int) -> list[Hit]:
     best: dict[str, Hit] = {}
     for hits in lists:
         for rank, hit in enumerate(hits, start=1):
-            scores[hit.node.id] = scores.get(hit.node.id, 0.0) + 1.0 / (RRF_K + rank)
-            best.setdefault(hit.node.id, hit)
+            scores[hit.id] = scores.get(hit.id, 0.0) + 1.0 / (RRF_K + rank)
+            best.setdefault(hit.id, hit)
     fused = [Hit(node=best[i].node, score=s, matched=best[i].matched, via="auto") for i, s in scores.items()]
-    fused.sort(key=lambda h: (-round(h.score, 9), h.node.id))
+    fused.sort(key=lambda h: (-round(h.score, 9), h.id))
     return fused[:limit]
 
 
