@@ -172,7 +172,8 @@ def diagnose(store: Store) -> Report:
     if index_path(store).exists():
         index = connect(store)
         try:
-            findings.extend(_index_findings(store, index))
+            readable = {f"nodes/{i}" for i in nodes} | {f"patches/{p.id}" for p in patches}
+            findings.extend(_index_findings(store, index, readable))
         finally:
             index.close()
     findings.extend(_log_findings(store))
@@ -220,13 +221,19 @@ def _ledger_findings(nodes: dict[str, MemoryNode], patches: list[MemoryPatch]) -
     return findings
 
 
-def _index_findings(store: Store, index: Index) -> list[Finding]:
-    """Where the search index disagrees with the files (it never changes them; repair rebuilds it)."""
+def _index_findings(store: Store, index: Index, readable: set[str] | None = None) -> list[Finding]:
+    """Where the search index disagrees with the files (it never changes them; repair rebuilds it).
+
+    ``readable``: the ``folder/id`` of the records that parse; the index leaves the
+    others out by design (they are reported as such), so their absence is no finding.
+    """
     problems = []
     for folder in ("nodes", "patches"):
         on_disk = {p.stem: p.stat() for p in store.record_files(folder)}
         indexed = {row[0]: (row[1], row[2]) for row in index.db.execute(f"SELECT id, mtime_ns, size FROM {folder}")}
         for record_id, info in on_disk.items():
+            if readable is not None and f"{folder}/{record_id}" not in readable and record_id not in indexed:
+                continue
             if indexed.get(record_id) != (info.st_mtime_ns, info.st_size):
                 state = "stale" if record_id in indexed else "missing"
                 problems.append(f"{folder}/{record_id}.json is {state} in it")

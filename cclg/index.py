@@ -22,7 +22,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cclg.errors import ValidationError
@@ -35,6 +35,7 @@ INDEX_FILE = "index.sqlite"
 SCHEMA_VERSION = "cclg.index.v1"
 # cclg.text keeps these characters inside a term; the FTS tokenizer must too.
 PRECEDENCE = {"session": 0, "project": 1, "workspace": 2, "global": 3}
+MMAP_BYTES = 1 << 30
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -61,6 +62,7 @@ CREATE TABLE IF NOT EXISTS nodes (
 CREATE INDEX IF NOT EXISTS nodes_key ON nodes(key);
 CREATE INDEX IF NOT EXISTS nodes_current ON nodes(current);
 CREATE INDEX IF NOT EXISTS nodes_session ON nodes(session) WHERE session IS NOT NULL;
+CREATE INDEX IF NOT EXISTS nodes_pinned ON nodes(id) WHERE pinned = 1;
 CREATE TABLE IF NOT EXISTS patches (
     id TEXT PRIMARY KEY,
     operation TEXT NOT NULL,
@@ -123,6 +125,10 @@ class Index:
 
     store: Store
     db: sqlite3.Connection
+    # Document frequencies already looked up (``cclg.search.document_frequencies``),
+    # with the database version they hold for.
+    frequencies: dict[str | None, int] = field(default_factory=dict, repr=False)
+    frequencies_version: tuple[int, int] | None = field(default=None, repr=False)
 
     def close(self) -> None:
         self.db.close()
@@ -311,6 +317,9 @@ def connect(store: Store) -> Index:
     db = sqlite3.connect(index_path(store), timeout=30, isolation_level="DEFERRED")
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
+    # Read pages through a memory map: a search touches rows all over the table,
+    # and the default page cache (2 MB) cannot hold a large store.
+    db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
     index = Index(store, db)
     if index._table_exists("meta") and index._meta("schema") not in (None, SCHEMA_VERSION):
         db.close()

@@ -199,6 +199,9 @@ def apply_patch(
         records = [audit_record("node_written", node_id=n.id, patch_id=patch.id) for n in new_nodes]
         records.append(_patch_audit(patch))
         records += [audit_record("edge_written", edge_id=e.id, patch_id=patch.id) for e in edges]
+        records += [
+            audit_record("node_status_changed", node_id=t.id, status=t.status, patch_id=patch.id) for t in targets
+        ]
         store.audit_many(records)
         refresh_index(store, [*patch.new_node_ids, *patch.target_ids], [patch.id])
     return PatchResult(patch=patch, new_nodes=new_nodes, edges=edges, changed_nodes=targets)
@@ -226,6 +229,8 @@ def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | 
                 continue
             if _rolls_back_chain_to(later, undone.id, by_id):
                 continue  # a redo of this very patch: undoing the patch undoes the redo too
+            if later.rollback_of in by_id and patch_order(by_id[later.rollback_of]) > patch_order(undone):
+                continue  # undoes a patch made after this one: the two cancel out
             overlap = touched & _touched(later)
             if overlap:
                 raise IllegalPatchError(
@@ -241,18 +246,22 @@ def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | 
         nodes = {node_id: _read_target(store, node_id) for node_id in [*restore, *discard]}
         stamp = now_iso()
         prior = {node_id: node.status for node_id, node in nodes.items()}
-        redo = store.read_patch(undone.rollback_of) if undone.rollback_of else None
         for node_id, status in restore.items():
             _set_status(nodes[node_id], status, stamp)
         for node_id in discard:
             _set_status(nodes[node_id], "discarded", stamp)
-        if redo is None:
-            for node_id in undone.target_ids:
-                _unlink(nodes[node_id], undone.new_node_ids)
-        else:  # undoing a rollback re-applies the links of the patch it had undone
-            for node_id in redo.target_ids:
-                if node_id in nodes:
-                    link_replacements(nodes[node_id], [n for n in nodes.values() if n.id in redo.new_node_ids])
+        # Links follow the patch at the root of the rollback chain: undoing it (or a
+        # redo of it) removes its superseded_by links; undoing an undo puts them back.
+        root, depth = undone, 0
+        while root.rollback_of is not None:
+            root, depth = store.read_patch(root.rollback_of), depth + 1
+        for node_id in root.target_ids:
+            if node_id not in nodes:
+                continue
+            if depth % 2 == 0:
+                _unlink(nodes[node_id], root.new_node_ids)
+            else:
+                link_replacements(nodes[node_id], [n for n in nodes.values() if n.id in root.new_node_ids])
         patch = MemoryPatch(
             id=new_id("patch"),
             operation="rollback",

@@ -33,7 +33,7 @@ from cclg.index import Index, open_index
 from cclg.records import MemoryNode, now_iso
 from cclg.search import Hit, View, Where, bm25, document_frequencies, idf
 from cclg.store import Store
-from cclg.text import query_words
+from cclg.text import is_cjk, query_words
 
 _PROMPT_RULES = fmt.contract()["prompt"]["active_memory_pack_toml"]
 DEFAULT_MAX_NODES = 12
@@ -42,7 +42,7 @@ SUPPRESSED_PREFIX_CHARS = 120
 MAX_SUPPRESSED = 5
 # The relevance gate: a memory's matched terms must carry at least this share of
 # the query's total weight, and at least this share of the best memory's.
-MIN_COVERAGE = 0.3
+MIN_COVERAGE = 0.25
 MIN_RELATIVE = 0.5
 MIN_CUT_CHARS = 80
 CUT_MARKER = " […cut: {rest} more characters; `cclg show {id}` has all]"
@@ -124,20 +124,58 @@ def _entry(node: MemoryNode, content: str, score: float | None, pinned: bool) ->
     return entry
 
 
+def _in_scope(node: MemoryNode, where: Where) -> bool:
+    """Whether a (retired) memory belongs to the session, project and workspace ``where`` asks about."""
+    scope = node.scope
+    return (
+        (scope.session is None or scope.session == where.session_id)
+        and (where.project is None or scope.project in (None, where.project))
+        and (where.workspace is None or scope.workspace in (None, where.workspace))
+    )
+
+
+def _is_hangul(char: str) -> bool:
+    code = ord(char)
+    return 0x1100 <= code <= 0x11FF or 0x3130 <= code <= 0x318F or 0xAC00 <= code <= 0xD7A3
+
+
+def gate_words(words: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """The words the gate weighs: a run of Chinese or Japanese text counts as its
+    character bigrams, each a word of its own.
+
+    Chinese and Japanese put no spaces between words, so such a run is a phrase,
+    often a whole sentence: its bigrams are its parts, not alternative spellings,
+    and one shared bigram (say the polite ending ます) must not cover the weight of
+    the whole run. Korean separates words with spaces: a Hangul run is one word with
+    its particles, and any of its bigrams still stands for it.
+    """
+    result: list[tuple[str, ...]] = []
+    for word in words:
+        run = word[0]
+        if len(word) > 1 and is_cjk(run[0]) and not all(_is_hangul(c) for c in run):
+            result.extend((bigram,) for bigram in word[1:])
+        else:
+            result.append(word)
+    return result
+
+
 def relevant(index: Index, query: str, where: Where, *, status: str | None = None, limit: int) -> list[Hit]:
     """Memories matching ``query`` that pass the relevance gate, best first, with their scores.
 
     Each query word weighs its inverse document frequency (a word the store has
     never seen weighs most); a memory's coverage is the weight of the words it
-    matches (through any variant) over the weight of all the query's words.
+    matches (through any variant) over the weight of all the query's words. A run
+    of Chinese or Japanese counts as its bigrams (``gate_words``).
     """
-    words = query_words(query)
+    words = gate_words(query_words(query))
     if not words:
         return []
     total, docs = document_frequencies(index, [t for word in words for t in word])
     weights = [max(idf(max(total, 1), docs[t]) for t in word) for word in words]
     query_weight = sum(weights)
     hits = bm25(index, query, where, limit=limit, status=status)
+    if status is not None:  # bm25 applies the scope filters only to the effective view
+        hits = [h for h in hits if _in_scope(h.node, where)]
     covered = []
     for hit in hits:
         matched = set(hit.matched)
@@ -167,7 +205,7 @@ def compile_pack(
         view = View(index, where)
         pinned_rows = index.db.execute(
             "SELECT n.rowid, n.id, n.status, n.key, n.level, n.session, n.project, n.workspace, n.updated,"
-            " n.starts, n.ends FROM nodes n WHERE n.pinned = 1 AND n.current = 1 ORDER BY n.id"
+            " n.starts, n.ends FROM nodes n WHERE n.pinned = 1 AND +n.current = 1 ORDER BY n.id"
         ).fetchall()
         pinned = [view.node(r["id"]) for r in pinned_rows if view.contains(r)]
         chosen = [Hit(node=n, score=0.0, via="pinned") for n in pinned if n is not None]

@@ -123,9 +123,11 @@ class View:
 
     def winner(self, key: str) -> str | None:
         if key not in self._winners:
+            # "+n.current" keeps SQLite on the key index: left to itself it may pick the
+            # index on current, which holds nearly every row, and scan the whole store.
             rows = [
                 r
-                for r in self.index.db.execute(f"SELECT {_ROW} FROM nodes n WHERE n.key = ? AND n.current = 1", (key,))
+                for r in self.index.db.execute(f"SELECT {_ROW} FROM nodes n WHERE n.key = ? AND +n.current = 1", (key,))
                 if _applies(r, self.where)
             ]
             self._winners[key] = max(rows, key=_precedence)["id"] if rows else None
@@ -160,14 +162,28 @@ def fts_query(terms: Iterable[str]) -> str:
 
 
 def document_frequencies(index: Index, terms: list[str]) -> tuple[int, dict[str, int]]:
-    """(number of indexed nodes, nodes containing each term)."""
-    total = index.db.execute("SELECT count(*) FROM nodes").fetchone()[0]
-    found = {t: 0 for t in terms}
-    if terms:
-        marks = ",".join("?" * len(terms))
-        for term, docs in index.db.execute(f"SELECT term, doc FROM nodes_vocab WHERE term IN ({marks})", terms):
-            found[term] = docs
-    return total, found
+    """(number of indexed nodes, nodes containing each term).
+
+    Counting is not free in a large store (FTS5 walks each term's document list)
+    and one pack asks for the same terms several times, so the counts are kept on
+    the open index for as long as its database has not changed: ``data_version``
+    moves when another connection commits, ``total_changes`` when this one writes.
+    """
+    db = index.db
+    version = (db.total_changes, db.execute("PRAGMA data_version").fetchone()[0])
+    cache = index.frequencies
+    if index.frequencies_version != version:
+        cache.clear()
+        index.frequencies_version = version
+    if None not in cache:
+        cache[None] = db.execute("SELECT count(*) FROM nodes").fetchone()[0]
+    missing = list(dict.fromkeys(t for t in terms if t not in cache))
+    if missing:
+        cache.update((t, 0) for t in missing)
+        marks = ",".join("?" * len(missing))
+        for term, docs in db.execute(f"SELECT term, doc FROM nodes_vocab WHERE term IN ({marks})", missing):
+            cache[term] = docs
+    return cache[None], {t: cache[t] for t in terms}
 
 
 def idf(total: int, docs: int) -> float:
@@ -202,22 +218,37 @@ def bm25(
         condition = "n.status = ?"
         params = [status]
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    # Rank every match on the small columns only (CROSS JOIN keeps FTS as the outer
+    # loop: SQLite may otherwise walk the index on ``current`` and run the MATCH
+    # once per node), keep the best that are in the view, and only then read their
+    # records and indexed terms: in a big store that reading is what costs.
     rows = index.db.execute(
-        f"SELECT {_ROW}, n.record, nodes_fts.content AS t1, nodes_fts.key AS t2, nodes_fts.tags AS t3,"
-        f" nodes_fts.keys AS t4, bm25(nodes_fts, {weights}) AS rank FROM nodes_fts"
-        f" JOIN nodes n ON n.rowid = nodes_fts.rowid WHERE nodes_fts MATCH ? AND {condition}"
+        f"SELECT {_ROW}, bm25(nodes_fts, {weights}) AS rank FROM nodes_fts"
+        f" CROSS JOIN nodes n ON n.rowid = nodes_fts.rowid WHERE nodes_fts MATCH ? AND {condition}"
         " ORDER BY rank, n.id LIMIT ?",
         [fts_query(_selective(index, terms)), *params, pool or max(limit * 4, 40)],
     ).fetchall()
+    kept = [row for row in rows if status is not None or view.contains(row)]
+    # Scores equal up to float noise tie on the id. Rounded to significant digits, not
+    # decimal places: FTS5 floors the idf of a term held by most memories at 1e-6, so
+    # a whole ranking can lie below 1e-5 (round(x, 6) would make it id order).
+    kept.sort(key=lambda row: (-float(f"{-row['rank']:.9g}"), row["id"]))
+    kept = kept[:limit]
+    details = {
+        row[0]: row[1:]
+        for row in index.db.execute(
+            "SELECT n.rowid, n.record, f.content, f.key, f.tags, f.keys FROM nodes n"
+            f" JOIN nodes_fts f ON f.rowid = n.rowid WHERE n.rowid IN ({','.join('?' * len(kept))})",
+            [row["rowid"] for row in kept],
+        )
+    }
     wanted = set(terms)
     hits = []
-    for row in rows:
-        if status is None and not view.contains(row):
-            continue
-        present = set(f"{row['t1']} {row['t2']} {row['t3']} {row['t4']}".split())
-        hits.append(Hit(node_id=row["id"], record=row["record"], score=-row["rank"], matched=sorted(wanted & present)))
-    hits.sort(key=lambda h: (-round(h.score, 6), h.id))
-    return hits[:limit]
+    for row in kept:
+        record, *fields = details[row["rowid"]]
+        present = set(" ".join(fields).split())
+        hits.append(Hit(node_id=row["id"], record=record, score=-row["rank"], matched=sorted(wanted & present)))
+    return hits
 
 
 # A term found in more than this share of a large store barely ranks anything but

@@ -18,6 +18,7 @@ for, so that both sides always agree:
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -46,8 +47,12 @@ STOPWORDS = frozenset(
     each few further here just more most no nor not now only other over own same some such than too under until
     up very via off out please let lets get got make made want need tell show give us use used using one two
     way thing things yes ok okay
+    s t d ll m re ve don doesn didn isn aren wasn weren hasn haven hadn wouldn couldn shouldn
     """.split()
 )
+# The last line holds what an apostrophe leaves of English contractions and
+# possessives ("that's", "don't", "we'll"): a query of small talk would otherwise
+# match every memory that mentions "Marlin's" or "Quarry's".
 
 
 def is_cjk(char: str) -> bool:
@@ -55,18 +60,19 @@ def is_cjk(char: str) -> bool:
     return any(low <= code <= high for low, high in _CJK_RANGES)
 
 
+_CJK_CLASS = "".join(f"\\u{low:04x}-\\u{high:04x}" for low, high in _CJK_RANGES)
+_CJK_RE = re.compile(f"[{_CJK_CLASS}]")
+_SCRIPT_RUN_RE = re.compile(f"[{_CJK_CLASS}]+|[^{_CJK_CLASS}]+")
+
+
 def _script_runs(word: str) -> list[tuple[bool, str]]:
     """Split a word where it changes between CJK and other characters."""
-    runs: list[tuple[bool, str]] = []
-    for char in word:
-        cjk = is_cjk(char)
-        if runs and runs[-1][0] == cjk:
-            runs[-1] = (cjk, runs[-1][1] + char)
-        else:
-            runs.append((cjk, char))
-    return runs
+    if _CJK_RE.search(word) is None:  # the common case, without a look at every character
+        return [(False, word)]
+    return [(_CJK_RE.match(run) is not None, run) for run in _SCRIPT_RUN_RE.findall(word)]
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """A light English stem (plural and -ing/-ed endings, final e), so tests ~ test, configured ~ configure."""
     if len(word) < 4 or not word.isascii() or not word.isalpha():
@@ -83,34 +89,40 @@ def stem(word: str) -> str:
 def _identifier_parts(word: str) -> list[str]:
     parts = []
     for piece in _SPLIT_RE.split(word):
-        parts.extend(_CAMEL_RE.findall(piece) or [piece])
+        # _CAMEL_RE knows only ASCII case: applied to "naïve" it would cut out "na".
+        parts.extend((_CAMEL_RE.findall(piece) if piece.isascii() else None) or [piece])
     return [p.lower() for p in parts if p]
 
 
 def word_groups(text: str) -> list[list[str]]:
     """The terms of ``text`` grouped by the word they come from (the word first, then its
     parts, stems or bigrams), in order of appearance."""
-    groups: list[list[str]] = []
-    for raw in _RAW_RE.findall(unicodedata.normalize("NFC", text)):
-        for cjk, run in _script_runs(raw):
-            if cjk:
-                group = [run]
-                if len(run) > 2:
-                    group.extend(run[i : i + 2] for i in range(len(run) - 1))
-                groups.append(group)
-                continue
-            run = run.strip("_")
-            if not run:
-                continue
-            whole = run.lower()
-            group = [whole]
-            if not _VERSION_RE.fullmatch(whole):
-                parts = _identifier_parts(run)
-                if len(parts) > 1:
-                    group.extend(parts)
-                group.extend(stem(p) for p in parts if stem(p) != p)
-            groups.append(group)
-    return groups
+    return [list(group) for raw in _RAW_RE.findall(unicodedata.normalize("NFC", text)) for group in _raw_groups(raw)]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _raw_groups(raw: str) -> tuple[tuple[str, ...], ...]:
+    """The groups of one raw word (memoised: a store repeats its words a lot)."""
+    groups: list[tuple[str, ...]] = []
+    for cjk, run in _script_runs(raw):
+        if cjk:
+            group = [run]
+            if len(run) > 2:
+                group.extend(run[i : i + 2] for i in range(len(run) - 1))
+            groups.append(tuple(group))
+            continue
+        run = run.strip("_")
+        if not run:
+            continue
+        whole = run.lower()
+        group = [whole]
+        if not _VERSION_RE.fullmatch(whole):
+            parts = _identifier_parts(run)
+            if len(parts) > 1:
+                group.extend(parts)
+            group.extend(stemmed for p in parts if (stemmed := stem(p)) != p)
+        groups.append(tuple(group))
+    return tuple(groups)
 
 
 def tokens(text: str) -> list[str]:
