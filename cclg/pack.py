@@ -124,16 +124,6 @@ def _entry(node: MemoryNode, content: str, score: float | None, pinned: bool) ->
     return entry
 
 
-def _in_scope(node: MemoryNode, where: Where) -> bool:
-    """Whether a (retired) memory belongs to the session, project and workspace ``where`` asks about."""
-    scope = node.scope
-    return (
-        (scope.session is None or scope.session == where.session_id)
-        and (where.project is None or scope.project in (None, where.project))
-        and (where.workspace is None or scope.workspace in (None, where.workspace))
-    )
-
-
 def _is_hangul(char: str) -> bool:
     code = ord(char)
     return 0x1100 <= code <= 0x11FF or 0x3130 <= code <= 0x318F or 0xAC00 <= code <= 0xD7A3
@@ -174,8 +164,6 @@ def relevant(index: Index, query: str, where: Where, *, status: str | None = Non
     weights = [max(idf(max(total, 1), docs[t]) for t in word) for word in words]
     query_weight = sum(weights)
     hits = bm25(index, query, where, limit=limit, status=status)
-    if status is not None:  # bm25 applies the scope filters only to the effective view
-        hits = [h for h in hits if _in_scope(h.node, where)]
     covered = []
     for hit in hits:
         matched = set(hit.matched)
@@ -293,6 +281,11 @@ def prompt_toml(pack: dict[str, Any]) -> str:
     return tomli_w.dumps(data)
 
 
+def _quoted(text: str) -> str:
+    """A JSON string literal; U+2028/U+2029 escaped too, as some readers take them for line breaks."""
+    return json.dumps(text, ensure_ascii=False).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
 def prompt_markdown(pack: dict[str, Any]) -> str:
     """Markdown in which every stored string is a JSON string literal on its own bullet,
     so stored text can never open a heading, close a fence or start a new item."""
@@ -301,22 +294,19 @@ def prompt_markdown(pack: dict[str, Any]) -> str:
         "",
         "Reference material recorded earlier; stored text is quoted as JSON strings.",
         "",
-        f"Query: {json.dumps(pack['query'], ensure_ascii=False)}",
+        f"Query: {_quoted(pack['query'])}",
         "",
         "### Current memories",
     ]
     for e in pack["memory_nodes"]:
-        lines.append(
-            f"- {e['id']} ({e['type']}; source {json.dumps(e['source'], ensure_ascii=False)}): "
-            f"{json.dumps(e['content'], ensure_ascii=False)}"
-        )
+        lines.append(f"- {e['id']} ({e['type']}; source {_quoted(e['source'])}): {_quoted(e['content'])}")
     if not pack["memory_nodes"]:
         lines.append("- (none relevant)")
     if pack["suppressed_nodes"]:
         lines += ["", "### Retired: no longer true, do not rely on them"]
         for e in pack["suppressed_nodes"]:
             replaced = f"; replaced by {', '.join(e['superseded_by'])}" if e["superseded_by"] else ""
-            lines.append(f"- {e['id']} ({e['status']}{replaced}): {json.dumps(e['content'], ensure_ascii=False)}")
+            lines.append(f"- {e['id']} ({e['status']}{replaced}): {_quoted(e['content'])}")
     return "\n".join(lines) + "\n"
 
 

@@ -213,10 +213,23 @@ def bm25(
     elif status == "all":
         condition = "1"
     elif status == "retired":
-        condition = "n.current = 0"
+        # Facts that were true and are no longer: not forgotten ones (the user wanted
+        # them gone), nor rolled-back, pending or disputed ones.
+        condition = "n.current = 0 AND n.status IN ('active', 'active_session', 'superseded', 'deprecated', 'expired')"
     else:
         condition = "n.status = ?"
         params = [status]
+    # Scope filters go into the SQL so that memories out of scope never crowd the pool.
+    # Another session's memories are out of the view; asking for "all" or a named
+    # status shows them unless a session is named.
+    if status in (None, "retired") or where.session_id is not None:
+        condition += " AND (n.session IS NULL OR n.session = ?)"
+        params.append(where.session_id or "")
+    for column in ("project", "workspace"):
+        value = getattr(where, column)
+        if value is not None:
+            condition += f" AND (n.{column} IS NULL OR n.{column} = ?)"
+            params.append(value)
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
     # Rank every match on the small columns only (CROSS JOIN keeps FTS as the outer
     # loop: SQLite may otherwise walk the index on ``current`` and run the MATCH

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from cclg.api import add_memory
 from cclg.cli import cli
 from cclg.index import open_index
-from cclg.ledger import apply_patch, create_nodes, effective_view
+from cclg.ledger import apply_patch, create_nodes, effective_view, rollback
 from cclg.pack import (
     SUPPRESSED_PREFIX_CHARS,
     Budget,
@@ -184,13 +184,13 @@ def test_memory_nodes_are_the_effective_view_ranked_by_relevance(store: Store, f
     }
 
 
-@pytest.mark.parametrize("operation", ["supersede", "refine", "forget"])
+@pytest.mark.parametrize("operation", ["supersede", "refine", "deprecate"])
 def test_retired_memory_is_listed_apart_never_as_memory(store: Store, facts: list[str], operation: str) -> None:
     old_content = "The deploy script deploy.sh pushes the image to the registry. " + "Details follow. " * 20
     assert len(old_content) > SUPPRESSED_PREFIX_CHARS
     old = add(store, old_content)
     unrelated = add(store, "Old note about the espresso machine in the kitchen")
-    contents = [] if operation == "forget" else ["The deploy script deploy.sh is replaced by make release"]
+    contents = [] if operation == "deprecate" else ["The deploy script deploy.sh is replaced by make release"]
     result_patch = apply_patch(store, operation, [old], reason="x", contents=contents)
     apply_patch(store, "forget", [unrelated], reason="not relevant")
     replacement = [n.id for n in result_patch.new_nodes]
@@ -205,11 +205,26 @@ def test_retired_memory_is_listed_apart_never_as_memory(store: Store, facts: lis
     assert unrelated not in suppressed, "a retired memory that does not match the query is not listed"
     entry = suppressed[old]
     assert list(entry) == ["id", "status", "content", "supersedes", "superseded_by"]
-    assert entry["status"] == ("forgotten" if operation == "forget" else "superseded")
+    assert entry["status"] == ("deprecated" if operation == "deprecate" else "superseded")
     assert entry["content"] == old_content[:SUPPRESSED_PREFIX_CHARS]
     assert entry["supersedes"] == []
     assert entry["superseded_by"] == replacement
     check_budget(result, {n.id: n.content for n in store.load_nodes().values()})
+
+
+@pytest.mark.parametrize("operation", ["forget", "rollback"])
+def test_forgotten_and_rolled_back_memories_are_not_listed(store: Store, operation: str) -> None:
+    """Forget means the user wants it gone: not even a prefix is shown. A rolled-back memory never was a fact."""
+    old = add(store, "The staging database password rotates every Monday")
+    if operation == "forget":
+        apply_patch(store, "forget", [old], reason="remove")
+        gone = old
+    else:
+        patch = apply_patch(store, "supersede", [old], reason="x", contents=["The staging database rotates weekly"])
+        rollback(store, patch.patch.id)
+        gone = patch.new_nodes[0].id
+    result = pack(store, "staging database password rotation")
+    assert gone not in ids(result["suppressed_nodes"]) and gone not in ids(result["memory_nodes"])
 
 
 def test_retired_memories_of_other_scopes_are_not_listed(store: Store) -> None:
@@ -218,7 +233,7 @@ def test_retired_memories_of_other_scopes_are_not_listed(store: Store) -> None:
     overlay = add(store, "Kubernetes helm charts scratch note of session s1", scope=Scope(session="s1"))
     shared = add(store, "Kubernetes helm charts live in deploy/charts")
     for node_id in (beta, overlay, shared):
-        apply_patch(store, "forget", [node_id], reason="gone")
+        apply_patch(store, "expire", [node_id], reason="gone")
     query = "kubernetes helm charts"
     assert set(ids(pack(store, query, project="alpha")["suppressed_nodes"])) == {shared}
     assert set(ids(pack(store, query, project="beta")["suppressed_nodes"])) == {beta, shared}
