@@ -22,7 +22,7 @@ from cclg.index import INDEX_FILE, Index, connect, index_path
 from cclg.lattice import LIVE_STATUSES, RULES
 from cclg.ledger import effective_view, expected_statuses, link_replacements, retired_ids, undone_patch_ids
 from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Session, content_hash
-from cclg.store import Store, audit_record, read_jsonl
+from cclg.store import Store, audit_record, patch_order, read_jsonl
 
 CHECKS = dict(enumerate(fmt.DOCTOR_CHECKS))
 SCHEMA = CHECKS[0]
@@ -280,8 +280,11 @@ def repair(store: Store) -> list[str]:
     """
     actions = store.recover()
     with store.lock():
-        nodes = store.load_nodes()
-        patches = store.load_patches()
+        # Unreadable records are reported by diagnose and left as they are: repair
+        # works around them rather than giving up on the rest of the store.
+        unreadable: list[Finding] = []
+        nodes = {n.id: n for n in _load(store, "nodes", unreadable)}
+        patches = sorted(_load(store, "patches", unreadable), key=patch_order)
         patch_ids = {p.id for p in patches}
         fixed = []
         for node in sorted(nodes.values(), key=lambda n: n.id):
@@ -291,7 +294,7 @@ def repair(store: Store) -> list[str]:
                 fixed.append(
                     f"moved {node.id}, written for the unfinished patch {node.metadata['patch_id']}, to {moved}"
                 )
-        for edge in store.load_edges():
+        for edge in _load(store, "edges", unreadable):
             if edge.source_patch_id is not None and edge.source_patch_id not in patch_ids and edge.from_id not in nodes:
                 moved = store.set_aside(store.edge_path(edge.id))
                 fixed.append(f"moved {edge.id}, written for the unfinished patch {edge.source_patch_id}, to {moved}")

@@ -345,3 +345,19 @@ def test_pack_lists_retired_memories_apart(root: Path, style: str) -> None:
 def test_help_has_examples() -> None:
     result = CliRunner().invoke(cli, ["add", "--help"])
     assert result.exit_code == 0 and "Example:" in result.output
+
+
+def test_doctor_repair_works_around_a_corrupt_node_file(root: Path) -> None:
+    node = add(root, "A good memory")
+    assert run(root, "forget", node["id"]).exit_code == 0
+    (root / "nodes" / "mem_broken.json").write_text("{not json")
+    path = root / "nodes" / f"{node['id']}.json"
+    record = json.loads(path.read_text())
+    record["status"] = "active"  # a hand edit around the lattice, which repair can fix
+    path.write_text(json.dumps(record))
+    result = run(root, "doctor", "--repair", "--json")
+    assert result.exit_code == 1  # the corrupt file is still reported
+    report = json.loads(result.stdout)
+    assert any(action.endswith("to forgotten, as its patches say") for action in report["repairs"])
+    assert [f["path"] for f in report["findings"]] == ["nodes/mem_broken.json"]
+    assert json.loads(path.read_text())["status"] == "forgotten"
