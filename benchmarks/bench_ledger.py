@@ -2,7 +2,11 @@
 
 Run by hand (not part of the test suite):
 
-    python benchmarks/bench_ledger.py [--nodes 10000] [--runs 3] [--adds 20]
+    python benchmarks/bench_ledger.py [--nodes 10000] [--runs 3] [--adds 20] [--compare PATH]
+
+``--compare PATH`` times another CCLG implementation's ``cclg`` executable (for
+example the reference implementation installed in its own virtualenv) on the same
+input, in the same run, so the two are compared on one machine.
 
 Every figure is the wall time of the real command in a fresh process (so Python
 start-up is included), as a median over the runs; `python -c pass` is timed the
@@ -50,38 +54,58 @@ def seed_lines(count: int) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+def measure(cclg: list[str], work: Path, seed: Path, runs: int, adds: int) -> dict[str, list[float]]:
+    """Wall times of import-jsonl (fresh store per run), single adds and doctor, for one cclg executable."""
+    work.mkdir(parents=True)
+    imports = []
+    for run in range(runs):
+        root = work / f"store-{run}"
+        subprocess.run([*cclg, "--root", str(root), "init"], check=True, stdout=subprocess.DEVNULL)
+        imports.append(timed([*cclg, "--root", str(root), "import-jsonl", str(seed)]))
+    single = [
+        timed([*cclg, "--root", str(work / "store-0"), "add", "--content", f"Single fact {i}", "--source", "bench"])
+        for i in range(adds)
+    ]
+    doctor = [timed_any([*cclg, "--root", str(work / "store-0"), "doctor"])]
+    return {"import": imports, "add": single, "doctor": doctor}
+
+
+def timed_any(command: list[str]) -> float:
+    """Like ``timed``, but a non-zero exit (doctor with findings) is still a measurement."""
+    start = time.perf_counter()
+    subprocess.run(command, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def report(name: str, figures: dict[str, list[float]], nodes: int, baseline: float) -> None:
+    imports, adds = figures["import"], figures["add"]
+    print(
+        f"{name:<10} import-jsonl {nodes} nodes: median {statistics.median(imports):6.2f} s "
+        f"(runs {', '.join(f'{t:.2f}' for t in imports)}); add: median {statistics.median(adds) * 1000:6.1f} ms "
+        f"({statistics.median(adds) / baseline:.1f}x python -c pass); doctor: {figures['doctor'][0]:.2f} s"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--adds", type=int, default=20)
+    parser.add_argument("--compare", help="Path of another implementation's cclg executable to time alike.")
     args = parser.parse_args()
-    data = seed_lines(args.nodes)
     work = Path(tempfile.mkdtemp(prefix="cclg-bench-"))
     try:
         seed = work / "seed.jsonl"
-        seed.write_bytes(data)
+        seed.write_bytes(seed_lines(args.nodes))
         baseline = statistics.median(timed([sys.executable, "-c", "pass"]) for _ in range(5))
-        imports = []
-        for run in range(args.runs):
-            root = work / f"store-{run}"
-            subprocess.run([*CCLG, "--root", str(root), "init"], check=True, stdout=subprocess.DEVNULL)
-            imports.append(timed([*CCLG, "--root", str(root), "import-jsonl", str(seed)]))
-        adds = [
-            timed([*CCLG, "--root", str(work / "store-0"), "add", "--content", f"Single fact {i}", "--source", "bench"])
-            for i in range(args.adds)
-        ]
-        doctor = timed([*CCLG, "--root", str(work / "store-0"), "doctor"])
-        print(f"python -c pass            median {baseline * 1000:8.1f} ms")
-        print(
-            f"import-jsonl {args.nodes:>6} nodes  median {statistics.median(imports):8.2f} s   "
-            f"runs: {', '.join(f'{t:.2f}' for t in imports)}"
-        )
-        print(
-            f"add (store of {args.nodes} nodes) median {statistics.median(adds) * 1000:8.1f} ms  "
-            f"({statistics.median(adds) / baseline:.1f}x python -c pass, {args.adds} runs)"
-        )
-        print(f"doctor ({args.nodes + args.adds} nodes)       {doctor:8.2f} s")
+        print(f"python -c pass: median {baseline * 1000:.1f} ms")
+        ours = measure(CCLG, work / "ours", seed, args.runs, args.adds)
+        report("cclg", ours, args.nodes, baseline)
+        if args.compare:
+            other = measure([args.compare], work / "other", seed, args.runs, args.adds)
+            report("compared", other, args.nodes, baseline)
+            ratio = statistics.median(other["import"]) / statistics.median(ours["import"])
+            print(f"import-jsonl: the compared implementation takes {ratio:.2f}x as long as cclg")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
