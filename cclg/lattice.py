@@ -15,6 +15,7 @@ new node to its targets. An operation outside the closed set is an error
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cclg import format as fmt
@@ -96,3 +97,22 @@ def accepting_statuses(operation: str) -> frozenset[str]:
     if target_status is None:
         return frozenset(TRANSITIONS)
     return frozenset(status for status, moves in TRANSITIONS.items() if target_status in moves)
+
+
+def undone_patches(rollbacks: Iterable[tuple[str, str]]) -> set[str]:
+    """From (rollback id, id of the patch it undoes) pairs: the patches that stand undone.
+
+    A patch is undone when some rollback of it is not itself undone, so undoing a
+    rollback redoes the patch, and so on down the chain.
+    """
+    by_undone: dict[str, list[str]] = {}
+    for rollback_id, undone_id in rollbacks:
+        by_undone.setdefault(undone_id, []).append(rollback_id)
+    memo: dict[str, bool] = {}
+
+    def is_undone(patch_id: str, depth: int = 0) -> bool:
+        if patch_id not in memo:
+            memo[patch_id] = depth < 1000 and any(not is_undone(r, depth + 1) for r in by_undone.get(patch_id, []))
+        return memo[patch_id]
+
+    return {patch_id for patch_id in by_undone if is_undone(patch_id)}

@@ -391,18 +391,7 @@ class _null_context:
 
 def undone_patch_ids(patches: Iterable[MemoryPatch]) -> set[str]:
     """Ids of patches undone by a rollback that is not itself undone."""
-    rollbacks: dict[str, list[str]] = {}
-    for patch in patches:
-        if patch.operation == "rollback" and patch.rollback_of:
-            rollbacks.setdefault(patch.rollback_of, []).append(patch.id)
-    memo: dict[str, bool] = {}
-
-    def is_undone(patch_id: str, depth: int = 0) -> bool:
-        if patch_id not in memo:
-            memo[patch_id] = depth < 1000 and any(not is_undone(r, depth + 1) for r in rollbacks.get(patch_id, []))
-        return memo[patch_id]
-
-    return {patch_id for patch_id in rollbacks if is_undone(patch_id)}
+    return lattice.undone_patches((p.id, p.rollback_of) for p in patches if p.operation == "rollback" and p.rollback_of)
 
 
 def retired_ids(patches: Iterable[MemoryPatch]) -> dict[str, str]:
