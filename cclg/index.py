@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cclg.errors import ValidationError
-from cclg.lattice import RULES
+from cclg.lattice import RULES, undone_patches
 from cclg.records import MemoryNode, MemoryPatch, parse_time
 from cclg.store import Store
 from cclg.text import tokens
@@ -63,6 +63,9 @@ CREATE INDEX IF NOT EXISTS nodes_key ON nodes(key);
 CREATE INDEX IF NOT EXISTS nodes_current ON nodes(current);
 CREATE INDEX IF NOT EXISTS nodes_session ON nodes(session) WHERE session IS NOT NULL;
 CREATE INDEX IF NOT EXISTS nodes_pinned ON nodes(id) WHERE pinned = 1;
+CREATE INDEX IF NOT EXISTS nodes_view ON nodes(
+    rowid, current, id, status, key, level, session, project, workspace, updated, starts, ends
+);
 CREATE TABLE IF NOT EXISTS patches (
     id TEXT PRIMARY KEY,
     operation TEXT NOT NULL,
@@ -248,19 +251,11 @@ class Index:
         return touched | set(patch.target_ids) | set(patch.new_node_ids)
 
     def _undone(self) -> set[str]:
-        rollbacks: dict[str, list[str]] = {}
-        for patch_id, undone_id in self.db.execute(
-            "SELECT id, rollback_of FROM patches WHERE operation = 'rollback' AND rollback_of IS NOT NULL"
-        ):
-            rollbacks.setdefault(undone_id, []).append(patch_id)
-        memo: dict[str, bool] = {}
-
-        def is_undone(patch_id: str, depth: int = 0) -> bool:
-            if patch_id not in memo:
-                memo[patch_id] = depth < 1000 and any(not is_undone(r, depth + 1) for r in rollbacks.get(patch_id, []))
-            return memo[patch_id]
-
-        return {patch_id for patch_id in rollbacks if is_undone(patch_id)}
+        return undone_patches(
+            self.db.execute(
+                "SELECT id, rollback_of FROM patches WHERE operation = 'rollback' AND rollback_of IS NOT NULL"
+            )
+        )
 
     def _recompute(self, node_ids: set[str]) -> None:
         """Recompute ``retired`` and ``current`` for these nodes."""

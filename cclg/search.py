@@ -133,6 +133,20 @@ class View:
             self._winners[key] = max(rows, key=_precedence)["id"] if rows else None
         return self._winners[key]
 
+    def preload(self, keys: Iterable[str | None]) -> None:
+        """Decide the winners of many keys at once (one query instead of one per key)."""
+        missing = [k for k in dict.fromkeys(keys) if k is not None and k not in self._winners]
+        for first in range(0, len(missing), 500):
+            chunk = missing[first : first + 500]
+            found: dict[str, list[sqlite3.Row]] = {k: [] for k in chunk}
+            for r in self.index.db.execute(
+                f"SELECT {_ROW} FROM nodes n WHERE n.key IN ({','.join('?' * len(chunk))}) AND +n.current = 1", chunk
+            ):
+                if _applies(r, self.where):
+                    found[r["key"]].append(r)
+            for key, rows in found.items():
+                self._winners[key] = max(rows, key=_precedence)["id"] if rows else None
+
     def contains(self, row: sqlite3.Row) -> bool:
         return _applies(row, self.where) and (row["key"] is None or self.winner(row["key"]) == row["id"])
 
@@ -231,16 +245,21 @@ def bm25(
             condition += f" AND (n.{column} IS NULL OR n.{column} = ?)"
             params.append(value)
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-    # Rank every match on the small columns only (CROSS JOIN keeps FTS as the outer
-    # loop: SQLite may otherwise walk the index on ``current`` and run the MATCH
-    # once per node), keep the best that are in the view, and only then read their
-    # records and indexed terms: in a big store that reading is what costs.
+    # Rank every match on the small columns only, keep the best that are in the
+    # view, and only then read their records and indexed terms: in a big store that
+    # reading is what costs. CROSS JOIN keeps FTS as the outer loop (SQLite may
+    # otherwise walk the index on ``current`` and run the MATCH once per node), and
+    # the covering index ``nodes_view`` answers each match without touching the wide
+    # table rows that hold the records.
     rows = index.db.execute(
         f"SELECT {_ROW}, bm25(nodes_fts, {weights}) AS rank FROM nodes_fts"
-        f" CROSS JOIN nodes n ON n.rowid = nodes_fts.rowid WHERE nodes_fts MATCH ? AND {condition}"
+        f" CROSS JOIN nodes n INDEXED BY nodes_view ON n.rowid = nodes_fts.rowid"
+        f" WHERE nodes_fts MATCH ? AND {condition}"
         " ORDER BY rank, n.id LIMIT ?",
         [fts_query(_selective(index, terms)), *params, pool or max(limit * 4, 40)],
     ).fetchall()
+    if status is None:
+        view.preload(row["key"] for row in rows)
     kept = [row for row in rows if status is not None or view.contains(row)]
     # Scores equal up to float noise tie on the id. Rounded to significant digits, not
     # decimal places: FTS5 floors the idf of a term held by most memories at 1e-6, so
