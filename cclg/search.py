@@ -122,19 +122,16 @@ class View:
         index.db.row_factory = sqlite3.Row
 
     def winner(self, key: str) -> str | None:
-        if key not in self._winners:
-            # "+n.current" keeps SQLite on the key index: left to itself it may pick the
-            # index on current, which holds nearly every row, and scan the whole store.
-            rows = [
-                r
-                for r in self.index.db.execute(f"SELECT {_ROW} FROM nodes n WHERE n.key = ? AND +n.current = 1", (key,))
-                if _applies(r, self.where)
-            ]
-            self._winners[key] = max(rows, key=_precedence)["id"] if rows else None
+        """The id of the node that holds ``key`` in this view (None if no current node applies)."""
+        self.preload([key])
         return self._winners[key]
 
     def preload(self, keys: Iterable[str | None]) -> None:
-        """Decide the winners of many keys at once (one query instead of one per key)."""
+        """Decide the winners of many keys at once (one query instead of one per key).
+
+        "+n.current" keeps SQLite on the key index: left to itself it may pick the
+        index on current, which holds nearly every row, and scan the whole store.
+        """
         missing = [k for k in dict.fromkeys(keys) if k is not None and k not in self._winners]
         for first in range(0, len(missing), 500):
             chunk = missing[first : first + 500]
