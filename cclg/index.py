@@ -307,22 +307,34 @@ class Index:
         return self.db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
 
 
-def connect(store: Store) -> Index:
-    """Open (creating if needed) the index database of ``store`` without syncing it."""
-    db = sqlite3.connect(index_path(store), timeout=30, isolation_level="DEFERRED")
+def _open_db(path: Path | str) -> sqlite3.Connection:
+    db = sqlite3.connect(path, timeout=30, isolation_level="DEFERRED")
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
     # Read pages through a memory map: a search touches rows all over the table,
     # and the default page cache (2 MB) cannot hold a large store.
     db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
-    index = Index(store, db)
-    if index._table_exists("meta") and index._meta("schema") not in (None, SCHEMA_VERSION):
-        db.close()
-        index_path(store).unlink()
-        db = sqlite3.connect(index_path(store), timeout=30)
-        db.execute("PRAGMA journal_mode=WAL")
+    return db
+
+
+def connect(store: Store) -> Index:
+    """Open (creating if needed) the index database of ``store`` without syncing it.
+
+    An index of another schema version is thrown away and rebuilt. Where no index
+    file can be written (a read-only store), the index is built in memory for this
+    process: slower, never wrong.
+    """
+    try:
+        db = _open_db(index_path(store))
         index = Index(store, db)
-    db.executescript(_SCHEMA)
+        if index._table_exists("meta") and index._meta("schema") not in (None, SCHEMA_VERSION):
+            db.close()
+            index_path(store).unlink()
+            index = Index(store, _open_db(index_path(store)))
+        index.db.executescript(_SCHEMA)
+    except (sqlite3.OperationalError, sqlite3.DatabaseError, OSError):
+        index = Index(store, _open_db(":memory:"))
+        index.db.executescript(_SCHEMA)
     if index._meta("schema") is None:
         index.rebuild()
     return index

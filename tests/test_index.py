@@ -506,3 +506,14 @@ def test_index_view_equals_the_reference_effective_view(
     index_path(store).unlink()
     assert indexed_rows(store) == rows
     assert_index_matches_reference(store)
+
+
+def test_an_index_that_cannot_be_written_is_built_in_memory(store: Store) -> None:
+    """A store whose index file cannot be created (here: a folder in its place) still searches correctly."""
+    from cclg.api import add_memory
+    from cclg.search import search
+
+    node = add_memory(store, "Releases are tagged from the main branch", source="test").new_nodes[0]
+    (store.root / "index.sqlite").mkdir()
+    assert [h.id for h in search(store, "releases tagged main branch", mode="bm25")] == [node.id]
+    assert (store.root / "index.sqlite").is_dir()
