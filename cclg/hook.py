@@ -1,21 +1,216 @@
-"""``cclg-hook EVENT``: the entry point agent hosts call (placeholder).
+"""``cclg-hook EVENT``: what Claude Code and Codex run on their hook events.
 
-The hook events (user-prompt, post-tool, session-start, ...) arrive with the
-hooks issue. Until then this command already keeps the hook's one promise: it
-reads its input, prints one valid JSON object and exits 0, so registering it
-can never break a host. It imports only the standard library.
+The hook's promises, in order of importance:
+
+1. It never breaks the host. Whatever happens (no store, a corrupt store, garbage
+   or truncated stdin, a huge payload, wrong types, a bug), it prints exactly one
+   JSON object that the host accepts and exits 0. What went wrong goes to
+   ``audit/hook_failures.jsonl`` in the store, when there is one.
+2. It is quiet: context is returned only on ``user-prompt`` and ``session-start``
+   (the events where hosts take ``hookSpecificOutput.additionalContext``), only
+   when there is something relevant, framed as reference material, under the
+   host's cap (10,000 characters for Claude Code, about 2,500 tokens for Codex).
+3. It is light: it imports the standard library and cclg's core modules only
+   (no click, mcp, git or tree-sitter).
+
+Events: ``user-prompt`` records the prompt and returns the pack for it;
+``post-tool`` records the tool call (the full response is kept once, in raw/);
+``session-start`` opens or resumes the session and returns the pinned memories;
+``pre-compact`` / ``post-compact`` keep a compact record; ``stop`` /
+``session-end`` close the session record.
 """
 
 from __future__ import annotations
 
-import contextlib
+import argparse
 import json
 import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+HOST_EVENTS = {
+    "user-prompt": "UserPromptSubmit",
+    "post-tool": "PostToolUse",
+    "session-start": "SessionStart",
+    "pre-compact": "PreCompact",
+    "post-compact": "PostCompact",
+    "stop": "Stop",
+    "session-end": "SessionEnd",
+}
+CONTEXT_EVENTS = ("user-prompt", "session-start")
+MAX_STDIN_BYTES = 8 * 1024 * 1024
+CLAUDE_MAX_CHARS = 10_000
+CODEX_MAX_TOKENS = 2_500
+SUMMARY_CHARS = 2_000
+FRAME = (
+    "cclg memory: reference notes recorded in earlier sessions, retrieved for this prompt. "
+    "They describe the project as it was recorded; check them against the code when it matters.\n\n"
+)
 
 
-def main() -> None:
-    with contextlib.suppress(Exception):  # the hook never fails the host, whatever stdin holds
-        sys.stdin.read()
-    print("cclg-hook: hook events are not implemented yet; this hook adds no context", file=sys.stderr)
-    print(json.dumps({}))
+def detect_agent(payload: dict[str, Any]) -> str:
+    """Codex sends ``turn_id`` on turn events and may send a null ``transcript_path``;
+    Claude Code does neither. (The installer passes ``--agent``, so this is a fallback.)"""
+    return (
+        "codex"
+        if "turn_id" in payload or ("transcript_path" in payload and payload["transcript_path"] is None)
+        else "claude"
+    )
+
+
+def project_of(cwd: object) -> str | None:
+    """The name of the git root above ``cwd``, else of ``cwd`` itself."""
+    if not isinstance(cwd, str) or not cwd:
+        return None
+    path = Path(cwd)
+    for folder in (path, *path.parents):
+        if (folder / ".git").exists():
+            return folder.name or None
+    return path.name or None
+
+
+def _text(value: object, limit: int = SUMMARY_CHARS) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more characters in raw/]"
+
+
+def handle(
+    event: str, payload: dict[str, Any], agent: str, root: str | None, include_codegraph: bool = False
+) -> str | None:
+    """Do the event's work; return the context for the model, or None."""
+    from cclg import sessions
+    from cclg.pack import compile_pack, prompt_markdown
+    from cclg.records import is_valid_session_id
+    from cclg.store import Store
+
+    store = Store.open(root)
+    session_id = payload.get("session_id")
+    if not is_valid_session_id(session_id):
+        raise ValueError(f"the payload has no usable session_id: {session_id!r}")
+    assert isinstance(session_id, str)
+    project = project_of(payload.get("cwd"))
+    sessions.start_session(store, session_id, agent=agent, project=project)
+
+    if event == "user-prompt":
+        prompt = payload.get("prompt")
+        if not isinstance(prompt, str):
+            raise ValueError("user-prompt payload has no prompt string")
+        sessions.record_event(
+            store, session_id, "user_prompt", payload, summary={"prompt": _text(prompt), "cwd": payload.get("cwd")}
+        )
+        query = prompt
+    elif event == "post-tool":
+        summary = {
+            "tool_name": payload.get("tool_name"),
+            "tool_use_id": payload.get("tool_use_id"),
+            "duration_ms": payload.get("duration_ms"),
+            "tool_input": _text(payload.get("tool_input"), 500),
+            "response_chars": len(_text(payload.get("tool_response"), sys.maxsize)),
+        }
+        sessions.record_event(store, session_id, "post_tool", payload, summary=summary)
+        return None
+    elif event == "session-start":
+        sessions.record_event(
+            store,
+            session_id,
+            "session_start",
+            payload,
+            summary={"source": payload.get("source"), "cwd": payload.get("cwd")},
+        )
+        query = ""
+    elif event in ("pre-compact", "post-compact"):
+        loaded = [
+            e.get("summary", {}).get("prompt")
+            for e in store.session_events(session_id)[-20:]
+            if e.get("event") == "user_prompt"
+        ]
+        sessions.record_event(
+            store,
+            session_id,
+            event.replace("-", "_"),
+            payload,
+            summary={
+                "trigger": payload.get("trigger"),
+                "recent_prompts": [p for p in loaded if p][-5:],
+                "compact_summary": _text(payload.get("compact_summary", "")),
+            },
+        )
+        return None
+    else:  # stop, session-end
+        sessions.record_event(
+            store, session_id, event.replace("-", "_"), payload, summary={"reason": payload.get("reason")}
+        )
+        if event == "session-end":
+            sessions.end_session(store, session_id)
+        return None
+
+    if agent == "codex":
+        max_chars, max_tokens = CODEX_MAX_TOKENS * 4, CODEX_MAX_TOKENS - 200
+    else:
+        max_chars, max_tokens = CLAUDE_MAX_CHARS - 1_000, None
+    pack = compile_pack(
+        store, query, session_id=session_id, project=project, max_chars=max_chars - len(FRAME), max_tokens=max_tokens
+    )
+    if not pack["memory_nodes"] and not pack["suppressed_nodes"]:
+        return None
+    context = FRAME + prompt_markdown(pack)
+    if include_codegraph:
+        context += "\n(The code graph is not available in this version of cclg.)\n"
+    return context
+
+
+def respond(event: str, context: str | None) -> dict[str, Any]:
+    """The one JSON object the host gets: context in hookSpecificOutput, or nothing."""
+    if context is None or event not in CONTEXT_EVENTS:
+        return {}
+    return {"hookSpecificOutput": {"hookEventName": HOST_EVENTS[event], "additionalContext": context}}
+
+
+def _log_failure(root: str | None, event: str, error: str) -> None:
+    """Record a hook failure in the store (if there is one); never raises."""
+    try:
+        from cclg.records import now_iso
+        from cclg.store import Store
+
+        store = Store.open(root)
+        store.append(
+            store.root / "audit" / "hook_failures.jsonl",
+            [{"event": event, "error": error[-4000:], "created_at": now_iso()}],
+        )
+    except Exception:
+        pass
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="cclg-hook", description="Hook entry point for Claude Code and Codex.")
+    parser.add_argument("event", nargs="?", default="", help=", ".join(HOST_EVENTS))
+    parser.add_argument("--agent", choices=["claude", "codex"], help="The host (default: read from the payload).")
+    parser.add_argument("--root", help="Store folder (default: $CCLG_HOME, else ~/.cclg).")
+    parser.add_argument("--include-codegraph", action="store_true", help="Append the code graph (not yet available).")
+    argv = sys.argv[1:] if argv is None else argv
+    if "-h" in argv or "--help" in argv:
+        parser.print_help()
+        sys.exit(0)
+    try:
+        args, _ = parser.parse_known_args(argv)
+    except SystemExit:  # argparse exits on bad arguments; the host still gets valid JSON
+        args = argparse.Namespace(event="", agent=None, root=None, include_codegraph=False)
+    output: dict[str, Any] = {}
+    try:
+        data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
+        if args.event not in HOST_EVENTS:
+            raise ValueError(f"unknown hook event {args.event!r}; use one of {', '.join(HOST_EVENTS)}")
+        if len(data) > MAX_STDIN_BYTES:
+            raise ValueError(f"payload larger than {MAX_STDIN_BYTES} bytes")
+        payload = json.loads(data.decode("utf-8"))
+        if not isinstance(payload, dict):
+            raise ValueError("the payload is not a JSON object")
+        agent = args.agent or detect_agent(payload)
+        output = respond(args.event, handle(args.event, payload, agent, args.root, args.include_codegraph))
+    except Exception:
+        _log_failure(args.root, str(args.event), traceback.format_exc())
+        output = {}
+    sys.stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
     sys.exit(0)

@@ -26,8 +26,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import tomli_w
-
 from cclg import format as fmt
 from cclg.index import Index, open_index
 from cclg.records import MemoryNode, now_iso
@@ -261,6 +259,8 @@ def _without_nulls(value: Any) -> Any:
 
 def to_toml(data: dict[str, Any]) -> str:
     """TOML for inspection (TOML has no null: null fields are left out)."""
+    import tomli_w  # not on the hook path, which renders Markdown
+
     return tomli_w.dumps(_without_nulls(data))
 
 
@@ -278,6 +278,8 @@ def prompt_toml(pack: dict[str, Any]) -> str:
         ],
         "budget": pack["budget"],
     }
+    import tomli_w
+
     return tomli_w.dumps(data)
 
 
@@ -303,7 +305,7 @@ def prompt_markdown(pack: dict[str, Any]) -> str:
     if not pack["memory_nodes"]:
         lines.append("- (none relevant)")
     if pack["suppressed_nodes"]:
-        lines += ["", "### Retired: no longer true, do not rely on them"]
+        lines += ["", "### Retired: recorded earlier, no longer true"]
         for e in pack["suppressed_nodes"]:
             replaced = f"; replaced by {', '.join(e['superseded_by'])}" if e["superseded_by"] else ""
             lines.append(f"- {e['id']} ({e['status']}{replaced}): {_quoted(e['content'])}")

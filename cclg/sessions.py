@@ -49,13 +49,21 @@ def start_session(
     return session
 
 
-def record_event(store: Store, session_id: str, event: str, payload: dict[str, Any]) -> dict[str, Any]:
-    """Append an event to the session's log, keeping its payload as raw evidence."""
+def record_event(
+    store: Store, session_id: str, event: str, payload: dict[str, Any], summary: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Append an event to the session's log, keeping its payload as raw evidence.
+
+    The log holds the payload itself, or only ``summary`` when one is given (for
+    large payloads such as tool output, which are then stored once, in raw/).
+    """
     stamp = now_iso()
     evidence = {"event": event, "payload": payload, "created_at": stamp}
     data = (json.dumps(evidence, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
     raw_path, _ = store.write_raw(data, f"{session_id}-{event}.json")
-    record = {"event": event, "payload": payload, "raw": raw_path, "created_at": stamp}
+    record: dict[str, Any] = {"event": event}
+    record.update({"payload": payload} if summary is None else {"summary": summary})
+    record.update(raw=raw_path, created_at=stamp)
     store.append(store.session_events_path(session_id), [record])
     store.audit_many([audit_record("session_event", session_id=session_id, session_event=event, raw=raw_path)])
     return record

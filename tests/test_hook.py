@@ -1,0 +1,191 @@
+"""cclg-hook as the hosts run it: a real subprocess, real payload shapes, always valid JSON and exit 0."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cclg.api import add_memory
+from cclg.ledger import apply_patch
+from cclg.store import Store, read_jsonl
+
+HOOK = [sys.executable, "-c", "from cclg.hook import main; main()"]
+
+
+def run_hook(store_root: Path | None, event: str, payload: object, *extra: str) -> subprocess.CompletedProcess[bytes]:
+    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    root = ["--root", str(store_root)] if store_root is not None else []
+    return subprocess.run([*HOOK, *root, *extra, event], input=data, capture_output=True, timeout=60)
+
+
+def claude_prompt(prompt: str, session: str = "abc123", cwd: str = "/home/u/repo") -> dict:
+    return {
+        "session_id": session,
+        "prompt_id": "550e8400-e29b-41d4-a716-446655440000",
+        "transcript_path": "/home/u/.claude/projects/p/00893aaf.jsonl",
+        "cwd": cwd,
+        "permission_mode": "default",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": prompt,
+    }
+
+
+def codex_prompt(prompt: str, session: str = "019d036d-0000", cwd: str = "/home/u/repo") -> dict:
+    return {
+        "session_id": session,
+        "turn_id": "019d036d-c7fa-72d2-b6fd-78878bfe34e4",
+        "transcript_path": None,
+        "cwd": cwd,
+        "hook_event_name": "UserPromptSubmit",
+        "model": "gpt-5-codex",
+        "permission_mode": "default",
+        "prompt": prompt,
+    }
+
+
+@pytest.fixture
+def memories(store: Store) -> dict[str, str]:
+    old = add_memory(store, "Deploys go out with fabric from the ops laptop", source="user").new_nodes[0].id
+    new = (
+        apply_patch(
+            store,
+            "supersede",
+            [old],
+            reason="moved to CI",
+            contents=["Deploys go out from CI with the release workflow"],
+        )
+        .new_nodes[0]
+        .id
+    )
+    add_memory(store, "The test suite runs with pytest -q", source="user")
+    return {"old": old, "new": new}
+
+
+@pytest.mark.parametrize("payload", [claude_prompt("how do deploys go out?"), codex_prompt("how do deploys go out?")])
+def test_user_prompt_returns_the_pack_in_the_host_shape(store: Store, memories: dict[str, str], payload: dict) -> None:
+    result = run_hook(store.root, "user-prompt", payload)
+    assert result.returncode == 0
+    output = json.loads(result.stdout)
+    assert list(output) == ["hookSpecificOutput"]
+    assert list(output["hookSpecificOutput"]) == ["hookEventName", "additionalContext"]
+    assert output["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    context = output["hookSpecificOutput"]["additionalContext"]
+    current, _, retired = context.partition("### Retired")
+    assert "Deploys go out from CI with the release workflow" in current
+    assert "fabric" not in current, "a superseded memory never appears as active context"
+    assert memories["old"] in retired and "fabric" in retired
+    assert "pytest" not in context, "an unrelated memory is not injected"
+    cap = 10_000 if "prompt_id" in payload else 2_500 * 4
+    assert len(context) <= cap
+
+
+def test_user_prompt_is_recorded_as_session_event_raw_evidence_and_audit(store: Store, memories: dict) -> None:
+    run_hook(store.root, "user-prompt", claude_prompt("how do deploys go out?", cwd=str(store.root)))
+    session = store.read_session("abc123")
+    assert session.agent == "claude" and session.project == store.root.name
+    (event,) = read_jsonl(store.session_events_path("abc123")).records
+    assert event["event"] == "user_prompt" and event["summary"]["prompt"] == "how do deploys go out?"
+    raw = json.loads((store.root / event["raw"]).read_text())
+    assert raw["payload"]["prompt"] == "how do deploys go out?"
+    audit = [r["event"] for r in read_jsonl(store.audit_path).records]
+    assert "session_started" in audit and "session_event" in audit and "raw_written" in audit
+
+
+def test_an_unrelated_prompt_gets_an_empty_response(store: Store, memories: dict) -> None:
+    result = run_hook(store.root, "user-prompt", claude_prompt("write a haiku about autumn leaves"))
+    assert result.returncode == 0 and json.loads(result.stdout) == {}
+
+
+def test_post_tool_keeps_a_large_response_once_in_raw(store: Store) -> None:
+    response = {"stdout": "x" * 1_000_000, "success": True}
+    payload = {
+        "session_id": "abc123",
+        "transcript_path": "/t.jsonl",
+        "cwd": "/home/u/repo",
+        "permission_mode": "default",
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "make test"},
+        "tool_response": response,
+        "tool_use_id": "toolu_01ABC123",
+        "duration_ms": 12,
+    }
+    result = run_hook(store.root, "post-tool", payload)
+    assert result.returncode == 0 and json.loads(result.stdout) == {}
+    (event,) = read_jsonl(store.session_events_path("abc123")).records
+    assert event["summary"]["tool_name"] == "Bash" and event["summary"]["duration_ms"] == 12
+    assert len(json.dumps(event)) < 5_000, "the session log holds a summary, not the response"
+    assert json.loads((store.root / event["raw"]).read_text())["payload"]["tool_response"] == response
+
+
+def test_session_lifecycle_events(store: Store) -> None:
+    base = {"session_id": "s-1", "transcript_path": "/t.jsonl", "cwd": "/home/u/repo", "permission_mode": "default"}
+    for event, extra in [
+        ("session-start", {"source": "startup"}),
+        ("pre-compact", {"trigger": "auto"}),
+        ("post-compact", {"trigger": "auto", "compact_summary": "worked on deploys"}),
+        ("stop", {"stop_hook_active": False}),
+        ("session-end", {"reason": "exit"}),
+    ]:
+        result = run_hook(store.root, event, {**base, **extra})
+        assert result.returncode == 0 and json.loads(result.stdout) == {}
+    events = [e["event"] for e in read_jsonl(store.session_events_path("s-1")).records]
+    assert events == ["session_start", "pre_compact", "post_compact", "stop", "session_end"]
+    assert store.read_session("s-1").ended_at is not None
+
+
+BAD_INPUTS = [
+    b"",
+    b"garbage",
+    b"[1, 2, 3]",
+    b'{"session_id": 5, "prompt": "x"}',
+    b'{"session_id": "../../etc", "prompt": "x"}',
+    b'{"session_id": "abc", "prompt": 42}',
+    b'{"session_id": "abc", "prompt": "truncated',
+    b"\xff\xfe not utf-8",
+    b'{"session_id": "abc", "prompt": "' + b"y" * (9 * 1024 * 1024) + b'"}',
+]
+
+
+@pytest.mark.parametrize("data", BAD_INPUTS, ids=range(len(BAD_INPUTS)))
+def test_bad_input_fails_open_and_is_logged(store: Store, data: bytes) -> None:
+    result = run_hook(store.root, "user-prompt", data)
+    assert result.returncode == 0
+    assert result.stdout == b"{}\n"
+    failures = read_jsonl(store.root / "audit" / "hook_failures.jsonl").records
+    assert len(failures) == 1 and failures[0]["event"] == "user-prompt"
+
+
+@pytest.mark.parametrize(("event", "root"), [("no-such-event", "store"), ("user-prompt", "missing")])
+def test_unknown_event_or_missing_store_fails_open(store: Store, tmp_path: Path, event: str, root: str) -> None:
+    target = store.root if root == "store" else tmp_path / "nowhere"
+    result = run_hook(target, event, claude_prompt("anything"))
+    assert result.returncode == 0 and result.stdout == b"{}\n"
+
+
+def test_corrupt_store_fails_open(store: Store) -> None:
+    (store.root / "config.json").write_text("{broken")
+    result = run_hook(store.root, "user-prompt", claude_prompt("anything"))
+    assert result.returncode == 0 and result.stdout == b"{}\n"
+
+
+def test_the_hook_loads_no_heavy_modules(store: Store, memories: dict) -> None:
+    script = (
+        "import sys\nfrom cclg.hook import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = ('click', 'mcp', 'git', 'tree_sitter', 'tomli_w')\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in heavy)\n"
+        "print(repr(heavy), file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, "--root", str(store.root), "user-prompt"],
+        input=json.dumps(claude_prompt("how do deploys go out?")).encode(),
+        capture_output=True,
+        timeout=60,
+    )
+    assert json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert result.stderr.decode().strip().splitlines()[-1] == "[]"
