@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,8 @@ from cclg.errors import CclgError, UnknownPatchOperationError, ValidationError
 from cclg.index import INDEX_FILE, Index, connect, index_path
 from cclg.lattice import LIVE_STATUSES, RULES
 from cclg.ledger import effective_view, expected_statuses, link_replacements, retired_ids, undone_patch_ids
-from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Session, content_hash
-from cclg.store import Store, audit_record, patch_order, read_jsonl
+from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Session, content_hash, parse_time
+from cclg.store import HOOK_FAILURES, Store, audit_record, patch_order, read_jsonl
 
 CHECKS = dict(enumerate(fmt.DOCTOR_CHECKS))
 SCHEMA = CHECKS[0]
@@ -38,6 +39,7 @@ LOGS = "logs hold whole JSON lines"
 TEMP = "no temp files left by interrupted writes"
 ORPHAN = "no leftovers of a patch that never reached disk"
 INDEX = "the search index agrees with the files"
+HOOKS = "no hook failures in the last 24 hours"
 
 PARSERS: dict[str, Any] = {
     fmt.NODE_SCHEMA: MemoryNode.from_dict,
@@ -169,6 +171,7 @@ def diagnose(store: Store) -> Report:
             )
 
     findings.extend(_ledger_findings(nodes, patches))
+    findings.extend(_hook_findings(store))
     if index_path(store).exists():
         index = connect(store)
         try:
@@ -243,6 +246,30 @@ def _index_findings(store: Store, index: Index, readable: set[str] | None = None
     more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
     message = "the search index disagrees with the files: " + "; ".join(problems[:3]) + more
     return [Finding(INDEX, INDEX_FILE, message + "; `cclg reindex` or `cclg doctor --repair` rebuilds it")]
+
+
+def _hook_findings(store: Store) -> list[Finding]:
+    """Recent failures of cclg-hook, which fails open and so can only report here."""
+    log = store.root / HOOK_FAILURES
+    since = datetime.now(UTC) - timedelta(hours=24)
+    recent = []
+    for record in read_jsonl(log).records:
+        try:
+            if parse_time(str(record.get("created_at"))) >= since:
+                recent.append(record)
+        except ValueError:
+            continue
+    if not recent:
+        return []
+    last = str(recent[-1].get("error", "")).strip().splitlines()
+    return [
+        Finding(
+            HOOKS,
+            HOOK_FAILURES,
+            f"{len(recent)} hook call(s) failed and returned no context; the last "
+            f"({recent[-1].get('event')}, {recent[-1].get('created_at')}): {last[-1] if last else '?'}",
+        )
+    ]
 
 
 def _log_findings(store: Store) -> list[Finding]:

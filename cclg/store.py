@@ -50,6 +50,7 @@ from cclg.records import (
 
 LAYOUT = ("raw", "nodes", "patches", "edges", "sessions", "audit", "active", "active/codegraphs")
 LOCK_TIMEOUT_SECONDS = 30.0
+HOOK_FAILURES = "audit/hook_failures.jsonl"
 _TEMP_RE = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+\.tmp$")
 
 
@@ -489,7 +490,7 @@ class Store:
 
     def logs(self) -> list[Path]:
         """Every JSON-lines log of the store."""
-        logs = [self.audit_path] if self.audit_path.exists() else []
+        logs = [p for p in (self.audit_path, self.root / HOOK_FAILURES) if p.exists()]
         logs.extend(sorted((self.root / "sessions").glob("*.events.jsonl")))
         return logs
 

@@ -189,3 +189,13 @@ def test_the_hook_loads_no_heavy_modules(store: Store, memories: dict) -> None:
     )
     assert json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
     assert result.stderr.decode().strip().splitlines()[-1] == "[]"
+
+
+def test_doctor_reports_recent_hook_failures(store: Store) -> None:
+    from cclg.doctor import HOOKS, diagnose
+
+    assert diagnose(store).findings == []
+    run_hook(store.root, "user-prompt", b"garbage")
+    findings = diagnose(store).findings
+    assert [f.check for f in findings] == [HOOKS]
+    assert "1 hook call(s) failed" in findings[0].message and "JSONDecodeError" in findings[0].message
