@@ -80,7 +80,6 @@ def handle(
 ) -> str | None:
     """Do the event's work; return the context for the model, or None."""
     from cclg import sessions
-    from cclg.pack import compile_pack, prompt_markdown
     from cclg.records import is_valid_session_id
     from cclg.store import Store
 
@@ -144,6 +143,8 @@ def handle(
         if event == "session-end":
             sessions.end_session(store, session_id)
         return None
+
+    from cclg.pack import compile_pack, prompt_markdown  # only events that answer with context need it
 
     if agent == "codex":
         max_chars, max_tokens = CODEX_MAX_TOKENS * 4, CODEX_MAX_TOKENS - 200

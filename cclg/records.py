@@ -7,25 +7,23 @@ unknown field or an id with the wrong prefix is a ``ValidationError`` that names
 the file (``where``) and the field, and lists every problem at once.
 
 Ids are ``<prefix>_`` followed by 26 characters of lower-case Crockford base32:
-48 bits of milliseconds since the epoch, then 80 random bits (secrets), so ids
+48 bits of milliseconds since the epoch, then 80 random bits (os.urandom), so ids
 sort by creation time and cannot be guessed.
 """
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import json
 import math
 import os
 import re
-import secrets
-import threading
 import time
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from hashlib import sha256
 from typing import Any
 
 from cclg import format as fmt
@@ -36,7 +34,7 @@ from cclg.errors import ValidationError
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 _ID_SUFFIX = r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}"
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-_id_lock = threading.Lock()
+_id_lock = _thread.allocate_lock()  # threading itself costs start-up time
 _last_id_parts: tuple[int, int] = (0, 0)
 
 
@@ -56,7 +54,7 @@ def _system_id(prefix: str) -> str:
         if millis <= last_millis:
             millis, rand = last_millis, last_random + 1
         else:
-            rand = secrets.randbits(80)
+            rand = int.from_bytes(os.urandom(10), "big")
         _last_id_parts = (millis, rand)
     return f"{prefix}_{_base32(millis, 10)}{_base32(rand % (1 << 80), 16)}"
 
@@ -171,6 +169,8 @@ def content_hash(value: Any) -> str:
         data = json.dumps(_normalize_value(value), sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode(
             "utf-8"
         )
+    from hashlib import sha256  # loads OpenSSL: only when a hash is needed, not at start-up
+
     return "sha256:" + sha256(data).hexdigest()
 
 

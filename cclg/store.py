@@ -25,12 +25,10 @@ import fcntl
 import json
 import os
 import re
-import secrets
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
@@ -270,7 +268,7 @@ class Store:
 
     def write_file(self, path: Path, data: bytes, *, replace: bool = True) -> None:
         """Write ``data`` to ``path`` atomically. With ``replace=False`` an existing file is an error."""
-        tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             view = memoryview(data)
@@ -391,6 +389,8 @@ class Store:
         SHA-256, so the same bytes are stored once and different bytes never
         overwrite each other.
         """
+        from hashlib import sha256  # loads OpenSSL: only when evidence is written
+
         digest = sha256(data).hexdigest()
         base = safe_name(Path(name).name)
         stem, dot, ext = base.rpartition(".")

@@ -1,0 +1,93 @@
+"""Benchmark: wall time of `cclg-hook user-prompt` and `post-tool`, as a ratio to `python -c pass`.
+
+Run by hand (not part of the test suite):
+
+    python benchmarks/bench_hook.py [--sizes 1000,10000] [--runs 15]
+
+For each size a store is built as ``bench_pack.py`` builds it (in a temporary
+folder, removed afterwards) and indexed; then the installed ``cclg-hook`` is run
+the way a host runs it: a fresh process, a Claude Code payload on stdin. Each
+figure is a median over ``--runs``, taken in the same run as the ``python -c
+pass`` baseline, and reported as a ratio to it. The session log and raw evidence
+grow as the runs go on, as they do in real use.
+
+Targets (from the design): user-prompt within 2x of `python -c pass` at 10,000
+memories and within 3x at 100,000.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import synth
+from bench_pack import build_store
+
+from cclg.index import open_index
+from cclg.store import Store
+
+HOOK = str(Path(sys.executable).parent / "cclg-hook")
+
+
+def timed(command: list[str], stdin: bytes) -> float:
+    start = time.perf_counter()
+    result = subprocess.run(command, input=stdin, capture_output=True, check=True)
+    elapsed = time.perf_counter() - start
+    json.loads(result.stdout)  # the hook must answer with JSON
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="cclg-bench-hook-"))
+    try:
+        print(f"{'memories':>9} {'pass ms':>8} {'user-prompt ms':>15} {'ratio':>6} {'post-tool ms':>13} {'ratio':>6}")
+        for size in (int(s) for s in args.sizes.split(",")):
+            root = work / f"store-{size}"
+            build_store(root, size, work)
+            open_index(Store.open(root)).close()
+            queries = synth.bench_queries(args.runs, size=size)
+            baseline = statistics.median(timed([sys.executable, "-c", "print('{}')"], b"") for _ in range(args.runs))
+            prompts, tools = [], []
+            for i, query in enumerate(queries):
+                base = {
+                    "session_id": f"bench-{size}",
+                    "transcript_path": "/tmp/t.jsonl",
+                    "cwd": str(work),
+                    "permission_mode": "default",
+                }
+                prompt = {**base, "hook_event_name": "UserPromptSubmit", "prompt": query}
+                prompts.append(timed([HOOK, "--root", str(root), "user-prompt"], json.dumps(prompt).encode()))
+                tool = {
+                    **base,
+                    "hook_event_name": "PostToolUse",
+                    "tool_name": "Bash",
+                    "tool_input": {"command": f"make test {i}"},
+                    "tool_response": {"stdout": "ok\n" * 2000},
+                    "tool_use_id": f"toolu_{i}",
+                    "duration_ms": 40,
+                }
+                tools.append(timed([HOOK, "--root", str(root), "post-tool"], json.dumps(tool).encode()))
+            p, t = statistics.median(prompts), statistics.median(tools)
+            print(
+                f"{size:>9} {baseline * 1000:>8.1f} {p * 1000:>15.1f} {p / baseline:>6.2f} "
+                f"{t * 1000:>13.1f} {t / baseline:>6.2f}"
+            )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
