@@ -199,3 +199,18 @@ def test_doctor_reports_recent_hook_failures(store: Store) -> None:
     findings = diagnose(store).findings
     assert [f.check for f in findings] == [HOOKS]
     assert "1 hook call(s) failed" in findings[0].message and "JSONDecodeError" in findings[0].message
+
+
+@pytest.mark.parametrize("template", ["claude-settings.json", "codex-hooks.json"])
+def test_hook_templates_name_only_events_cclg_hook_knows(template: str) -> None:
+    from cclg.hook import HOST_EVENTS
+    from tests.conftest import REPO
+
+    config = json.loads((REPO / "hooks" / template).read_text())
+    agent = "claude" if template.startswith("claude") else "codex"
+    for host_event, groups in config["hooks"].items():
+        for group in groups:
+            for handler in group["hooks"]:
+                words = handler["command"].split()
+                assert words[:3] == ["cclg-hook", "--agent", agent]
+                assert HOST_EVENTS[words[3]] == host_event
