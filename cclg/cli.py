@@ -17,11 +17,12 @@ import click
 
 from cclg import __version__, api, doctor, ledger, search
 from cclg import format as fmt
+from cclg import install as install_mod
 from cclg.errors import CclgError, UsageError, ValidationError
 from cclg.index import connect
 from cclg.pack import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, compile_pack, render, to_toml
 from cclg.records import Source
-from cclg.store import Store
+from cclg.store import Store, resolve_root
 
 
 class CclgGroup(click.Group):
@@ -551,6 +552,64 @@ def pack_command(
         max_tokens=max_tokens,
     )
     click.echo(render(pack, style).rstrip("\n"))
+
+
+host_argument = click.argument("host", type=click.Choice(["claude", "codex"]))
+place_option = click.option(
+    "--project",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Configure this project folder (.claude/settings.json or .codex/hooks.json) instead of your home folder.",
+)
+dry_run_option = click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+
+
+def _print_change(change: install_mod.Change, as_json: bool, verb: str) -> None:
+    if as_json:
+        _emit(change.to_dict(), True)
+        return
+    lines = change.added if verb == "added" else change.removed
+    if not lines:
+        click.echo(f"nothing to change in {change.path}")
+        return
+    click.echo(f"{'would change' if not change.written else 'changed'} {change.path}:")
+    for line in lines:
+        click.echo(f"  {verb} {line}")
+    if change.backup:
+        click.echo(f"previous version kept as {change.backup}")
+
+
+@cli.command("install")
+@host_argument
+@place_option
+@dry_run_option
+@json_option
+@click.pass_context
+def install_command(ctx: click.Context, host: str, project: Path | None, dry_run: bool, as_json: bool) -> None:
+    """Register cclg-hook with Claude Code or Codex (merged; other hooks are kept; safe to repeat).
+
+    Creates the store if there is none. Example: cclg install claude
+    """
+    store_root = ctx.obj["root"]
+    if not dry_run:
+        Store.init(store_root)
+    root = str(resolve_root(store_root).resolve()) if store_root else None
+    change = install_mod.install(host, project=project, root=root, dry_run=dry_run)
+    _print_change(change, as_json, "added")
+    if host == "codex" and change.added and not as_json:
+        click.echo("Codex runs a new hook only once you trust it: open /hooks in Codex and trust each cclg-hook.")
+
+
+@cli.command("uninstall")
+@host_argument
+@place_option
+@dry_run_option
+@json_option
+def uninstall_command(host: str, project: Path | None, dry_run: bool, as_json: bool) -> None:
+    """Remove exactly the cclg-hook handlers from Claude Code's or Codex's configuration.
+
+    Example: cclg uninstall codex --project .
+    """
+    _print_change(install_mod.uninstall(host, project=project, dry_run=dry_run), as_json, "removed")
 
 
 @cli.command("demo-store")
