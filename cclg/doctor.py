@@ -20,6 +20,7 @@ from typing import Any
 from cclg import format as fmt
 from cclg.errors import CclgError, UnknownPatchOperationError, ValidationError
 from cclg.index import INDEX_FILE, Index, connect, index_path
+from cclg.install import check_installation
 from cclg.lattice import LIVE_STATUSES, RULES
 from cclg.ledger import effective_view, expected_statuses, link_replacements, retired_ids, undone_patch_ids
 from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Session, content_hash, parse_time
@@ -40,6 +41,7 @@ TEMP = "no temp files left by interrupted writes"
 ORPHAN = "no leftovers of a patch that never reached disk"
 INDEX = "the search index agrees with the files"
 HOOKS = "no hook failures in the last 24 hours"
+INSTALL = "installed hooks can run"
 
 PARSERS: dict[str, Any] = {
     fmt.NODE_SCHEMA: MemoryNode.from_dict,
@@ -172,6 +174,7 @@ def diagnose(store: Store) -> Report:
 
     findings.extend(_ledger_findings(nodes, patches))
     findings.extend(_hook_findings(store))
+    findings.extend(Finding(INSTALL, path, message) for path, message in check_installation())
     if index_path(store).exists():
         index = connect(store)
         try:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,3 +146,46 @@ def uninstall(host: str, *, project: Path | None = None, dry_run: bool = False) 
     written = bool(removed) and not dry_run
     backup = _write(path, data) if written else None
     return Change(path=path, added=[], removed=removed, backup=backup, written=written)
+
+
+def check_installation(project: Path | None = None) -> list[tuple[str, str]]:
+    """Problems with installed cclg hooks, as (configuration file, message) pairs.
+
+    Looks at each host's configuration in the home folder and in ``project``
+    (default: the current folder). A host without cclg hooks is not a problem;
+    hooks whose command cannot be found, or that name a store that is not one, are.
+    """
+    problems = []
+    places = {config_path(host, place) for host in HOSTS for place in (None, project or Path.cwd())}
+    for path in sorted(places):
+        if not path.exists():
+            continue
+        try:
+            data = _read(path)
+        except UsageError as exc:
+            problems.append((str(path), str(exc)))
+            continue
+        commands = sorted(
+            {
+                h["command"]
+                for groups in data.get("hooks", {}).values()
+                if isinstance(groups, list)
+                for group in groups
+                if isinstance(group, dict)
+                for h in group.get("hooks", [])
+                if _is_ours(h)
+            }
+        )
+        for command in commands:
+            try:
+                words = shlex.split(command)
+            except ValueError:
+                problems.append((str(path), f"cannot read the hook command {command!r}"))
+                continue
+            if shutil.which(words[0]) is None:
+                problems.append((str(path), f"{words[0]} is not on PATH, so the host cannot run {command!r}"))
+            if "--root" in words[:-1]:
+                root = Path(words[words.index("--root") + 1])
+                if not (root / "config.json").is_file():
+                    problems.append((str(path), f"{command!r} names {root}, which is not a cclg store"))
+    return problems

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 
 from cclg.cli import cli
@@ -82,3 +83,23 @@ def test_the_installed_command_runs_and_answers_json(tmp_path: Path) -> None:
     result = subprocess.run(hook, input=json.dumps(payload).encode(), capture_output=True, timeout=60)
     assert result.returncode == 0 and json.loads(result.stdout) == {}
     assert (store / "sessions" / "s1.json").is_file(), "the hook wrote to the store install named"
+
+
+def test_doctor_checks_installed_hooks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cclg.doctor import INSTALL, diagnose
+    from cclg.store import Store
+
+    store_root = tmp_path / "store"
+    assert run("--root", str(store_root), "install", "claude").exit_code == 0  # into $HOME (a temporary folder)
+    store = Store.open(store_root)
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))
+    assert [f for f in diagnose(store).findings if f.check == INSTALL] == []
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    problems = [f for f in diagnose(store).findings if f.check == INSTALL]
+    assert problems and all("not on PATH" in f.message for f in problems)
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))
+    (store_root / "config.json").rename(store_root / "config.moved")
+    settings = Path.home() / ".claude" / "settings.json"
+    from cclg.install import check_installation
+
+    assert any("not a cclg store" in message for path, message in check_installation() if path == str(settings))
