@@ -22,10 +22,9 @@ Events: ``user-prompt`` records the prompt and returns the pack for it;
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -183,20 +182,53 @@ def _log_failure(root: str | None, event: str, error: str) -> None:
         pass
 
 
+USAGE = """usage: cclg-hook [--agent claude|codex] [--root DIR] [--include-codegraph] EVENT
+
+Hook entry point for Claude Code and Codex. EVENT is one of: {events}.
+Reads the host's JSON payload on stdin; prints one JSON object; always exits 0.
+The store is --root, else $CCLG_HOME, else ~/.cclg.
+"""
+
+
+@dataclass
+class Arguments:
+    event: str = ""
+    agent: str | None = None
+    root: str | None = None
+    include_codegraph: bool = False
+
+
+def parse_arguments(argv: list[str]) -> Arguments:
+    """The hook's few options, read by hand: argparse alone costs ~15 ms of start-up.
+
+    Anything unexpected is ignored rather than fatal: a host must still get JSON.
+    """
+    args = Arguments()
+    words = iter(argv)
+    for word in words:
+        if word in ("--agent", "--root"):
+            value = next(words, None)
+            if word == "--agent" and value in ("claude", "codex"):
+                args.agent = value
+            elif word == "--root":
+                args.root = value
+        elif word.startswith("--agent=") and word.split("=", 1)[1] in ("claude", "codex"):
+            args.agent = word.split("=", 1)[1]
+        elif word.startswith("--root="):
+            args.root = word.split("=", 1)[1]
+        elif word == "--include-codegraph":
+            args.include_codegraph = True
+        elif not word.startswith("-") and not args.event:
+            args.event = word
+    return args
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="cclg-hook", description="Hook entry point for Claude Code and Codex.")
-    parser.add_argument("event", nargs="?", default="", help=", ".join(HOST_EVENTS))
-    parser.add_argument("--agent", choices=["claude", "codex"], help="The host (default: read from the payload).")
-    parser.add_argument("--root", help="Store folder (default: $CCLG_HOME, else ~/.cclg).")
-    parser.add_argument("--include-codegraph", action="store_true", help="Append the code graph (not yet available).")
     argv = sys.argv[1:] if argv is None else argv
     if "-h" in argv or "--help" in argv:
-        parser.print_help()
+        sys.stdout.write(USAGE.format(events=", ".join(HOST_EVENTS)))
         sys.exit(0)
-    try:
-        args, _ = parser.parse_known_args(argv)
-    except SystemExit:  # argparse exits on bad arguments; the host still gets valid JSON
-        args = argparse.Namespace(event="", agent=None, root=None, include_codegraph=False)
+    args = parse_arguments(argv)
     output: dict[str, Any] = {}
     try:
         data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
@@ -210,6 +242,8 @@ def main(argv: list[str] | None = None) -> None:
         agent = args.agent or detect_agent(payload)
         output = respond(args.event, handle(args.event, payload, agent, args.root, args.include_codegraph))
     except Exception:
+        import traceback  # only on failure: it costs start-up time
+
         _log_failure(args.root, str(args.event), traceback.format_exc())
         output = {}
     sys.stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
