@@ -4,7 +4,8 @@
 content hashes, a replay of the patch ledger (a node whose status disagrees with
 its patches was edited around the lattice, or a patch was interrupted), the
 health of the logs (unreadable lines, torn last lines) and temp files left by
-killed writers. It reads and never writes. ``repair`` fixes what can be fixed
+killed writers. It never writes the store's files (opening the disposable search
+index may bring it up to date). ``repair`` fixes what can be fixed
 without judgement: it sets torn log tails aside, removes orphan temp files, and
 gives nodes the status their patches say they have.
 """

@@ -39,7 +39,6 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 INITIAL_STATUSES = frozenset({"active", "active_session", "pending", "pending_promotion", "conflict_pending"})
 # Statuses a node may be read as current truth in.
 LIVE_STATUSES = frozenset({"active", "active_session"})
-TERMINAL_STATUSES = frozenset(status for status, moves in TRANSITIONS.items() if not moves)
 
 
 @dataclass(frozen=True)
@@ -74,8 +73,6 @@ RULES: dict[str, Rule] = {
     "rollback": Rule(None, "none"),
 }
 
-RETIRING_OPERATIONS = frozenset(op for op, rule in RULES.items() if rule.retiring)
-
 
 def rule_for(operation: str) -> Rule:
     """The rule of ``operation``; ``UnknownPatchOperationError`` outside the closed set."""
@@ -85,10 +82,6 @@ def rule_for(operation: str) -> Rule:
         raise UnknownPatchOperationError(
             f"unknown patch operation {operation!r}: the format defines only {', '.join(fmt.PATCH_OPERATIONS)}"
         ) from None
-
-
-def can_move(current: str, new: str) -> bool:
-    return new in TRANSITIONS.get(current, frozenset())
 
 
 def accepting_statuses(operation: str) -> frozenset[str]:
