@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from typing import Any
 
 HOST_EVENTS = {
     "user-prompt": "UserPromptSubmit",
@@ -104,7 +106,6 @@ def handle(
             "tool_use_id": payload.get("tool_use_id"),
             "duration_ms": payload.get("duration_ms"),
             "tool_input": _text(payload.get("tool_input"), 500),
-            "response_chars": len(_text(payload.get("tool_response"), sys.maxsize)),
         }
         sessions.record_event(store, session_id, "post_tool", payload, summary=summary)
         return None
@@ -190,12 +191,12 @@ The store is --root, else $CCLG_HOME, else ~/.cclg.
 """
 
 
-@dataclass
 class Arguments:
-    event: str = ""
-    agent: str | None = None
-    root: str | None = None
-    include_codegraph: bool = False
+    def __init__(self) -> None:
+        self.event = ""
+        self.agent: str | None = None
+        self.root: str | None = None
+        self.include_codegraph = False
 
 
 def parse_arguments(argv: list[str]) -> Arguments:

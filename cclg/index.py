@@ -22,7 +22,6 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from cclg.errors import ValidationError
@@ -122,16 +121,16 @@ def _files(folder: Path) -> dict[str, tuple[int, int, Path]]:
     return found
 
 
-@dataclass
 class Index:
     """An open index over one store."""
 
-    store: Store
-    db: sqlite3.Connection
-    # Document frequencies already looked up (``cclg.search.document_frequencies``),
-    # with the database version they hold for.
-    frequencies: dict[str | None, int] = field(default_factory=dict, repr=False)
-    frequencies_version: tuple[int, int] | None = field(default=None, repr=False)
+    def __init__(self, store: Store, db: sqlite3.Connection) -> None:
+        self.store = store
+        self.db = db
+        # Document frequencies already looked up (``cclg.search.document_frequencies``),
+        # with the database version they hold for.
+        self.frequencies: dict[str | None, int] = {}
+        self.frequencies_version: tuple[int, int] | None = None
 
     def close(self) -> None:
         self.db.close()

@@ -16,10 +16,10 @@ new node to its targets. An operation outside the closed set is an error
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from cclg import format as fmt
 from cclg.errors import UnknownPatchOperationError
+from cclg.records import Record
 
 TRANSITIONS: dict[str, frozenset[str]] = {
     "active": frozenset({"superseded", "deprecated", "expired", "forgotten", "conflict_pending"}),
@@ -41,16 +41,24 @@ INITIAL_STATUSES = frozenset({"active", "active_session", "pending", "pending_pr
 LIVE_STATUSES = frozenset({"active", "active_session"})
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(Record):
     """What one patch operation does."""
 
-    target_status: str | None  # where targets go; None: targets keep their status
-    new_nodes: str  # "none", "one" or "many" (two or more)
-    edge: str | None = None  # edge kind from each new node to each target
-    relation: str | None = None  # relation kind a new node gets besides ``supersedes``
-    min_targets: int = 1
-    max_targets: int | None = None
+    def __init__(
+        self,
+        target_status: str | None,
+        new_nodes: str,
+        edge: str | None = None,
+        relation: str | None = None,
+        min_targets: int = 1,
+        max_targets: int | None = None,
+    ) -> None:
+        self.target_status = target_status  # where targets go; None: targets keep their status
+        self.new_nodes = new_nodes  # "none", "one" or "many" (two or more)
+        self.edge = edge  # edge kind from each new node to each target
+        self.relation = relation  # relation kind a new node gets besides ``supersedes``
+        self.min_targets = min_targets
+        self.max_targets = max_targets
 
     @property
     def retiring(self) -> bool:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from cclg import lattice
@@ -28,6 +27,7 @@ from cclg.records import (
     MemoryEdge,
     MemoryNode,
     MemoryPatch,
+    Record,
     Source,
     default_resolution_policy,
     new_id,
@@ -40,14 +40,20 @@ from cclg.store import Store, audit_record, patch_order
 PRECEDENCE_RANK = {"session": 0, "project": 1, "workspace": 2, "global": 3}
 
 
-@dataclass
-class PatchResult:
+class PatchResult(Record):
     """What a patch wrote."""
 
-    patch: MemoryPatch
-    new_nodes: list[MemoryNode] = field(default_factory=list)
-    edges: list[MemoryEdge] = field(default_factory=list)
-    changed_nodes: list[MemoryNode] = field(default_factory=list)
+    def __init__(
+        self,
+        patch: MemoryPatch,
+        new_nodes: list[MemoryNode] | None = None,
+        edges: list[MemoryEdge] | None = None,
+        changed_nodes: list[MemoryNode] | None = None,
+    ) -> None:
+        self.patch = patch
+        self.new_nodes = [] if new_nodes is None else new_nodes
+        self.edges = [] if edges is None else edges
+        self.changed_nodes = [] if changed_nodes is None else changed_nodes
 
     def to_dict(self) -> dict[str, object]:
         return {

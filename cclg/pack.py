@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
-from typing import Any
 
 from cclg import format as fmt
 from cclg.index import Index, open_index
@@ -32,6 +30,10 @@ from cclg.records import MemoryNode, now_iso
 from cclg.search import Hit, View, Where, bm25, document_frequencies, idf
 from cclg.store import Store
 from cclg.text import is_cjk, query_words
+
+TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from typing import Any
 
 _PROMPT_RULES = fmt.contract()["prompt"]["active_memory_pack_toml"]
 DEFAULT_MAX_NODES = 12
@@ -52,16 +54,16 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(ascii_chars / 4) + (len(text) - ascii_chars)
 
 
-@dataclass
 class Budget:
-    max_nodes: int
-    max_chars: int
-    max_tokens: int | None
-    used_nodes: int = 0
-    used_chars: int = 0
-    used_tokens: int = 0
-    truncated: int = 0
-    omitted: int = 0
+    def __init__(self, max_nodes: int, max_chars: int, max_tokens: int | None) -> None:
+        self.max_nodes = max_nodes
+        self.max_chars = max_chars
+        self.max_tokens = max_tokens
+        self.used_nodes = 0
+        self.used_chars = 0
+        self.used_tokens = 0
+        self.truncated = 0
+        self.omitted = 0
 
     def room(self) -> tuple[int, int | None]:
         chars = self.max_chars - self.used_chars

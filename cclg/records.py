@@ -1,6 +1,6 @@
 """The records of cclg.format.v0.1: MemoryNode, MemoryPatch, MemoryEdge, Session.
 
-Records are plain dataclasses. ``to_dict()`` emits fields in the contract's
+Records are plain classes (see ``Record``). ``to_dict()`` emits fields in the contract's
 canonical order (read from ``cclg.format``); ``from_dict(data, where=...)`` parses
 strictly: an unknown schema version, a missing required field, a wrong type, an
 unknown field or an id with the wrong prefix is a ``ValidationError`` that names
@@ -22,12 +22,14 @@ import re
 import time
 import unicodedata
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from cclg import format as fmt
 from cclg.errors import ValidationError
+
+TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from typing import Any
 
 # ---------------------------------------------------------------- ids and times
 
@@ -169,9 +171,25 @@ def content_hash(value: Any) -> str:
         data = json.dumps(_normalize_value(value), sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode(
             "utf-8"
         )
-    from hashlib import sha256  # loads OpenSSL: only when a hash is needed, not at start-up
+    return "sha256:" + sha256_hex(data)
 
-    return "sha256:" + sha256(data).hexdigest()
+
+def sha256_hex(data: bytes) -> str:
+    """Hex SHA-256 of ``data``.
+
+    CPython's own SHA-256 module loads in well under a millisecond; ``hashlib``
+    loads OpenSSL first, which costs the hook about 10 ms of start-up. Both give
+    the same digest; ``hashlib`` is the fallback where the built-in module is absent.
+    """
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found]  # Python 3.12+
+    except ImportError:
+        try:
+            from _sha256 import sha256  # type: ignore[import-not-found]  # Python 3.11
+        except ImportError:
+            from hashlib import sha256
+    digest: str = sha256(data).hexdigest()
+    return digest
 
 
 # ---------------------------------------------------------------- strict reading
@@ -322,19 +340,45 @@ def _ordered(kind: str, values: dict[str, Any], optional: tuple[str, ...] = ()) 
     }
 
 
-# ---------------------------------------------------------------- nested parts
+# ---------------------------------------------------------------- record classes
 
 
-@dataclass
-class Scope:
+class Record:
+    """Base of cclg's record classes: equality and repr over the instance's fields.
+
+    The classes are written out by hand rather than with ``dataclasses``: importing
+    dataclasses (which imports ``inspect``) and generating each class costs about
+    35 ms of start-up, which the hook would pay on every prompt.
+    """
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, so not hashable
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and vars(other) == vars(self)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={value!r}" for name, value in vars(self).items())
+        return f"{type(self).__name__}({fields})"
+
+
+class Scope(Record):
     """Who and where a memory applies to. ``level`` drives scope precedence."""
 
-    user: str | None = "user_local"
-    org: str | None = None
-    workspace: str | None = None
-    project: str | None = None
-    agent: str | None = "global"
-    session: str | None = None
+    def __init__(
+        self,
+        user: str | None = "user_local",
+        org: str | None = None,
+        workspace: str | None = None,
+        project: str | None = None,
+        agent: str | None = "global",
+        session: str | None = None,
+    ) -> None:
+        self.user = user
+        self.org = org
+        self.workspace = workspace
+        self.project = project
+        self.agent = agent
+        self.session = session
 
     @property
     def level(self) -> str:
@@ -361,17 +405,26 @@ class Scope:
         return cls(**values)
 
 
-@dataclass
-class Source:
+class Source(Record):
     """Where a memory came from: a label and pointers into raw evidence."""
 
-    label: str | None = None
-    session_ids: list[str] = field(default_factory=list)
-    turn_ids: list[str] = field(default_factory=list)
-    raw_spans: list[dict[str, Any]] = field(default_factory=list)
-    tool_result_ids: list[str] = field(default_factory=list)
-    artifact_ids: list[str] = field(default_factory=list)
-    quote: str | None = None
+    def __init__(
+        self,
+        label: str | None = None,
+        session_ids: list[str] | None = None,
+        turn_ids: list[str] | None = None,
+        raw_spans: list[dict[str, Any]] | None = None,
+        tool_result_ids: list[str] | None = None,
+        artifact_ids: list[str] | None = None,
+        quote: str | None = None,
+    ) -> None:
+        self.label = label
+        self.session_ids = [] if session_ids is None else session_ids
+        self.turn_ids = [] if turn_ids is None else turn_ids
+        self.raw_spans = [] if raw_spans is None else raw_spans
+        self.tool_result_ids = [] if tool_result_ids is None else tool_result_ids
+        self.artifact_ids = [] if artifact_ids is None else artifact_ids
+        self.quote = quote
 
     def to_dict(self) -> dict[str, Any]:
         return _ordered("source", self.__dict__, optional=("quote",))
@@ -422,14 +475,20 @@ def _read_relations(r: _Reader, name: str, value: Any) -> dict[str, list[str]]:
     return relations
 
 
-@dataclass
-class Retrieval:
+class Retrieval(Record):
     """Precomputed lookup keys of a node."""
 
-    sparse_keys: list[str] = field(default_factory=list)
-    dense_text: str = ""
-    entity_keys: list[str] = field(default_factory=list)
-    temporal_keys: list[str] = field(default_factory=list)
+    def __init__(
+        self,
+        sparse_keys: list[str] | None = None,
+        dense_text: str = "",
+        entity_keys: list[str] | None = None,
+        temporal_keys: list[str] | None = None,
+    ) -> None:
+        self.sparse_keys = [] if sparse_keys is None else sparse_keys
+        self.dense_text = dense_text
+        self.entity_keys = [] if entity_keys is None else entity_keys
+        self.temporal_keys = [] if temporal_keys is None else temporal_keys
 
     def to_dict(self) -> dict[str, Any]:
         return _ordered("retrieval", self.__dict__)
@@ -464,26 +523,46 @@ def retrieval_for(content: str, max_keys: int = 64) -> Retrieval:
 # ---------------------------------------------------------------- MemoryNode
 
 
-@dataclass
-class MemoryNode:
-    id: str
-    type: str
-    scope: Scope
-    key: str | None
-    content: str
-    status: str
-    confidence: float
-    priority: str
-    created_at: str
-    updated_at: str
-    effective_from: str
-    effective_until: str | None
-    source: Source
-    relations: dict[str, list[str]]
-    retrieval: Retrieval
-    metadata: dict[str, Any]
-    tags: list[str] = field(default_factory=list)
-    schema_version: str = fmt.NODE_SCHEMA
+class MemoryNode(Record):
+    def __init__(
+        self,
+        id: str,
+        type: str,
+        scope: Scope,
+        key: str | None,
+        content: str,
+        status: str,
+        confidence: float,
+        priority: str,
+        created_at: str,
+        updated_at: str,
+        effective_from: str,
+        effective_until: str | None,
+        source: Source,
+        relations: dict[str, list[str]],
+        retrieval: Retrieval,
+        metadata: dict[str, Any],
+        tags: list[str] | None = None,
+        schema_version: str = fmt.NODE_SCHEMA,
+    ) -> None:
+        self.id = id
+        self.type = type
+        self.scope = scope
+        self.key = key
+        self.content = content
+        self.status = status
+        self.confidence = confidence
+        self.priority = priority
+        self.created_at = created_at
+        self.updated_at = updated_at
+        self.effective_from = effective_from
+        self.effective_until = effective_until
+        self.source = source
+        self.relations = relations
+        self.retrieval = retrieval
+        self.metadata = metadata
+        self.tags = [] if tags is None else tags
+        self.schema_version = schema_version
 
     def to_dict(self) -> dict[str, Any]:
         values = dict(self.__dict__)
@@ -609,22 +688,38 @@ def default_resolution_policy() -> dict[str, Any]:
     return {"rule": "manual", "auto_applied": True, "requires_review": False}
 
 
-@dataclass
-class MemoryPatch:
-    id: str
-    operation: str
-    target_ids: list[str]
-    new_node_ids: list[str]
-    reason: str
-    new_content: str | None
-    source: Source
-    confidence: float
-    resolution_policy: dict[str, Any]
-    created_at: str
-    applied_at: str | None
-    prior_states: dict[str, str] = field(default_factory=dict)
-    rollback_of: str | None = None
-    schema_version: str = fmt.PATCH_SCHEMA
+class MemoryPatch(Record):
+    def __init__(
+        self,
+        id: str,
+        operation: str,
+        target_ids: list[str],
+        new_node_ids: list[str],
+        reason: str,
+        new_content: str | None,
+        source: Source,
+        confidence: float,
+        resolution_policy: dict[str, Any],
+        created_at: str,
+        applied_at: str | None,
+        prior_states: dict[str, str] | None = None,
+        rollback_of: str | None = None,
+        schema_version: str = fmt.PATCH_SCHEMA,
+    ) -> None:
+        self.id = id
+        self.operation = operation
+        self.target_ids = target_ids
+        self.new_node_ids = new_node_ids
+        self.reason = reason
+        self.new_content = new_content
+        self.source = source
+        self.confidence = confidence
+        self.resolution_policy = resolution_policy
+        self.created_at = created_at
+        self.applied_at = applied_at
+        self.prior_states = {} if prior_states is None else prior_states
+        self.rollback_of = rollback_of
+        self.schema_version = schema_version
 
     def to_dict(self) -> dict[str, Any]:
         values = dict(self.__dict__)
@@ -680,15 +775,24 @@ NEEDS_CONTENT = frozenset(
 # ---------------------------------------------------------------- MemoryEdge
 
 
-@dataclass
-class MemoryEdge:
-    id: str
-    from_id: str
-    to_id: str
-    type: str
-    created_at: str
-    source_patch_id: str | None
-    schema_version: str = fmt.EDGE_SCHEMA
+class MemoryEdge(Record):
+    def __init__(
+        self,
+        id: str,
+        from_id: str,
+        to_id: str,
+        type: str,
+        created_at: str,
+        source_patch_id: str | None,
+        schema_version: str = fmt.EDGE_SCHEMA,
+    ) -> None:
+        self.id = id
+        self.from_id = from_id
+        self.to_id = to_id
+        self.type = type
+        self.created_at = created_at
+        self.source_patch_id = source_patch_id
+        self.schema_version = schema_version
 
     def to_dict(self) -> dict[str, Any]:
         values = dict(self.__dict__)
@@ -716,30 +820,52 @@ class MemoryEdge:
 # ---------------------------------------------------------------- Session
 
 
-@dataclass
-class Session:
-    id: str
-    agent: str
-    workspace: str | None
-    project: str | None
-    started_at: str
-    ended_at: str | None
-    status: str
-    created_at: str
-    updated_at: str
-    parent_session_id: str | None = None
-    branch_name: str | None = None
-    loaded_memory_ids: list[str] = field(default_factory=list)
-    session_overlay_ids: list[str] = field(default_factory=list)
-    pending_patch_ids: list[str] = field(default_factory=list)
-    active_task: dict[str, Any] = field(default_factory=lambda: {"goal": "", "open_questions": [], "active_files": []})
-    policy: dict[str, Any] = field(
-        default_factory=lambda: {"promotion": "default", "sync": "disabled", "retention": "keep_raw_local"}
-    )
-    # Events embedded in the session file (as other implementations write them);
-    # cclg appends its own events to sessions/<id>.events.jsonl instead.
-    events: list[dict[str, Any]] = field(default_factory=list)
-    schema_version: str = fmt.SESSION_SCHEMA
+class Session(Record):
+    def __init__(
+        self,
+        id: str,
+        agent: str,
+        workspace: str | None,
+        project: str | None,
+        started_at: str,
+        ended_at: str | None,
+        status: str,
+        created_at: str,
+        updated_at: str,
+        parent_session_id: str | None = None,
+        branch_name: str | None = None,
+        loaded_memory_ids: list[str] | None = None,
+        session_overlay_ids: list[str] | None = None,
+        pending_patch_ids: list[str] | None = None,
+        active_task: dict[str, Any] | None = None,
+        policy: dict[str, Any] | None = None,
+        events: list[dict[str, Any]] | None = None,
+        schema_version: str = fmt.SESSION_SCHEMA,
+    ) -> None:
+        self.id = id
+        self.agent = agent
+        self.workspace = workspace
+        self.project = project
+        self.started_at = started_at
+        self.ended_at = ended_at
+        self.status = status
+        self.created_at = created_at
+        self.updated_at = updated_at
+        self.parent_session_id = parent_session_id
+        self.branch_name = branch_name
+        self.loaded_memory_ids = [] if loaded_memory_ids is None else loaded_memory_ids
+        self.session_overlay_ids = [] if session_overlay_ids is None else session_overlay_ids
+        self.pending_patch_ids = [] if pending_patch_ids is None else pending_patch_ids
+        if active_task is None:
+            active_task = {"goal": "", "open_questions": [], "active_files": []}
+        self.active_task = active_task
+        if policy is None:
+            policy = {"promotion": "default", "sync": "disabled", "retention": "keep_raw_local"}
+        self.policy = policy
+        # Events embedded in the session file (as other implementations write them);
+        # cclg appends its own events to sessions/<id>.events.jsonl instead.
+        self.events = [] if events is None else events
+        self.schema_version = schema_version
 
     def to_dict(self) -> dict[str, Any]:
         return _ordered("session", self.__dict__)

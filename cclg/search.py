@@ -19,16 +19,18 @@ import math
 import re
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from cclg.errors import UsageError
 from cclg.index import Index, open_index, search_fields
 from cclg.ledger import effective_view
-from cclg.records import MemoryNode, parse_time
+from cclg.records import MemoryNode, Record, parse_time
 from cclg.store import Store, patch_order
 from cclg.text import query_terms, tokens
+
+TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from typing import Any
 
 MODES = ("auto", "grep", "bm25", "graph", "temporal")
 # Field weights for content, key, tags and retrieval keys.
@@ -37,14 +39,20 @@ GRAPH_RELATIONS = ("depends_on", "refines", "expands", "narrows", "derived_from"
 RRF_K = 60
 
 
-@dataclass(frozen=True)
-class Where:
+class Where(Record):
     """Which view a search looks at: session overlays, scope filters, the moment."""
 
-    session_id: str | None = None
-    project: str | None = None
-    workspace: str | None = None
-    at: datetime | None = None
+    def __init__(
+        self,
+        session_id: str | None = None,
+        project: str | None = None,
+        workspace: str | None = None,
+        at: datetime | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.project = project
+        self.workspace = workspace
+        self.at = at
 
     @property
     def moment(self) -> float:
@@ -298,11 +306,11 @@ def _selective(index: Index, terms: list[str]) -> list[str]:
 # ---------------------------------------------------------------- grep
 
 
-@dataclass
-class GrepMatch:
-    where: str  # a memory id or a raw file path
-    line: int
-    text: str
+class GrepMatch(Record):
+    def __init__(self, where: str, line: int, text: str) -> None:
+        self.where = where  # a memory id or a raw file path
+        self.line = line
+        self.text = text
 
     def to_dict(self) -> dict[str, Any]:
         return {"where": self.where, "line": self.line, "text": self.text}

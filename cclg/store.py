@@ -27,10 +27,8 @@ import os
 import re
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from cclg import format as fmt
 from cclg.errors import ConcurrencyError, NotFoundError, StoreNotFoundError, UsageError, ValidationError
@@ -38,13 +36,19 @@ from cclg.records import (
     MemoryEdge,
     MemoryNode,
     MemoryPatch,
+    Record,
     Session,
     dumps,
     is_valid_id,
     is_valid_session_id,
     now_iso,
     parse_time,
+    sha256_hex,
 )
+
+TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from typing import Any
 
 LAYOUT = ("raw", "nodes", "patches", "edges", "sessions", "audit", "active", "active/codegraphs")
 LOCK_TIMEOUT_SECONDS = 30.0
@@ -62,13 +66,13 @@ def resolve_root(root: str | os.PathLike[str] | None = None) -> Path:
     return Path("~/.cclg").expanduser()
 
 
-@dataclass
-class JsonlContents:
+class JsonlContents(Record):
     """What a JSON-lines log holds: parsed records, unreadable lines, a torn tail."""
 
-    records: list[dict[str, Any]] = field(default_factory=list)
-    bad_lines: list[tuple[int, str]] = field(default_factory=list)
-    torn_tail: bytes = b""
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+        self.bad_lines: list[tuple[int, str]] = []
+        self.torn_tail = b""
 
 
 def read_jsonl(path: Path) -> JsonlContents:
@@ -389,9 +393,7 @@ class Store:
         SHA-256, so the same bytes are stored once and different bytes never
         overwrite each other.
         """
-        from hashlib import sha256  # loads OpenSSL: only when evidence is written
-
-        digest = sha256(data).hexdigest()
+        digest = sha256_hex(data)
         base = safe_name(Path(name).name)
         stem, dot, ext = base.rpartition(".")
         if not dot or not stem:
@@ -402,7 +404,7 @@ class Store:
             try:
                 self.write_file(path, data, replace=False)
             except FileExistsError:
-                if sha256(path.read_bytes()).hexdigest() == digest:
+                if sha256_hex(path.read_bytes()) == digest:
                     return self.relative(path), False
                 continue
             self.audit("raw_written", path=self.relative(path), sha256=digest, bytes=len(data))

@@ -271,7 +271,7 @@ def test_sigkill_mid_write_leaves_a_store_doctor_can_repair(store: Store) -> Non
 # spent writing and renaming files: a kill almost always lands in the middle of a write.
 FILE_WRITER = textwrap.dedent(
     """
-    import dataclasses, sys
+    import copy, sys
     from cclg.records import content_hash, new_id
     from cclg.store import Store
 
@@ -282,7 +282,9 @@ FILE_WRITER = textwrap.dedent(
     for name in ("version a ", "version b "):
         content = name + filler
         metadata = {**node.metadata, "content_hash": content_hash(content)}
-        versions.append(dataclasses.replace(node, content=content, metadata=metadata))
+        version = copy.copy(node)
+        version.content, version.metadata = content, metadata
+        versions.append(version)
     blob = filler.encode()
     previous = []
     with store.batch():
@@ -290,7 +292,8 @@ FILE_WRITER = textwrap.dedent(
         i = 0
         while True:
             store.write_node(versions[i % 2])  # replaces the file
-            fresh_node = dataclasses.replace(versions[i % 2], id=new_id("mem"))
+            fresh_node = copy.copy(versions[i % 2])
+            fresh_node.id = new_id("mem")
             store.write_node(fresh_node, new=True)  # publishes a new file by hard link
             raw, _ = store.write_raw(b"blob %d " % i + blob, "blob.txt")
             for path in previous:  # keep the store small: only the newest files stay

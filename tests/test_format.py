@@ -210,3 +210,16 @@ def test_scope_vocabularies_are_consistent() -> None:
     # The scope field type of a node names exactly the scope keys, in order.
     scope_type = fmt.record_spec("memory_node")["fields"]["scope"]
     assert scope_type == "{" + ",".join(fmt.SCOPE_KEYS) + "}"
+
+
+def test_compiled_contract_is_up_to_date() -> None:
+    """The JSON the package reads is exactly the TOML source compiled; fix with `python -m cclg.format`."""
+    compiled = Path(fmt.CONTRACT_DIR) / fmt.COMPILED_FILE
+    assert compiled.read_text(encoding="utf-8") == fmt.compiled_contract(), "run `python -m cclg.format`"
+    assert fmt.contract() == fmt.contract_from_toml()
+
+
+def test_compiled_contract_is_packaged() -> None:
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    data = pyproject["tool"]["setuptools"]["package-data"]["cclg"]
+    assert f"contract/{fmt.COMPILED_FILE}" in data or "contract/*.json" in data

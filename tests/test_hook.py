@@ -119,7 +119,9 @@ def test_post_tool_keeps_a_large_response_once_in_raw(store: Store) -> None:
     (event,) = read_jsonl(store.session_events_path("abc123")).records
     assert event["summary"]["tool_name"] == "Bash" and event["summary"]["duration_ms"] == 12
     assert len(json.dumps(event)) < 5_000, "the session log holds a summary, not the response"
-    assert json.loads((store.root / event["raw"]).read_text())["payload"]["tool_response"] == response
+    raw = (store.root / event["raw"]).read_bytes()
+    assert json.loads(raw)["payload"]["tool_response"] == response
+    assert event["raw_bytes"] == len(raw)
 
 
 def test_session_lifecycle_events(store: Store) -> None:
@@ -173,21 +175,34 @@ def test_corrupt_store_fails_open(store: Store) -> None:
     assert result.returncode == 0 and result.stdout == b"{}\n"
 
 
-def test_the_hook_loads_no_heavy_modules(store: Store, memories: dict) -> None:
+# Never on the hook's path: the heavy dependencies, and standard modules that cost
+# milliseconds of start-up each (dataclasses imports inspect; hashlib loads OpenSSL).
+HEAVY_MODULES = ("click", "mcp", "git", "tree_sitter", "tomli_w")
+SLOW_STDLIB = ("dataclasses", "inspect", "typing", "tomllib", "_hashlib", "argparse", "importlib.resources")
+
+
+@pytest.mark.parametrize("event", ["user-prompt", "post-tool"])
+def test_the_hook_loads_no_heavy_modules(store: Store, memories: dict, event: str) -> None:
     script = (
         "import sys\nfrom cclg.hook import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "heavy = ('click', 'mcp', 'git', 'tree_sitter', 'tomli_w')\n"
-        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in heavy)\n"
+        f"heavy = {HEAVY_MODULES + SLOW_STDLIB!r}\n"
+        "heavy = sorted(m for m in sys.modules if m in heavy or m.split('.')[0] in heavy)\n"
         "print(repr(heavy), file=sys.stderr)\n"
     )
+    payload = claude_prompt("how do deploys go out?")
+    if event == "post-tool":
+        payload.update(hook_event_name="PostToolUse", tool_name="Bash", tool_input={"command": "ls"}, tool_response={})
     result = subprocess.run(
-        [sys.executable, "-c", script, "--root", str(store.root), "user-prompt"],
-        input=json.dumps(claude_prompt("how do deploys go out?")).encode(),
+        [sys.executable, "-c", script, "--root", str(store.root), event],
+        input=json.dumps(payload).encode(),
         capture_output=True,
         timeout=60,
     )
-    assert json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    if event == "user-prompt":
+        assert json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    else:
+        assert json.loads(result.stdout) == {}
     assert result.stderr.decode().strip().splitlines()[-1] == "[]"
 
 
