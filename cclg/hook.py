@@ -30,6 +30,8 @@ TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations ar
 if TYPE_CHECKING:
     from typing import Any
 
+    from cclg.store import Store
+
 HOST_EVENTS = {
     "user-prompt": "UserPromptSubmit",
     "post-tool": "PostToolUse",
@@ -96,11 +98,34 @@ def handle(
         prompt = payload.get("prompt")
         if not isinstance(prompt, str):
             raise ValueError("user-prompt payload has no prompt string")
-        sessions.record_event(
-            store, session_id, "user_prompt", payload, summary={"prompt": _text(prompt), "cwd": payload.get("cwd")}
+        return _record_and_answer(
+            store,
+            session_id,
+            "user_prompt",
+            payload,
+            {"prompt": _text(prompt), "cwd": payload.get("cwd")},
+            query=prompt,
+            project=project,
+            agent=agent,
+            include_codegraph=include_codegraph,
         )
-        query = prompt
-    elif event == "post-tool":
+    if event == "session-start":
+        # After a compaction or on resume, offer what the recent prompts needed;
+        # at a fresh start there is no prompt yet: pinned memories only.
+        source = payload.get("source")
+        query = " ".join(_recent_prompts(store, session_id, 3)) if source in ("compact", "resume") else ""
+        return _record_and_answer(
+            store,
+            session_id,
+            "session_start",
+            payload,
+            {"source": source, "cwd": payload.get("cwd")},
+            query=query,
+            project=project,
+            agent=agent,
+            include_codegraph=include_codegraph,
+        )
+    if event == "post-tool":
         summary = {
             "tool_name": payload.get("tool_name"),
             "tool_use_id": payload.get("tool_use_id"),
@@ -108,57 +133,91 @@ def handle(
             "tool_input": _text(payload.get("tool_input"), 500),
         }
         sessions.record_event(store, session_id, "post_tool", payload, summary=summary)
-        return None
-    elif event == "session-start":
-        sessions.record_event(
-            store,
-            session_id,
-            "session_start",
-            payload,
-            summary={"source": payload.get("source"), "cwd": payload.get("cwd")},
-        )
-        query = ""
     elif event in ("pre-compact", "post-compact"):
-        loaded = [
-            e.get("summary", {}).get("prompt")
-            for e in store.session_events(session_id)[-20:]
-            if e.get("event") == "user_prompt"
-        ]
-        sessions.record_event(
-            store,
-            session_id,
-            event.replace("-", "_"),
-            payload,
-            summary={
-                "trigger": payload.get("trigger"),
-                "recent_prompts": [p for p in loaded if p][-5:],
-                "compact_summary": _text(payload.get("compact_summary", "")),
-            },
-        )
-        return None
+        # The compact record: what the session was doing and which memories it had
+        # been given, so nothing is lost with the compacted transcript.
+        events = store.session_events(session_id)[-50:]
+        summary = {
+            "trigger": payload.get("trigger"),
+            "recent_prompts": _recent_prompts(store, session_id, 5, events),
+            "loaded_memory_ids": _loaded_memory_ids(events),
+            "compact_summary": _text(payload.get("compact_summary", "")),
+        }
+        sessions.record_event(store, session_id, event.replace("-", "_"), payload, summary=summary)
     else:  # stop, session-end
         sessions.record_event(
             store, session_id, event.replace("-", "_"), payload, summary={"reason": payload.get("reason")}
         )
         if event == "session-end":
-            sessions.end_session(store, session_id)
-        return None
+            loaded = _loaded_memory_ids(store.session_events(session_id))
+            sessions.end_session(store, session_id, loaded_memory_ids=loaded)
+    return None
 
+
+def _record_and_answer(
+    store: Store,
+    session_id: str,
+    event: str,
+    payload: dict[str, Any],
+    summary: dict[str, Any],
+    *,
+    query: str,
+    project: str | None,
+    agent: str,
+    include_codegraph: bool,
+) -> str | None:
+    """Compile the pack for ``query``, record the event with the ids it loaded, return the context.
+
+    The event is recorded even when the pack cannot be compiled; the error is
+    raised afterwards (and logged as a hook failure).
+    """
+    from cclg import sessions
     from cclg.pack import compile_pack, prompt_markdown  # only events that answer with context need it
 
     if agent == "codex":
         max_chars, max_tokens = CODEX_MAX_TOKENS * 4, CODEX_MAX_TOKENS - 200
     else:
         max_chars, max_tokens = CLAUDE_MAX_CHARS - 1_000, None
-    pack = compile_pack(
-        store, query, session_id=session_id, project=project, max_chars=max_chars - len(FRAME), max_tokens=max_tokens
-    )
+    pack: dict[str, Any] = {"memory_nodes": [], "suppressed_nodes": []}
+    failure: Exception | None = None
+    try:
+        pack = compile_pack(
+            store,
+            query,
+            session_id=session_id,
+            project=project,
+            max_chars=max_chars - len(FRAME),
+            max_tokens=max_tokens,
+        )
+    except Exception as error:
+        failure = error
+    summary["loaded_memory_ids"] = [node["id"] for node in pack["memory_nodes"]]
+    sessions.record_event(store, session_id, event, payload, summary=summary)
+    if failure is not None:
+        raise failure
     if not pack["memory_nodes"] and not pack["suppressed_nodes"]:
         return None
     context = FRAME + prompt_markdown(pack)
     if include_codegraph:
         context += "\n(The code graph is not available in this version of cclg.)\n"
     return context
+
+
+def _recent_prompts(store: Store, session_id: str, count: int, events: list[dict[str, Any]] | None = None) -> list[str]:
+    """The session's last ``count`` prompts, oldest first."""
+    events = store.session_events(session_id)[-50:] if events is None else events
+    prompts = [e.get("summary", {}).get("prompt") for e in events if e.get("event") == "user_prompt"]
+    return [p for p in prompts if isinstance(p, str) and p][-count:]
+
+
+def _loaded_memory_ids(events: list[dict[str, Any]]) -> list[str]:
+    """Ids of the memories the session was given, first offer first, without repeats."""
+    loaded: dict[str, None] = {}
+    for e in events:
+        ids = e.get("summary", {}).get("loaded_memory_ids")
+        if isinstance(ids, list):
+            loaded.update((i, None) for i in ids if isinstance(i, str))
+    return list(loaded)
 
 
 def respond(event: str, context: str | None) -> dict[str, Any]:

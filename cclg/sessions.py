@@ -73,12 +73,15 @@ def record_event(
     return record
 
 
-def end_session(store: Store, session_id: str) -> Session:
+def end_session(store: Store, session_id: str, loaded_memory_ids: list[str] | None = None) -> Session:
+    """Close a session; ``loaded_memory_ids`` lists the memories it was given."""
     with store.lock():
         session = store.read_session(session_id)
         if session.ended_at is None:
             session.ended_at = session.updated_at = now_iso()
             session.status = "ended"
+            if loaded_memory_ids is not None:
+                session.loaded_memory_ids = loaded_memory_ids
             store.write_session(session)
             store.audit("session_ended", session_id=session_id)
     return session

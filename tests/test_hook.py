@@ -140,6 +140,39 @@ def test_session_lifecycle_events(store: Store) -> None:
     assert store.read_session("s-1").ended_at is not None
 
 
+def test_compaction_keeps_what_the_session_was_doing_and_offers_it_again(store: Store, memories: dict) -> None:
+    base = {"session_id": "s-2", "transcript_path": "/t.jsonl", "cwd": "/home/u/repo", "permission_mode": "default"}
+    run_hook(store.root, "session-start", {**base, "hook_event_name": "SessionStart", "source": "startup"})
+    run_hook(store.root, "user-prompt", claude_prompt("how do deploys go out?", session="s-2"))
+    run_hook(store.root, "pre-compact", {**base, "hook_event_name": "PreCompact", "trigger": "auto"})
+    after = run_hook(store.root, "session-start", {**base, "hook_event_name": "SessionStart", "source": "compact"})
+    run_hook(store.root, "session-end", {**base, "hook_event_name": "SessionEnd", "reason": "exit"})
+
+    events = read_jsonl(store.session_events_path("s-2")).records
+    start, prompt, compact, restart, _ = events
+    assert start["summary"]["loaded_memory_ids"] == [], "a fresh start has no prompt to match"
+    assert prompt["summary"]["loaded_memory_ids"] == [memories["new"]]
+    assert compact["summary"]["recent_prompts"] == ["how do deploys go out?"]
+    assert compact["summary"]["loaded_memory_ids"] == [memories["new"]]
+    context = json.loads(after.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Deploys go out from CI" in context, "after compaction the session's memories are offered again"
+    assert restart["summary"]["loaded_memory_ids"] == [memories["new"]]
+    assert store.read_session("s-2").loaded_memory_ids == [memories["new"]]
+
+
+def test_a_prompt_is_recorded_even_when_the_pack_fails(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cclg import hook, pack
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("index unreadable")
+
+    monkeypatch.setattr(pack, "compile_pack", broken)
+    with pytest.raises(RuntimeError, match="index unreadable"):
+        hook.handle("user-prompt", claude_prompt("how do deploys go out?"), "claude", str(store.root))
+    (event,) = read_jsonl(store.session_events_path("abc123")).records
+    assert event["summary"]["prompt"] == "how do deploys go out?" and event["summary"]["loaded_memory_ids"] == []
+
+
 BAD_INPUTS = [
     b"",
     b"garbage",
