@@ -19,6 +19,7 @@ The store's location is decided by ``resolve_root``: ``--root``, else
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import errno
 import fcntl
@@ -136,6 +137,9 @@ class Store:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        # Threads sharing this object (the MCP server runs tools in worker threads)
+        # take turns on this mutex before the file lock; its owner may re-enter.
+        self._mutex = _thread.RLock()
         self._lock_depth = 0
         self._lock_fd: int | None = None
         self._batch_depth = 0
@@ -223,16 +227,27 @@ class Store:
 
     @contextlib.contextmanager
     def lock(self, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator[None]:
-        """Exclusive store lock for ledger changes (re-entrant within this object)."""
-        if self._lock_depth:
-            self._lock_depth += 1
-            try:
-                yield
-            finally:
-                self._lock_depth -= 1
-            return
-        fd = os.open(self.root / fmt.PATHS["lock"], os.O_RDWR | os.O_CREAT, 0o600)
+        """Exclusive store lock for ledger changes: across processes (``flock``) and
+        across threads sharing this object; re-entrant within the thread holding it."""
         deadline = time.monotonic() + timeout
+        if not self._mutex.acquire(timeout=timeout):
+            raise ConcurrencyError(f"the store {self.root} stayed locked for {timeout:.0f}s (by another thread)")
+        try:
+            if self._lock_depth:
+                self._lock_depth += 1
+                try:
+                    yield
+                finally:
+                    self._lock_depth -= 1
+                return
+            with self._file_lock(deadline, timeout):
+                yield
+        finally:
+            self._mutex.release()
+
+    @contextlib.contextmanager
+    def _file_lock(self, deadline: float, timeout: float) -> Iterator[None]:
+        fd = os.open(self.root / fmt.PATHS["lock"], os.O_RDWR | os.O_CREAT, 0o600)
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -203,6 +203,34 @@ def test_two_processes_race_to_supersede_the_same_node(store: Store) -> None:
         assert doctor.diagnose(store).findings == []
 
 
+def test_threads_sharing_one_store_race_to_supersede(store: Store) -> None:
+    """The MCP server runs tool calls in worker threads over one Store object."""
+    import threading
+
+    target = add_memory(store, "the contested fact", source="test").new_nodes[0].id
+    outcomes: list[str] = []
+    start = threading.Barrier(4)
+
+    def racer(i: int) -> None:
+        start.wait()
+        try:
+            apply_patch(store, "supersede", [target], reason=f"thread {i}", contents=[f"corrected by {i}"])
+            outcomes.append("ok")
+        except IllegalPatchError:
+            outcomes.append("illegal")
+        add_memory(store, f"thread {i} adds a fact", source="test")
+
+    threads = [threading.Thread(target=racer, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["illegal", "illegal", "illegal", "ok"]
+    assert len([p for p in store.load_patches() if p.operation == "supersede"]) == 1
+    assert len(store.load_nodes()) == 1 + 1 + 4
+    assert doctor.diagnose(store).findings == []
+
+
 # ---------------------------------------------------------------- SIGKILL mid-write
 
 KILLED_WRITER = textwrap.dedent(
