@@ -1,4 +1,4 @@
-"""Library operations behind the command line (and later the MCP server).
+"""Library operations behind the command line and the MCP server.
 
 Each function takes an open ``Store`` and plain values, does one job through the
 ledger, and returns records or plain dicts; the surfaces only parse and print.
@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from cclg import format as fmt
+from cclg import ledger
 from cclg.errors import NotFoundError, UsageError, ValidationError
 from cclg.lattice import INITIAL_STATUSES
 from cclg.ledger import PatchResult, create_nodes, effective_view
 from cclg.records import MemoryNode, MemoryPatch, Scope, Source, content_hash, is_valid_id, new_node
+from cclg.search import Where, search
 from cclg.sessions import note_overlay
 from cclg.store import Store, read_jsonl
 
@@ -321,3 +323,92 @@ def resolve_node_id(store: Store, text: str) -> str:
     if len(matches) > 1:
         raise UsageError(f"{text} matches {len(matches)} memories; give more of the id")
     raise NotFoundError(f"no memory {text} in {store.root}")
+
+
+def patch(
+    store: Store,
+    operation: str,
+    targets: list[str],
+    *,
+    contents: list[str],
+    reason: str,
+    source: str = "manual",
+    confidence: float = 1.0,
+) -> PatchResult:
+    """``cclg patch``: one patch operation. For ``rollback`` the one target is a patch id;
+    ``create`` takes one content and no target; the others take memory ids (or prefixes)."""
+    if operation not in fmt.PATCH_OPERATIONS:
+        raise UsageError(f"unknown patch operation {operation!r}; use one of {', '.join(fmt.PATCH_OPERATIONS)}")
+    if operation == "rollback":
+        if len(targets) != 1 or contents:
+            raise UsageError("rollback takes exactly one target, the id of the patch to undo, and no content")
+        return ledger.rollback(store, targets[0], reason=reason, source=Source(label=source))
+    if operation == "create":
+        if len(contents) != 1 or targets:
+            raise UsageError("create takes one content and no target")
+        return add_memory(store, contents[0], source=source, reason=reason, confidence=confidence)
+    ids = [resolve_node_id(store, t) for t in targets]
+    return ledger.apply_patch(
+        store, operation, ids, reason=reason, contents=contents, source=Source(label=source), confidence=confidence
+    )
+
+
+def keep_raw(store: Store, data: bytes, name: str) -> dict[str, Any]:
+    """``cclg raw``: keep bytes verbatim as evidence (content-addressed, never overwritten)."""
+    stored, written = store.write_raw(data, name)
+    return {"path": stored, "bytes": len(data), "written": written}
+
+
+def recall(store: Store, query: str, *, where: Where | None = None, limit: int = 5) -> list[dict[str, Any]]:
+    """Current memories for ``query``, each with its provenance (source, quote, raw spans)."""
+    hits = search(store, query, mode="bm25", limit=limit, where=where)
+    return [
+        {"id": h.id, "score": round(h.score, 4), "node": h.node.to_dict(), "provenance": cite(store, h.id)}
+        for h in hits
+    ]
+
+
+def conflicts(store: Store) -> list[dict[str, Any]]:
+    """Memories waiting for a decision: those in ``conflict_pending``, with what contradicts them."""
+    nodes = store.load_nodes()
+    found = []
+    for node in sorted(nodes.values(), key=lambda n: n.id):
+        if node.status != "conflict_pending":
+            continue
+        others = sorted(
+            {*node.relations.get("contradicts", [])}
+            | {n.id for n in nodes.values() if node.id in n.relations.get("contradicts", [])}
+        )
+        found.append({"node": node.to_dict(), "contradicted_by": others})
+    return found
+
+
+def resolve(
+    store: Store, targets: list[str], *, content: str, reason: str, source: str = "manual", confidence: float = 1.0
+) -> PatchResult:
+    """``cclg resolve``: settle a conflict with one memory that says what is true now
+    (a ``resolve_conflict`` patch: the targets are retired, the new memory resolves them)."""
+    if not targets:
+        raise UsageError("resolve needs the ids of the memories in conflict")
+    return patch(
+        store, "resolve_conflict", targets, contents=[content], reason=reason, source=source, confidence=confidence
+    )
+
+
+def audit_log(
+    store: Store, *, limit: int = 50, event: str | None = None, memory_id: str | None = None
+) -> list[dict[str, Any]]:
+    """The audit log, newest first, optionally one event kind or the records naming one memory."""
+    if event is not None and event not in fmt.AUDIT_EVENTS:
+        raise UsageError(f"unknown audit event {event!r}; use one of {', '.join(fmt.AUDIT_EVENTS)}")
+    node_id = resolve_node_id(store, memory_id) if memory_id else None
+    records = []
+    for record in reversed(read_jsonl(store.audit_path).records):
+        if event is not None and record.get("event") != event:
+            continue
+        if node_id is not None and node_id not in json.dumps(record):
+            continue
+        records.append(record)
+        if len(records) >= limit:
+            break
+    return records

@@ -21,7 +21,6 @@ from cclg import install as install_mod
 from cclg.errors import CclgError, UsageError, ValidationError
 from cclg.index import connect
 from cclg.pack import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, compile_pack, render, to_toml
-from cclg.records import Source
 from cclg.store import Store, resolve_root
 
 
@@ -159,8 +158,7 @@ def raw(ctx: click.Context, path: str, name: str | None, as_json: bool) -> None:
     Example: cclg raw notes/meeting.md
     """
     data = _read_input(path)
-    stored, written = _store(ctx).write_raw(data, name or ("stdin" if path == "-" else Path(path).name))
-    _emit({"path": stored, "bytes": len(data), "written": written}, as_json)
+    _emit(api.keep_raw(_store(ctx), data, name or ("stdin" if path == "-" else Path(path).name)), as_json)
 
 
 @cli.command("import-jsonl")
@@ -207,21 +205,15 @@ def patch(
 
     Example: cclg patch refine --target mem_01... --content "pytest -q -x" --reason "stop early"
     """
-    store = _store(ctx)
-    texts = [_text_arg(c) for c in contents]
-    if operation == "rollback":
-        if len(targets) != 1:
-            raise UsageError("rollback takes exactly one --target: the id of the patch to undo")
-        result = ledger.rollback(store, targets[0], reason=reason, source=Source(label=source))
-    elif operation == "create":
-        if len(texts) != 1 or targets:
-            raise UsageError("create takes one --content and no --target")
-        result = api.add_memory(store, texts[0], source=source, reason=reason, confidence=confidence)
-    else:
-        ids = [api.resolve_node_id(store, t) for t in targets]
-        result = ledger.apply_patch(
-            store, operation, ids, reason=reason, contents=texts, source=Source(label=source), confidence=confidence
-        )
+    result = api.patch(
+        _store(ctx),
+        operation,
+        list(targets),
+        contents=[_text_arg(c) for c in contents],
+        reason=reason,
+        source=source,
+        confidence=confidence,
+    )
     _emit(result.to_dict(), as_json)
 
 
@@ -332,6 +324,74 @@ def cite(ctx: click.Context, memory_id: str, as_json: bool) -> None:
     """
     store = _store(ctx)
     _emit(api.cite(store, api.resolve_node_id(store, memory_id)), as_json)
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--limit", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option("--session", "--session-id", "session_id", help="Include this session's overlay memories.")
+@click.option("--project", help="Only memories of this project (or of no project).")
+@click.option("--workspace", help="Only memories of this workspace (or of no workspace).")
+@json_option
+@click.pass_context
+def recall(
+    ctx: click.Context,
+    query: str,
+    limit: int,
+    session_id: str | None,
+    project: str | None,
+    workspace: str | None,
+    as_json: bool,
+) -> None:
+    """Current memories for QUERY, each with where it came from (source, quote, raw spans).
+
+    Example: cclg recall "how do deploys go out" --limit 3
+    """
+    where = search.Where(session_id=session_id, project=project, workspace=workspace)
+    _emit(api.recall(_store(ctx), query, where=where, limit=limit), as_json)
+
+
+@cli.command()
+@json_option
+@click.pass_context
+def conflicts(ctx: click.Context, as_json: bool) -> None:
+    """Memories in conflict_pending, with the memories that contradict them.
+
+    Settle one with `cclg resolve`. Example: cclg conflicts
+    """
+    _emit(api.conflicts(_store(ctx)), as_json)
+
+
+@cli.command()
+@click.argument("memory_ids", nargs=-1, required=True)
+@click.option("--content", required=True, help="What is true now ('-' reads stdin).")
+@click.option("--reason", required=True, help="Why: kept in the patch for the audit trail.")
+@click.option("--source", default="manual", show_default=True, help="Source label of the decision.")
+@json_option
+@click.pass_context
+def resolve(
+    ctx: click.Context, memory_ids: tuple[str, ...], content: str, reason: str, source: str, as_json: bool
+) -> None:
+    """Settle a conflict: one new memory replaces the MEMORY_IDS in conflict (a resolve_conflict patch).
+
+    Example: cclg resolve mem_01a mem_01b --content "Deploys go out from CI" --reason "checked the workflow"
+    """
+    result = api.resolve(_store(ctx), list(memory_ids), content=_text_arg(content), reason=reason, source=source)
+    _emit(result.to_dict(), as_json)
+
+
+@cli.command()
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--event", help="Only this kind of audit record (memory_created, patch_applied, ...).")
+@click.option("--memory", "memory_id", help="Only records naming this memory.")
+@json_option
+@click.pass_context
+def audit(ctx: click.Context, limit: int, event: str | None, memory_id: str | None, as_json: bool) -> None:
+    """The audit log, newest first: every change to the store, who made it and when.
+
+    Example: cclg audit --event patch_applied --limit 10
+    """
+    _emit(api.audit_log(_store(ctx), limit=limit, event=event, memory_id=memory_id), as_json)
 
 
 @cli.command()

@@ -1,10 +1,334 @@
-"""``cclg-mcp``: the MCP server (placeholder until the MCP issue lands)."""
+"""``cclg-mcp``: the MCP server, on the official SDK (``mcp`` 2.x, ``MCPServer``).
+
+Every tool is a thin call into the library (``cclg.api``, ``cclg.search``,
+``cclg.pack``), so a write through MCP goes through the same ledger, lattice and
+audit log as the CLI, and the CLI's ``--json`` output and a tool's structured
+result are the same records.
+
+Each tool is served under two names: ``cclg_<verb>`` and the standard's
+``memory_<verb>`` alias. Clients such as Claude Desktop and Codex reject a tool
+list holding any name outside ``^[a-zA-Z0-9_-]{1,64}$``, so the CCLG standard's
+dotted names (``cclg.search``, ``memory.search``) are served only with
+``--dotted-names``.
+
+A failing call (unknown id, illegal patch, bad argument) comes back as an MCP tool
+error carrying the library's message; the server keeps serving.
+"""
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import click
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from cclg import __version__, api, search
+from cclg import format as fmt
+from cclg.errors import CclgError, UsageError
+from cclg.pack import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, compile_pack
+from cclg.store import Store
+
+# Limits on what a caller may send: generous for real use, small enough that a
+# runaway argument is refused with a clear message instead of filling the store.
+MAX_QUERY_CHARS = 10_000
+MAX_CONTENT_CHARS = 100_000
+MAX_RAW_CHARS = 8 * 1024 * 1024
+MAX_LIMIT = 200
+MAX_TARGETS = 100
+
+Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for.")]
+Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description="At most this many results.")]
+SessionId = Annotated[str | None, Field(max_length=200, description="Include this session's overlay memories.")]
+Project = Annotated[str | None, Field(max_length=200, description="Only memories of this project (or of none).")]
+Workspace = Annotated[str | None, Field(max_length=200, description="Only memories of this workspace (or of none).")]
+MemoryId = Annotated[str, Field(min_length=4, max_length=100, description="A memory id (mem_...) or a unique prefix.")]
+Content = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS, description="One self-contained statement.")]
+Reason = Annotated[
+    str, Field(min_length=1, max_length=2_000, description="Why; kept in the patch for the audit trail.")
+]
+SourceLabel = Annotated[
+    str, Field(min_length=1, max_length=200, description="Where it came from: user, doc:README.md, session:ID, ...")
+]
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+# Adds a memory each call (nothing is overwritten).
+ADDITIVE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+# The same bytes are stored once: calling again changes nothing.
+ADDITIVE_IDEMPOTENT = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+# Retires memories (reversible with a rollback, but it changes what is current).
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 
-def main() -> None:
-    print("cclg-mcp: the MCP server is not implemented yet; use the cclg command line meanwhile", file=sys.stderr)
-    sys.exit(1)
+def _where(session_id: str | None, project: str | None, workspace: str | None) -> search.Where:
+    return search.Where(session_id=session_id, project=project, workspace=workspace)
+
+
+def build_server(store: Store, *, dotted_names: bool = False) -> MCPServer:
+    """The server with every tool registered under its names."""
+    server = MCPServer(
+        name="cclg",
+        version=__version__,
+        instructions=(
+            "cclg is the user's local memory store. Search it (cclg_search, cclg_recall) before relying on "
+            "what you assume about this project; record what you learn (cclg_add); correct what is wrong "
+            "(cclg_patch). Retired memories are history, never current truth."
+        ),
+    )
+
+    def register(verb: str, fn: Callable[..., dict[str, Any]], description: str, annotations: ToolAnnotations) -> None:
+        @functools.wraps(fn)  # the SDK reads the parameters through __wrapped__
+        def call(**arguments: Any) -> dict[str, Any]:
+            try:
+                return fn(**arguments)
+            except CclgError as error:  # the library's message reaches the caller as a tool error
+                raise ToolError(str(error)) from error
+
+        for prefix in ("cclg", "memory"):
+            name = f"{prefix}.{verb}" if dotted_names else f"{prefix}_{verb}"
+            server.add_tool(call, name=name, description=description, annotations=annotations, structured_output=True)
+
+    def memory_search(
+        query: Query,
+        mode: Annotated[
+            str,
+            Field(
+                json_schema_extra={"enum": list(search.MODES)},
+                description="bm25: ranked words; grep: exact text; graph: hits and what they relate to; "
+                "temporal: newest first; auto: all fused.",
+            ),
+        ] = "auto",
+        limit: Limit = 10,
+        session_id: SessionId = None,
+        project: Project = None,
+        workspace: Workspace = None,
+        status: Annotated[
+            str | None,
+            Field(
+                json_schema_extra={"enum": ["all", *fmt.NODE_STATUSES]},
+                description="Search memories of this status instead of current ones ('all' for every one).",
+            ),
+        ] = None,
+    ) -> dict[str, Any]:
+        if status is not None and status != "all" and status not in fmt.NODE_STATUSES:
+            raise UsageError(f"unknown status {status!r}; use all or one of {', '.join(fmt.NODE_STATUSES)}")
+        hits = search.search(
+            store, query, mode=mode, limit=limit, where=_where(session_id, project, workspace), status=status
+        )
+        return {"results": [h.to_dict() for h in hits]}
+
+    def memory_bm25(
+        query: Query,
+        limit: Limit = 10,
+        session_id: SessionId = None,
+        project: Project = None,
+        workspace: Workspace = None,
+    ) -> dict[str, Any]:
+        hits = search.search(store, query, mode="bm25", limit=limit, where=_where(session_id, project, workspace))
+        return {"results": [h.to_dict() for h in hits]}
+
+    def memory_grep(
+        pattern: Annotated[str, Field(min_length=1, max_length=1_000, description="Text (or regex) to find.")],
+        regex: Annotated[bool, Field(description="The pattern is a regular expression.")] = False,
+        ignore_case: bool = False,
+        raw: Annotated[bool, Field(description="Also search raw evidence.")] = False,
+        limit: Limit = 50,
+        session_id: SessionId = None,
+        project: Project = None,
+        workspace: Workspace = None,
+    ) -> dict[str, Any]:
+        matches = search.grep(
+            store,
+            pattern,
+            regex=regex,
+            ignore_case=ignore_case,
+            raw=raw,
+            where=_where(session_id, project, workspace),
+            limit=limit,
+        )
+        return {"matches": [m.to_dict() for m in matches]}
+
+    def memory_pack(
+        query: Annotated[
+            str, Field(max_length=MAX_QUERY_CHARS, description="The task at hand; empty for pinned memories only.")
+        ] = "",
+        session_id: SessionId = None,
+        project: Project = None,
+        workspace: Workspace = None,
+        max_nodes: Annotated[int, Field(ge=0, le=MAX_LIMIT)] = DEFAULT_MAX_NODES,
+        max_chars: Annotated[int, Field(ge=0, le=1_000_000)] = DEFAULT_MAX_CHARS,
+        max_tokens: Annotated[int | None, Field(ge=0, le=250_000)] = None,
+    ) -> dict[str, Any]:
+        return compile_pack(
+            store,
+            query,
+            session_id=session_id,
+            project=project,
+            workspace=workspace,
+            max_nodes=max_nodes,
+            max_chars=max_chars,
+            max_tokens=max_tokens,
+        )
+
+    def memory_add(
+        content: Content,
+        source: SourceLabel = "mcp",
+        type: Annotated[str, Field(json_schema_extra={"enum": list(fmt.NODE_TYPES)})] = "memory",
+        key: Annotated[
+            str | None,
+            Field(max_length=200, description="Stable key: same-key memories collapse to the narrowest scope."),
+        ] = None,
+        quote: Annotated[
+            str | None, Field(max_length=10_000, description="The words of the source this rests on.")
+        ] = None,
+        confidence: Annotated[float, Field(ge=0, le=1)] = 1.0,
+        scope: Annotated[dict[str, str] | None, Field(description=f"Scope keys: {', '.join(fmt.SCOPE_KEYS)}.")] = None,
+        tags: Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=50)] = [],  # noqa: B006
+    ) -> dict[str, Any]:
+        result = api.add_memory(
+            store,
+            content,
+            source=source,
+            type=type,
+            key=key,
+            quote=quote,
+            confidence=confidence,
+            scope=api.parse_scope(scope),
+            tags=list(tags),
+        )
+        return result.new_nodes[0].to_dict()
+
+    def memory_patch(
+        operation: Annotated[str, Field(json_schema_extra={"enum": list(fmt.PATCH_OPERATIONS)})],
+        reason: Reason,
+        targets: Annotated[
+            list[Annotated[str, Field(max_length=100)]],
+            Field(max_length=MAX_TARGETS, description="Memory ids to change; for rollback, the patch id."),
+        ] = [],  # noqa: B006
+        contents: Annotated[
+            list[Annotated[str, Field(max_length=MAX_CONTENT_CHARS)]],
+            Field(max_length=MAX_TARGETS, description="New content (several for split)."),
+        ] = [],  # noqa: B006
+        source: SourceLabel = "mcp",
+        confidence: Annotated[float, Field(ge=0, le=1)] = 1.0,
+    ) -> dict[str, Any]:
+        result = api.patch(
+            store,
+            operation,
+            list(targets),
+            contents=list(contents),
+            reason=reason,
+            source=source,
+            confidence=confidence,
+        )
+        return result.to_dict()
+
+    def memory_raw(
+        content: Annotated[str, Field(max_length=MAX_RAW_CHARS, description="The evidence, verbatim.")],
+        name: Annotated[
+            str, Field(min_length=1, max_length=200, description="File name to keep it under, such as notes.md.")
+        ] = "mcp.txt",
+    ) -> dict[str, Any]:
+        return api.keep_raw(store, content.encode("utf-8"), name)
+
+    def memory_recall(
+        query: Query,
+        limit: Annotated[int, Field(ge=1, le=50)] = 5,
+        session_id: SessionId = None,
+        project: Project = None,
+        workspace: Workspace = None,
+    ) -> dict[str, Any]:
+        return {"results": api.recall(store, query, where=_where(session_id, project, workspace), limit=limit)}
+
+    def memory_cite(memory_id: MemoryId) -> dict[str, Any]:
+        return api.cite(store, api.resolve_node_id(store, memory_id))
+
+    def memory_conflicts() -> dict[str, Any]:
+        return {"conflicts": api.conflicts(store)}
+
+    def memory_resolve(
+        memory_ids: Annotated[
+            list[Annotated[str, Field(max_length=100)]],
+            Field(min_length=1, max_length=MAX_TARGETS, description="The memories in conflict."),
+        ],
+        content: Content,
+        reason: Reason,
+        source: SourceLabel = "mcp",
+    ) -> dict[str, Any]:
+        return api.resolve(store, list(memory_ids), content=content, reason=reason, source=source).to_dict()
+
+    def memory_audit(
+        limit: Annotated[int, Field(ge=1, le=1_000)] = 50,
+        event: Annotated[str | None, Field(json_schema_extra={"enum": list(fmt.AUDIT_EVENTS)})] = None,
+        memory_id: Annotated[str | None, Field(max_length=100, description="Only records naming this memory.")] = None,
+    ) -> dict[str, Any]:
+        return {"records": api.audit_log(store, limit=limit, event=event, memory_id=memory_id)}
+
+    register("search", memory_search, "Search current memories (ranked; optional scope filters).", READ_ONLY)
+    register("grep", memory_grep, "Find exact text (or a regex) line by line in memories and raw evidence.", READ_ONLY)
+    register("bm25", memory_bm25, "Ranked word search over current memories (BM25 only).", READ_ONLY)
+    register(
+        "pack", memory_pack, "Compile the ActiveMemoryPack: current memories for a task, under a budget.", READ_ONLY
+    )
+    register("add", memory_add, "Record a new memory: one self-contained statement with its source.", ADDITIVE)
+    register(
+        "patch",
+        memory_patch,
+        "Change memories through the ledger: refine, supersede, forget, rollback, ... with a reason.",
+        DESTRUCTIVE,
+    )
+    register(
+        "raw", memory_raw, "Keep text verbatim as raw evidence (stored once, never overwritten).", ADDITIVE_IDEMPOTENT
+    )
+    register(
+        "recall", memory_recall, "Current memories for a query, each with its source, quote and raw spans.", READ_ONLY
+    )
+    register("cite", memory_cite, "Where one memory came from: source, quote, raw evidence, patches.", READ_ONLY)
+    register("conflicts", memory_conflicts, "Memories waiting for a decision (conflict_pending).", READ_ONLY)
+    register("resolve", memory_resolve, "Settle a conflict with one memory that says what is true now.", DESTRUCTIVE)
+    register("audit", memory_audit, "The audit log, newest first: every change to the store.", READ_ONLY)
+    return server
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--root",
+    envvar="CCLG_HOME",
+    type=click.Path(file_okay=False),
+    help="Store folder. Default: $CCLG_HOME, else ~/.cclg.",
+)
+@click.option("--transport", type=click.Choice(["stdio", "streamable-http"]), default="stdio", show_default=True)
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address for streamable-http (loopback by default)."
+)
+@click.option(
+    "--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="Port for streamable-http."
+)
+@click.option("--dotted-names", is_flag=True, help="Serve the standard's dotted tool names (cclg.search) instead.")
+@click.version_option(__version__, prog_name="cclg-mcp")
+def main(root: str | None, transport: str, host: str, port: int, dotted_names: bool) -> None:
+    """Serve the cclg store to MCP clients (stdio by default).
+
+    Register it with Claude Code: claude mcp add cclg -- cclg-mcp
+    """
+    try:
+        store = Store.open(root)
+    except CclgError as error:
+        click.echo(f"cclg-mcp: {error}", err=True)
+        sys.exit(error.exit_code)
+    server = build_server(store, dotted_names=dotted_names)
+    if transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=host, port=port)
+
+
+if __name__ == "__main__":
+    main()
