@@ -618,58 +618,88 @@ host_argument = click.argument("host", type=click.Choice(["claude", "codex"]))
 place_option = click.option(
     "--project",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Configure this project folder (.claude/settings.json or .codex/hooks.json) instead of your home folder.",
+    help="Configure this project folder (.claude/settings.json and .mcp.json, or .codex/hooks.json) "
+    "instead of your home folder.",
 )
+user_option = click.option("--user", is_flag=True, help="Configure your home folder (the default).")
 dry_run_option = click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 
 
-def _print_change(change: install_mod.Change, as_json: bool, verb: str) -> None:
+def _place(project: Path | None, user: bool) -> Path | None:
+    if project is not None and user:
+        raise UsageError("give --project DIR or --user, not both")
+    return project
+
+
+def _print_changes(changes: list[install_mod.Change], as_json: bool, verb: str) -> None:
     if as_json:
-        _emit(change.to_dict(), True)
+        _emit([change.to_dict() for change in changes], True)
         return
-    lines = change.added if verb == "added" else change.removed
-    if not lines:
-        click.echo(f"nothing to change in {change.path}")
-        return
-    click.echo(f"{'would change' if not change.written else 'changed'} {change.path}:")
-    for line in lines:
-        click.echo(f"  {verb} {line}")
-    if change.backup:
-        click.echo(f"previous version kept as {change.backup}")
+    for change in changes:
+        lines = change.added if verb == "added" else change.removed
+        if not lines:
+            click.echo(f"nothing to change in {change.path}")
+            continue
+        click.echo(f"{'would change' if not change.written else 'changed'} {change.path}:")
+        for line in lines:
+            click.echo(f"  {verb} {line}")
+        if change.backup:
+            click.echo(f"previous version kept as {change.backup}")
 
 
 @cli.command("install")
 @host_argument
 @place_option
+@user_option
 @dry_run_option
 @json_option
 @click.pass_context
-def install_command(ctx: click.Context, host: str, project: Path | None, dry_run: bool, as_json: bool) -> None:
-    """Register cclg-hook with Claude Code or Codex (merged; other hooks are kept; safe to repeat).
+def install_command(
+    ctx: click.Context, host: str, project: Path | None, user: bool, dry_run: bool, as_json: bool
+) -> None:
+    """Register cclg-hook and cclg-mcp with Claude Code or Codex (merged; other settings are kept; safe to repeat).
 
     Creates the store if there is none. Example: cclg install claude
     """
+    project = _place(project, user)
     store_root = ctx.obj["root"]
     if not dry_run:
         Store.init(store_root)
     root = str(resolve_root(store_root).resolve()) if store_root else None
-    change = install_mod.install(host, project=project, root=root, dry_run=dry_run)
-    _print_change(change, as_json, "added")
-    if host == "codex" and change.added and not as_json:
+    install_mod.register_mcp(host, project=project, root=root, dry_run=True)  # refuses before anything is written
+    changes = [install_mod.install(host, project=project, root=root, dry_run=dry_run)]
+    server = install_mod.register_mcp(host, project=project, root=root, dry_run=dry_run)
+    if server is not None:
+        changes.append(server)
+    _print_changes(changes, as_json, "added")
+    if as_json:
+        return
+    if server is None:
+        click.echo(
+            "Codex reads MCP servers from ~/.codex/config.toml only: run `cclg install codex` (no --project) "
+            f"or `{install_mod.manual_mcp_command(host, root)}` to register cclg-mcp."
+        )
+    if host == "codex" and changes[0].added:
         click.echo("Codex runs a new hook only once you trust it: open /hooks in Codex and trust each cclg-hook.")
 
 
 @cli.command("uninstall")
 @host_argument
 @place_option
+@user_option
 @dry_run_option
 @json_option
-def uninstall_command(host: str, project: Path | None, dry_run: bool, as_json: bool) -> None:
-    """Remove exactly the cclg-hook handlers from Claude Code's or Codex's configuration.
+def uninstall_command(host: str, project: Path | None, user: bool, dry_run: bool, as_json: bool) -> None:
+    """Remove exactly what `cclg install` added: the cclg-hook handlers and the cclg-mcp registration.
 
     Example: cclg uninstall codex --project .
     """
-    _print_change(install_mod.uninstall(host, project=project, dry_run=dry_run), as_json, "removed")
+    project = _place(project, user)
+    changes = [install_mod.uninstall(host, project=project, dry_run=dry_run)]
+    server = install_mod.unregister_mcp(host, project=project, dry_run=dry_run)
+    if server is not None:
+        changes.append(server)
+    _print_changes(changes, as_json, "removed")
 
 
 @cli.command("demo-store")

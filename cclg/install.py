@@ -1,4 +1,5 @@
-"""``cclg install`` / ``cclg uninstall``: merge the hook templates into a host's configuration.
+"""``cclg install`` / ``cclg uninstall``: merge the hook templates into a host's configuration,
+and register ``cclg-mcp`` with the host.
 
 The templates (``cclg/templates/``, also ``hooks/`` at the top of the repository)
 say which host events run which ``cclg-hook`` command. Installing merges them into
@@ -10,6 +11,13 @@ the host's JSON configuration:
 - the file is written atomically;
 - ``uninstall`` removes exactly the handlers whose command is ``cclg-hook ...``,
   and the groups and events that this leaves empty.
+
+The MCP server is registered where each host reads its servers: for Claude Code
+``mcpServers.cclg`` in ``.mcp.json`` (a project) or ``~/.claude.json`` (the
+user, as ``claude mcp add --scope user`` does); for Codex the ``[mcp_servers.cclg]``
+table of ``~/.codex/config.toml``, added and removed as text so that the rest of
+the file, comments included, stays as it was. Codex has no per-project server
+list, so a project install for Codex prints the command that registers it instead.
 """
 
 from __future__ import annotations
@@ -28,6 +36,9 @@ HOSTS = ("claude", "codex")
 TEMPLATES = {"claude": "claude-settings.json", "codex": "codex-hooks.json"}
 FILES = {"claude": Path(".claude") / "settings.json", "codex": Path(".codex") / "hooks.json"}
 HOOK_COMMAND = "cclg-hook"
+MCP_COMMAND = "cclg-mcp"
+MCP_NAME = "cclg"
+CODEX_MCP_TABLE = f"[mcp_servers.{MCP_NAME}]"
 
 
 @dataclass
@@ -67,15 +78,15 @@ def template(host: str, root: str | None = None) -> dict[str, Any]:
     return data
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path, key: str = "hooks") -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
         data = json.loads(path.read_text("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path} is not valid JSON ({exc}); fix or move it, nothing was changed") from None
-    if not isinstance(data, dict) or not isinstance(data.get("hooks", {}), dict):
-        raise UsageError(f"{path} does not hold a JSON object with a 'hooks' object; nothing was changed")
+    if not isinstance(data, dict) or not isinstance(data.get(key, {}), dict):
+        raise UsageError(f"{path} does not hold a JSON object with a {key!r} object; nothing was changed")
     return data
 
 
@@ -84,13 +95,18 @@ def _is_ours(handler: object) -> bool:
 
 
 def _write(path: Path, data: dict[str, Any]) -> Path | None:
+    return _write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _write_text(path: Path, text: str) -> Path | None:
+    """Replace ``path`` atomically, keeping the previous version as ``<file>.cclg-backup``."""
     backup = None
     if path.exists():
         backup = path.with_name(path.name + ".cclg-backup")
         shutil.copy2(path, backup)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
     return backup
 
@@ -149,43 +165,224 @@ def uninstall(host: str, *, project: Path | None = None, dry_run: bool = False) 
 
 
 def check_installation(project: Path | None = None) -> list[tuple[str, str]]:
-    """Problems with installed cclg hooks, as (configuration file, message) pairs.
+    """Problems with installed cclg hooks and MCP registrations, as (configuration file, message) pairs.
 
     Looks at each host's configuration in the home folder and in ``project``
-    (default: the current folder). A host without cclg hooks is not a problem;
-    hooks whose command cannot be found, or that name a store that is not one, are.
+    (default: the current folder). A host without cclg is not a problem; a
+    command that cannot be found, or that names a store that is not one, is.
     """
-    problems = []
-    places = {config_path(host, place) for host in HOSTS for place in (None, project or Path.cwd())}
-    for path in sorted(places):
-        if not path.exists():
-            continue
+    problems: list[tuple[str, str]] = []
+    for path, command in sorted(_installed_commands(project or Path.cwd(), problems)):
         try:
-            data = _read(path)
-        except UsageError as exc:
-            problems.append((str(path), str(exc)))
+            words = shlex.split(command)
+        except ValueError:
+            problems.append((str(path), f"cannot read the command {command!r}"))
             continue
-        commands = sorted(
-            {
-                h["command"]
-                for groups in data.get("hooks", {}).values()
-                if isinstance(groups, list)
-                for group in groups
-                if isinstance(group, dict)
-                for h in group.get("hooks", [])
-                if _is_ours(h)
-            }
-        )
-        for command in commands:
-            try:
-                words = shlex.split(command)
-            except ValueError:
-                problems.append((str(path), f"cannot read the hook command {command!r}"))
-                continue
-            if shutil.which(words[0]) is None:
-                problems.append((str(path), f"{words[0]} is not on PATH, so the host cannot run {command!r}"))
-            if "--root" in words[:-1]:
-                root = Path(words[words.index("--root") + 1])
-                if not (root / "config.json").is_file():
-                    problems.append((str(path), f"{command!r} names {root}, which is not a cclg store"))
+        if shutil.which(words[0]) is None:
+            problems.append((str(path), f"{words[0]} is not on PATH, so the host cannot run {command!r}"))
+        if "--root" in words[:-1]:
+            root = Path(words[words.index("--root") + 1])
+            if not (root / "config.json").is_file():
+                problems.append((str(path), f"{command!r} names {root}, which is not a cclg store"))
     return problems
+
+
+def _installed_commands(project: Path, problems: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """(configuration file, command line) of every cclg-hook handler and cclg-mcp registration found."""
+    found: set[tuple[str, str]] = set()
+    for host in HOSTS:
+        for place in (None, project):
+            hooks_file, server_file = config_path(host, place), mcp_config_path(host, place)
+            for path in (hooks_file, server_file):
+                if path is None or not path.exists():
+                    continue
+                try:
+                    found.update((str(path), command) for command in _commands_in(host, path, path == hooks_file))
+                except UsageError as exc:
+                    problems.append((str(path), str(exc)))
+    return found
+
+
+def _commands_in(host: str, path: Path, hooks: bool) -> list[str]:
+    if hooks:
+        return [
+            handler["command"]
+            for groups in _read(path).get("hooks", {}).values()
+            for group in (groups if isinstance(groups, list) else [])
+            for handler in (group.get("hooks", []) if isinstance(group, dict) else [])
+            if _is_ours(handler)
+        ]
+    if host == "claude":
+        entry = _read(path, "mcpServers").get("mcpServers", {}).get(MCP_NAME)
+    else:
+        entry = _read_toml(path)[1].get("mcp_servers", {}).get(MCP_NAME)
+    return [shlex.join([MCP_COMMAND, *entry.get("args", [])])] if _is_our_server(entry) else []
+
+
+# ---------------------------------------------------------------- the MCP server
+
+
+def mcp_config_path(host: str, project: Path | None) -> Path | None:
+    """Where the host reads its MCP servers; None where it has no such place (Codex, per project)."""
+    if host not in HOSTS:
+        raise UsageError(f"unknown host {host!r}; use {' or '.join(HOSTS)}")
+    if host == "claude":
+        return project / ".mcp.json" if project is not None else Path.home() / ".claude.json"
+    return None if project is not None else Path.home() / ".codex" / "config.toml"
+
+
+def mcp_arguments(root: str | None) -> list[str]:
+    return ["--root", root] if root is not None else []
+
+
+def manual_mcp_command(host: str, root: str | None) -> str:
+    """The host's own command that registers the server (for what install cannot do)."""
+    words = shlex.join([MCP_COMMAND, *mcp_arguments(root)])
+    return f"{'claude' if host == 'claude' else 'codex'} mcp add {MCP_NAME} -- {words}"
+
+
+def _mcp_line(arguments: list[str]) -> str:
+    return f"mcp server {MCP_NAME}: {shlex.join([MCP_COMMAND, *arguments])}"
+
+
+def register_mcp(
+    host: str, *, project: Path | None = None, root: str | None = None, dry_run: bool = False
+) -> Change | None:
+    """Register ``cclg-mcp`` with the host; None where the host has no place for it."""
+    path = mcp_config_path(host, project)
+    if path is None:
+        return None
+    if host == "codex":
+        return _register_codex(path, root, dry_run)
+    data = _read(path, "mcpServers")
+    servers = data.setdefault("mcpServers", {})
+    entry = {"type": "stdio", "command": MCP_COMMAND, "args": mcp_arguments(root), "env": {}}
+    existing = servers.get(MCP_NAME)
+    if existing == entry:
+        return Change(path=path, added=[], removed=[], backup=None, written=False)
+    if existing is not None and not _is_our_server(existing):
+        raise UsageError(
+            f"{path} already has an MCP server named {MCP_NAME!r} that is not cclg-mcp; nothing was changed"
+        )
+    servers[MCP_NAME] = entry
+    written = not dry_run
+    backup = _write(path, data) if written else None
+    return Change(path=path, added=[_mcp_line(mcp_arguments(root))], removed=[], backup=backup, written=written)
+
+
+def unregister_mcp(host: str, *, project: Path | None = None, dry_run: bool = False) -> Change | None:
+    """Remove the ``cclg-mcp`` registration (only if it is ours); None where there is no place for one."""
+    path = mcp_config_path(host, project)
+    if path is None:
+        return None
+    if host == "codex":
+        return _unregister_codex(path, dry_run)
+    data = _read(path, "mcpServers")
+    servers = data.get("mcpServers", {})
+    existing = servers.get(MCP_NAME)
+    if existing is None or not _is_our_server(existing):
+        return Change(path=path, added=[], removed=[], backup=None, written=False)
+    del servers[MCP_NAME]
+    if not servers:
+        del data["mcpServers"]
+    written = not dry_run
+    backup = _write(path, data) if written else None
+    return Change(path=path, added=[], removed=[_mcp_line(existing.get("args", []))], backup=backup, written=written)
+
+
+def _is_our_server(entry: object) -> bool:
+    return isinstance(entry, dict) and entry.get("command") == MCP_COMMAND
+
+
+def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
+    import tomllib
+
+    if not path.exists():
+        return "", {}
+    text = path.read_text("utf-8")
+    try:
+        return text, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path} is not valid TOML ({exc}); fix or move it, nothing was changed") from None
+
+
+def _register_codex(path: Path, root: str | None, dry_run: bool) -> Change:
+    text, data = _read_toml(path)
+    existing = data.get("mcp_servers", {}).get(MCP_NAME)
+    if existing is not None:
+        if not _is_our_server(existing):
+            raise UsageError(
+                f"{path} already has an MCP server named {MCP_NAME!r} that is not cclg-mcp; nothing was changed"
+            )
+        if existing.get("args", []) == mcp_arguments(root):
+            return Change(path=path, added=[], removed=[], backup=None, written=False)
+        text = _without_codex_table(path, text)
+    block = "\n".join(
+        [
+            CODEX_MCP_TABLE,
+            f"command = {json.dumps(MCP_COMMAND)}",
+            f"args = {json.dumps(mcp_arguments(root), ensure_ascii=False)}",
+            "startup_timeout_sec = 20",
+            "tool_timeout_sec = 60",
+        ]
+    )
+    new_text = f"{text.rstrip()}\n\n{block}\n" if text.strip() else f"{block}\n"
+    _check_codex_edit(path, new_text, expect_ours=True)
+    written = not dry_run
+    backup = _write_text(path, new_text) if written else None
+    return Change(path=path, added=[_mcp_line(mcp_arguments(root))], removed=[], backup=backup, written=written)
+
+
+def _unregister_codex(path: Path, dry_run: bool) -> Change:
+    text, data = _read_toml(path)
+    existing = data.get("mcp_servers", {}).get(MCP_NAME)
+    if existing is None or not _is_our_server(existing):
+        return Change(path=path, added=[], removed=[], backup=None, written=False)
+    new_text = _without_codex_table(path, text)
+    _check_codex_edit(path, new_text, expect_ours=False)
+    written = not dry_run
+    backup = _write_text(path, new_text) if written else None
+    return Change(path=path, added=[], removed=[_mcp_line(existing.get("args", []))], backup=backup, written=written)
+
+
+def _without_codex_table(path: Path, text: str) -> str:
+    """``text`` without the ``[mcp_servers.cclg]`` table (and its sub-tables)."""
+    lines = text.split("\n")
+    headers = [i for i, line in enumerate(lines) if line.strip() == CODEX_MCP_TABLE]
+    if len(headers) != 1:
+        raise UsageError(
+            f"{path} defines mcp_servers.{MCP_NAME} in a way cclg does not edit; remove it by hand, nothing was changed"
+        )
+    start = end = headers[0]
+    end += 1
+    while end < len(lines) and not (lines[end].lstrip().startswith("[") and not _is_our_subtable(lines[end])):
+        end += 1
+    before, after = lines[:start], lines[end:]
+    while before and before[-1].strip() == "":  # the blank lines that set the table apart
+        before.pop()
+    if not after:
+        return "\n".join(before) + "\n" if before else ""
+    return "\n".join([*before, "", *after]) if before else "\n".join(after)
+
+
+def _is_our_subtable(line: str) -> bool:
+    return line.strip().startswith(f"[mcp_servers.{MCP_NAME}.")
+
+
+def _check_codex_edit(path: Path, new_text: str, *, expect_ours: bool) -> None:
+    """The edited text must parse, and differ from the old only in our table."""
+    import tomllib
+
+    _, old = _read_toml(path)
+    try:
+        new = tomllib.loads(new_text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"editing {path} would break it ({exc}); nothing was changed") from None
+
+    def others(data: dict[str, Any]) -> dict[str, Any]:
+        servers = {k: v for k, v in data.get("mcp_servers", {}).items() if k != MCP_NAME}
+        rest = {k: v for k, v in data.items() if k != "mcp_servers"}
+        return {**rest, "mcp_servers": servers}
+
+    if others(old) != others(new) or _is_our_server(new.get("mcp_servers", {}).get(MCP_NAME)) != expect_ours:
+        raise UsageError(f"{path} is laid out in a way cclg cannot edit safely; nothing was changed")

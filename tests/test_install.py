@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -102,4 +103,83 @@ def test_doctor_checks_installed_hooks(tmp_path: Path, monkeypatch: pytest.Monke
     settings = Path.home() / ".claude" / "settings.json"
     from cclg.install import check_installation
 
-    assert any("not a cclg store" in message for path, message in check_installation() if path == str(settings))
+    problems = check_installation()
+    assert any("not a cclg store" in message for path, message in problems if path == str(settings))
+    claude_json = str(Path.home() / ".claude.json")
+    assert any("not a cclg store" in message for path, message in problems if path == claude_json), "the MCP entry too"
+
+
+# ---------------------------------------------------------------- registering cclg-mcp
+
+OTHER_SERVERS = {"numStartups": 7, "mcpServers": {"github": {"type": "stdio", "command": "gh-mcp", "args": []}}}
+CODEX_CONFIG = """# my settings
+model = "gpt-5-codex"
+
+[mcp_servers.github]
+command = "gh-mcp"  # keep this comment
+
+[profiles.fast]
+model = "o4-mini"
+"""
+
+
+@pytest.mark.parametrize("place", ["project", "user"])
+def test_install_claude_registers_the_mcp_server_and_uninstall_removes_it(tmp_path: Path, place: str) -> None:
+    where = ["--project", str(tmp_path)] if place == "project" else ["--user"]
+    servers = tmp_path / ".mcp.json" if place == "project" else Path.home() / ".claude.json"
+    servers.parent.mkdir(parents=True, exist_ok=True)
+    servers.write_text(json.dumps(OTHER_SERVERS, indent=2) + "\n")
+    original = servers.read_bytes()
+    result = run("--root", str(tmp_path / "store"), "install", "claude", *where)
+    assert result.exit_code == 0 and "added mcp server cclg: cclg-mcp --root" in result.output
+    data = json.loads(servers.read_text())
+    assert data["numStartups"] == 7 and data["mcpServers"]["github"] == OTHER_SERVERS["mcpServers"]["github"]
+    entry = data["mcpServers"]["cclg"]
+    assert entry["command"] == "cclg-mcp" and entry["args"] == ["--root", str((tmp_path / "store").resolve())]
+    before = servers.read_bytes()
+    assert "nothing to change" in run("--root", str(tmp_path / "store"), "install", "claude", *where).output
+    assert servers.read_bytes() == before, "installing twice changes nothing"
+    removed = run("uninstall", "claude", *where)
+    assert removed.exit_code == 0 and "removed mcp server cclg" in removed.output
+    assert servers.read_bytes() == original
+
+
+def test_install_codex_adds_its_table_to_config_toml_and_keeps_the_rest_byte_for_byte(tmp_path: Path) -> None:
+    import tomllib
+
+    config = Path.home() / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(CODEX_CONFIG)
+    result = run("install", "codex")
+    assert result.exit_code == 0 and "added mcp server cclg: cclg-mcp" in result.output
+    text = config.read_text()
+    assert text.startswith(CODEX_CONFIG.rstrip("\n")) and "# keep this comment" in text
+    data = tomllib.loads(text)
+    # The tests' store is $CCLG_HOME, not ~/.cclg, so the registration names it.
+    assert data["mcp_servers"]["cclg"]["command"] == "cclg-mcp"
+    assert data["mcp_servers"]["cclg"]["args"] == ["--root", str(Path(os.environ["CCLG_HOME"]).resolve())]
+    assert data["mcp_servers"]["github"] == {"command": "gh-mcp"} and data["profiles"]["fast"]["model"] == "o4-mini"
+    assert "nothing to change" in run("install", "codex").output
+    assert config.read_text() == text
+    assert run("uninstall", "codex").exit_code == 0
+    assert config.read_text() == CODEX_CONFIG
+
+
+def test_codex_project_install_says_how_to_register_the_server(tmp_path: Path) -> None:
+    result = run("install", "codex", "--project", str(tmp_path))
+    assert result.exit_code == 0 and "codex mcp add cclg -- cclg-mcp" in result.output
+    assert not (Path.home() / ".codex" / "config.toml").exists()
+
+
+def test_a_foreign_server_named_cclg_is_left_alone(tmp_path: Path) -> None:
+    servers = tmp_path / ".mcp.json"
+    servers.write_text(json.dumps({"mcpServers": {"cclg": {"command": "someone-else"}}}))
+    result = run("install", "claude", "--project", str(tmp_path))
+    assert result.exit_code == 2 and "not cclg-mcp" in result.stderr
+    assert json.loads(servers.read_text()) == {"mcpServers": {"cclg": {"command": "someone-else"}}}
+    assert not (tmp_path / ".claude").exists(), "nothing is written when part of the install is refused"
+
+
+def test_project_and_user_together_are_refused(tmp_path: Path) -> None:
+    result = run("install", "claude", "--project", str(tmp_path), "--user")
+    assert result.exit_code == 2 and "not both" in result.stderr
