@@ -53,6 +53,7 @@ def parse_scope(pairs: list[str] | dict[str, Any] | None) -> Scope:
     for key, value in values.items():
         if value is not None and not isinstance(value, str):
             raise UsageError(f"scope {key} must be a string or null")
+        values[key] = (value.strip() or None) if isinstance(value, str) else None  # "" is unset, as on the CLI
     return Scope(**values)
 
 

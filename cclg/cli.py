@@ -717,3 +717,7 @@ def demo_store_command(path: Path) -> None:
 
 def main() -> None:
     cli(prog_name="cclg")
+
+
+if __name__ == "__main__":
+    main()

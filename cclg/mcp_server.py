@@ -73,13 +73,14 @@ def _where(session_id: str | None, project: str | None, workspace: str | None) -
 
 def build_server(store: Store, *, dotted_names: bool = False) -> MCPServer:
     """The server with every tool registered under its names."""
+    sep = "." if dotted_names else "_"
     server = MCPServer(
         name="cclg",
         version=__version__,
         instructions=(
-            "cclg is the user's local memory store. Search it (cclg_search, cclg_recall) before relying on "
-            "what you assume about this project; record what you learn (cclg_add); correct what is wrong "
-            "(cclg_patch). Retired memories are history, never current truth."
+            f"cclg is the user's local memory store. Search it (cclg{sep}search, cclg{sep}recall) before relying "
+            f"on what you assume about this project; record what you learn (cclg{sep}add); correct what is wrong "
+            f"(cclg{sep}patch). Retired memories are history, never current truth."
         ),
     )
 
@@ -92,7 +93,7 @@ def build_server(store: Store, *, dotted_names: bool = False) -> MCPServer:
                 raise ToolError(str(error)) from error
 
         for prefix in ("cclg", "memory"):
-            name = f"{prefix}.{verb}" if dotted_names else f"{prefix}_{verb}"
+            name = f"{prefix}{sep}{verb}"
             server.add_tool(call, name=name, description=description, annotations=annotations, structured_output=True)
 
     def memory_search(
@@ -112,7 +113,7 @@ def build_server(store: Store, *, dotted_names: bool = False) -> MCPServer:
         status: Annotated[
             str | None,
             Field(
-                json_schema_extra={"enum": ["all", *fmt.NODE_STATUSES]},
+                json_schema_extra={"enum": [None, "all", *fmt.NODE_STATUSES]},
                 description="Search memories of this status instead of current ones ('all' for every one).",
             ),
         ] = None,
@@ -189,7 +190,9 @@ def build_server(store: Store, *, dotted_names: bool = False) -> MCPServer:
             str | None, Field(max_length=10_000, description="The words of the source this rests on.")
         ] = None,
         confidence: Annotated[float, Field(ge=0, le=1)] = 1.0,
-        scope: Annotated[dict[str, str] | None, Field(description=f"Scope keys: {', '.join(fmt.SCOPE_KEYS)}.")] = None,
+        scope: Annotated[
+            dict[str, str | None] | None, Field(description=f"Scope keys: {', '.join(fmt.SCOPE_KEYS)}.")
+        ] = None,
         tags: Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=50)] = [],  # noqa: B006
     ) -> dict[str, Any]:
         result = api.add_memory(
@@ -266,7 +269,7 @@ def build_server(store: Store, *, dotted_names: bool = False) -> MCPServer:
 
     def memory_audit(
         limit: Annotated[int, Field(ge=1, le=1_000)] = 50,
-        event: Annotated[str | None, Field(json_schema_extra={"enum": list(fmt.AUDIT_EVENTS)})] = None,
+        event: Annotated[str | None, Field(json_schema_extra={"enum": [None, *fmt.AUDIT_EVENTS]})] = None,
         memory_id: Annotated[str | None, Field(max_length=100, description="Only records naming this memory.")] = None,
     ) -> dict[str, Any]:
         return {"records": api.audit_log(store, limit=limit, event=event, memory_id=memory_id)}

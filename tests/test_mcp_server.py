@@ -1,0 +1,915 @@
+"""cclg-mcp as MCP hosts run it: a real stdio subprocess driven by the official SDK client.
+
+Starting the server costs about 1.5 s (importing ``mcp``), so one server is started for the
+module, over one store, and its client lives in an anyio blocking portal (an event loop in a
+background thread): tests call tools synchronously through ``Served.call``. Each structured
+result is checked against the library on the same store and against the CLI's ``--json``.
+
+Tests share the store, so none depends on what another wrote: each compares a tool's result
+with the library at the same moment, and each write test works on memories it made itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from concurrent.futures import Future
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+import anyio.from_thread
+import pytest
+from click.testing import CliRunner
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp_types import CallToolResult, Tool
+
+from cclg import __version__, api, doctor, search
+from cclg import format as fmt
+from cclg.cli import cli
+from cclg.ledger import apply_patch, create_nodes
+from cclg.mcp_server import main
+from cclg.pack import compile_pack
+from cclg.store import Store, read_jsonl
+
+SERVER = [sys.executable, "-m", "cclg.mcp_server"]
+VERBS = ("search", "grep", "bm25", "pack", "add", "patch", "raw", "recall", "cite", "conflicts", "resolve", "audit")
+READ_ONLY_VERBS = {"search", "grep", "bm25", "pack", "recall", "cite", "conflicts", "audit"}
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+ID = re.compile(r"\b(mem|patch|edge)_[0-9a-z]{26}\b")
+TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?\+00:00")
+STAGING_LINE = "The staging database is rebuilt every night at 02:00"
+TIMEOUT = 60
+
+
+# ---------------------------------------------------------------- the served store
+
+
+@dataclass
+class DottedServer:
+    names: list[str]
+    instructions: str | None
+    search: CallToolResult
+    alias: CallToolResult
+    underscored: CallToolResult
+    want: dict[str, Any]  # the library's search, run right after the server's
+
+
+async def dotted_session(params: StdioServerParameters, store: Store, errlog: TextIO) -> DottedServer:
+    async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=TIMEOUT) as client:
+        tools = await client.list_tools()
+        found = await client.call_tool("cclg.search", {"query": "deploys"})
+        return DottedServer(
+            names=[t.name for t in tools.tools],
+            instructions=client.instructions,
+            search=found,
+            alias=await client.call_tool("memory.search", {"query": "deploys"}),
+            underscored=await client.call_tool("cclg_search", {"query": "deploys"}),
+            want={"results": [h.to_dict() for h in search.search(store, "deploys")]},
+        )
+
+
+@dataclass
+class Served:
+    """One running cclg-mcp over ``store``, with a connected client in ``portal``'s event loop."""
+
+    store: Store
+    base: Path  # the module's tmp folder: the store, HOME, CCLG_HOME, TMPDIR and cwd of the server
+    ids: dict[str, str]
+    portal: anyio.from_thread.BlockingPortal
+    client: Client
+    dotted: Future[DottedServer]
+
+    def list_tools(self) -> list[Tool]:
+        return self.portal.call(self.client.list_tools).tools
+
+    def call(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+        result: CallToolResult = self.portal.call(self.client.call_tool, name, arguments)
+        return result
+
+    def ok(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The structured result of a call that must succeed (its text content is the same JSON)."""
+        result = self.call(name, arguments or {})
+        assert not result.is_error, f"{name} failed: {text_of(result)}"
+        assert result.structured_content is not None
+        structured: dict[str, Any] = result.structured_content
+        assert json.loads(text_of(result)) == structured
+        return structured
+
+    def error(self, name: str, arguments: dict[str, Any]) -> str:
+        """The message of a call that must come back as a tool error."""
+        result = self.call(name, arguments)
+        assert result.is_error, f"{name}({arguments}) should fail, got {result.structured_content}"
+        return text_of(result)
+
+    def start_many(self, calls: list[tuple[str, dict[str, Any]]]) -> Future[list[CallToolResult]]:
+        """Fire ``calls`` concurrently on the client's loop; the future holds the results in order."""
+        return self.portal.start_task_soon(_gather, self.client, calls)
+
+
+async def _gather(client: Client, calls: list[tuple[str, dict[str, Any]]]) -> list[CallToolResult]:
+    return list(await asyncio.gather(*(client.call_tool(name, arguments) for name, arguments in calls)))
+
+
+def text_of(result: CallToolResult) -> str:
+    return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+def server_env(home: Path | str, cclg_home: Path | str, tmp: Path | str | None = None) -> dict[str, str]:
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "CCLG_HOME": str(cclg_home)}
+    if tmp is not None:
+        env["TMPDIR"] = str(tmp)
+    return env
+
+
+def seed(store: Store) -> dict[str, str]:
+    """A few memories: one superseded, one keyed, one scoped to a project, one resting on raw evidence."""
+    old = api.add_memory(store, "Deploys go out with fabric from the ops laptop", source="user").new_nodes[0].id
+    new = (
+        apply_patch(
+            store,
+            "supersede",
+            [old],
+            reason="moved to CI",
+            contents=["Deploys go out from CI with the release workflow"],
+        )
+        .new_nodes[0]
+        .id
+    )
+    tests = api.add_memory(
+        store,
+        "The test suite runs with pytest -q",
+        source="doc:README.md",
+        type="project_decision",
+        key="test.command",
+        tags=["testing"],
+    )
+    lint = api.add_memory(
+        store, "Run ruff check before pushing a branch", source="user", scope=api.parse_scope({"project": "cclg"})
+    )
+    evidence = f"Meeting notes\n{STAGING_LINE}\n".encode()
+    raw_path, _ = store.write_raw(evidence, "meeting.md")
+    start = evidence.decode().index(STAGING_LINE)
+    staging = api.build_node("The staging database is rebuilt nightly", source="doc:meeting.md", quote=STAGING_LINE)
+    staging.source.raw_spans.append(
+        {"source_id": Path(raw_path).name, "turn_id": None, "char_start": start, "char_end": start + len(STAGING_LINE)}
+    )
+    create_nodes(store, [staging], reason="from the meeting notes", source=staging.source)
+    return {
+        "old": old,
+        "new": new,
+        "tests": tests.new_nodes[0].id,
+        "lint": lint.new_nodes[0].id,
+        "staging": staging.id,
+        "raw": raw_path,
+    }
+
+
+def make_conflict(store: Store, topic: str) -> tuple[str, str]:
+    """An active memory and a conflict_pending one that contradicts it.
+
+    No patch operation moves a memory to conflict_pending (and neither the CLI nor MCP can
+    write one), so the pending memory is written as a new record through the ledger.
+    """
+    active = api.add_memory(store, f"{topic} happen on Fridays", source="user").new_nodes[0].id
+    pending = api.build_node(f"{topic} happen on Mondays", source="session:s1")
+    pending.status = "conflict_pending"
+    pending.relations["contradicts"] = [active]
+    create_nodes(store, [pending], reason="contradicts an active memory", source=pending.source)
+    return active, pending.id
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    # Module-scoped, so it is set up before conftest's per-test HOME/CCLG_HOME: the child gets its
+    # own HOME, CCLG_HOME, TMPDIR and working folder, all inside the module's tmp folder.
+    base = tmp_path_factory.mktemp("mcp")
+    for folder in ("home", "cclg-home", "tmp", "cwd"):
+        (base / folder).mkdir()
+    store, _ = Store.init(base / "store")
+    ids = seed(store)
+    params = StdioServerParameters(
+        command=SERVER[0],
+        args=[*SERVER[1:], "--root", str(store.root)],
+        env=server_env(base / "home", base / "cclg-home", base / "tmp"),
+        cwd=str(base / "cwd"),
+    )
+    # A second, short-lived server with --dotted-names starts beside it (two imports of mcp at once).
+    dotted_params = params.model_copy(update={"args": [*params.args, "--dotted-names"]})
+    with ExitStack() as stack:
+        errlog = stack.enter_context((base / "server-stderr.log").open("w", encoding="utf-8"))
+        portal = stack.enter_context(anyio.from_thread.start_blocking_portal())
+        dotted = portal.start_task_soon(dotted_session, dotted_params, store, errlog)
+        client = stack.enter_context(
+            portal.wrap_async_context_manager(Client(stdio_client(params, errlog=errlog), read_timeout_seconds=TIMEOUT))
+        )
+        yield Served(store=store, base=base, ids=ids, portal=portal, client=client, dotted=dotted)
+    log = (base / "server-stderr.log").read_text(encoding="utf-8")
+    assert "Traceback" not in log, log
+
+
+def cli_run(root: Path, *args: str) -> Any:
+    """``cclg --root ROOT ARGS`` through click's CliRunner, its stdout parsed as JSON."""
+    result = CliRunner().invoke(cli, ["--root", str(root), *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def normalise(value: Any) -> Any:
+    """``value`` with ids numbered in order of appearance and every timestamp blanked."""
+    numbers: dict[str, str] = {}
+    text = json.dumps(value)
+    text = ID.sub(lambda m: numbers.setdefault(m.group(0), f"<{m.group(1)}-{len(numbers)}>"), text)
+    return json.loads(TIMESTAMP.sub("<time>", text))
+
+
+def audit_count(store: Store) -> int:
+    return len(read_jsonl(store.audit_path).records)
+
+
+def new_audit(store: Store, since: int) -> list[dict[str, Any]]:
+    return read_jsonl(store.audit_path).records[since:]
+
+
+def footprint(store: Store) -> tuple[int, int, int, int]:
+    """How much the store holds: nodes, patches, raw files, audit records."""
+    raw = sum(1 for p in (store.root / "raw").iterdir() if not p.name.startswith("."))
+    return len(store.load_nodes()), len(store.load_patches()), raw, audit_count(store)
+
+
+# ---------------------------------------------------------------- 1, 2: the tool list
+
+
+def test_lists_every_verb_under_both_names_with_schemas_and_annotations(served: Served) -> None:
+    assert served.client.server_info is not None
+    assert (served.client.server_info.name, served.client.server_info.version) == ("cclg", __version__)
+    tools = served.list_tools()
+    by_name = {t.name: t for t in tools}
+    assert len(tools) == 24 and len(by_name) == 24
+    instructions = served.client.instructions or ""
+    named = set(re.findall(r"\b(?:cclg|memory)[._][a-z0-9]+\b", instructions))
+    assert named and named <= set(by_name), "the instructions name only tools the server serves"
+    assert set(by_name) == {f"{prefix}_{verb}" for prefix in ("cclg", "memory") for verb in VERBS}
+    for tool in tools:
+        verb = tool.name.split("_", 1)[1]
+        assert TOOL_NAME.fullmatch(tool.name)
+        assert tool.description and tool.description == tool.description.strip() and "\n" not in tool.description
+        assert tool.input_schema["type"] == "object" and isinstance(tool.input_schema["properties"], dict)
+        assert tool.output_schema is not None and tool.output_schema["type"] == "object"
+        hints = tool.annotations
+        assert hints is not None and hints.open_world_hint is False
+        assert hints.read_only_hint is (verb in READ_ONLY_VERBS), tool.name
+        alias = by_name[f"memory_{verb}"]
+        assert (alias.description, alias.input_schema, alias.annotations) == (
+            tool.description,
+            tool.input_schema,
+            tool.annotations,
+        )
+    add = by_name["cclg_add"].annotations
+    assert add is not None and add.read_only_hint is False and add.destructive_hint is False
+    raw = by_name["cclg_raw"].annotations
+    assert raw is not None and raw.idempotent_hint is True and raw.destructive_hint is False
+    for verb in ("patch", "resolve"):
+        hints = by_name[f"cclg_{verb}"].annotations
+        assert hints is not None and hints.destructive_hint is True and hints.read_only_hint is False
+
+
+def test_input_schemas_carry_the_limits_and_vocabularies(served: Served) -> None:
+    schemas = {t.name: t.input_schema for t in served.list_tools()}
+    search_schema = schemas["cclg_search"]
+    assert search_schema["required"] == ["query"]
+    assert search_schema["properties"]["query"]["maxLength"] == 10_000
+    assert search_schema["properties"]["query"]["minLength"] == 1
+    assert search_schema["properties"]["limit"]["maximum"] == 200
+    assert search_schema["properties"]["mode"]["enum"] == list(search.MODES)
+    patch = schemas["cclg_patch"]
+    assert patch["properties"]["operation"]["enum"] == list(fmt.PATCH_OPERATIONS)
+    assert set(patch["required"]) == {"operation", "reason"}
+    add = schemas["cclg_add"]
+    assert add["required"] == ["content"]
+    assert add["properties"]["content"]["maxLength"] == 100_000
+    assert add["properties"]["type"]["enum"] == list(fmt.NODE_TYPES)
+    assert add["properties"]["source"]["default"] == "mcp"
+    assert schemas["cclg_audit"]["properties"]["event"]["enum"] == [None, *fmt.AUDIT_EVENTS]
+    assert schemas["cclg_resolve"]["properties"]["memory_ids"]["minItems"] == 1
+    assert schemas["cclg_cite"]["required"] == ["memory_id"]
+    assert "required" not in schemas["cclg_conflicts"] or schemas["cclg_conflicts"]["required"] == []
+
+
+def test_optional_enum_arguments_accept_null_per_their_own_schema(served: Served) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schemas = {t.name: t.input_schema for t in served.list_tools()}
+    jsonschema.validate({"query": "deploys", "status": None}, schemas["cclg_search"])
+    jsonschema.validate({"event": None}, schemas["cclg_audit"])
+
+
+@pytest.fixture(scope="module")
+def dotted(served: Served) -> DottedServer:
+    """What the --dotted-names server (started beside the main one) listed and answered."""
+    return served.dotted.result(timeout=TIMEOUT)
+
+
+def test_dotted_names_serve_the_standard_names_instead(served: Served, dotted: DottedServer) -> None:
+    assert sorted(dotted.names) == sorted(f"{prefix}.{verb}" for prefix in ("cclg", "memory") for verb in VERBS)
+    assert dotted.instructions and not dotted.search.is_error and not dotted.alias.is_error
+    assert dotted.search.structured_content == dotted.want == dotted.alias.structured_content
+    assert served.ids["new"] in [r["id"] for r in dotted.want["results"]]
+    assert dotted.underscored.is_error and "cclg_search" in text_of(dotted.underscored)
+
+
+def test_dotted_server_instructions_name_only_tools_it_serves(dotted: DottedServer) -> None:
+    assert dotted.instructions is not None
+    named = set(re.findall(r"\b(?:cclg|memory)[._][a-z0-9]+\b", dotted.instructions))
+    assert named and named <= set(dotted.names)
+
+
+# ---------------------------------------------------------------- 3: each tool against the library
+
+
+@pytest.mark.parametrize("mode", search.MODES)
+def test_search_returns_what_the_library_finds(served: Served, mode: str) -> None:
+    got = served.ok("cclg_search", {"query": "deploys", "mode": mode})
+    assert got == {"results": [h.to_dict() for h in search.search(served.store, "deploys", mode=mode)]}
+    ids = [r["id"] for r in got["results"]]
+    assert served.ids["new"] in ids
+    assert served.ids["old"] not in ids, "a superseded memory is never current"
+    assert served.ok("memory_search", {"query": "deploys", "mode": mode}) == got
+
+
+def test_search_filters_by_status_and_project(served: Served) -> None:
+    default = served.ok("cclg_search", {"query": "fabric deploys"})
+    assert served.ok("cclg_search", {"query": "fabric deploys", "status": None}) == default
+    retired = served.ok("cclg_search", {"query": "fabric deploys", "status": "superseded"})
+    assert [r["id"] for r in retired["results"]] == [served.ids["old"]]
+    assert retired["results"][0]["node"]["status"] == "superseded"
+    for project, seen in (("cclg", True), ("elsewhere", False)):
+        got = served.ok("cclg_search", {"query": "ruff check", "project": project})
+        want = search.search(served.store, "ruff check", where=search.Where(project=project))
+        assert got == {"results": [h.to_dict() for h in want]}
+        assert (served.ids["lint"] in [r["id"] for r in got["results"]]) is seen
+
+
+def test_bm25_is_the_library_bm25(served: Served) -> None:
+    got = served.ok("cclg_bm25", {"query": "pytest test suite", "limit": 3})
+    want = search.search(served.store, "pytest test suite", mode="bm25", limit=3)
+    assert got == {"results": [h.to_dict() for h in want]}
+    assert got["results"][0]["id"] == served.ids["tests"] and got["results"][0]["via"] == "bm25"
+
+
+def test_grep_finds_memories_and_raw_lines(served: Served) -> None:
+    got = served.ok("cclg_grep", {"pattern": "STAGING database", "ignore_case": True, "raw": True})
+    want = search.grep(served.store, "STAGING database", ignore_case=True, raw=True)
+    assert got == {"matches": [m.to_dict() for m in want]}
+    assert {"where": served.ids["raw"], "line": 2, "text": STAGING_LINE} in got["matches"]
+    assert served.ids["staging"] in [m["where"] for m in got["matches"]]
+    assert served.ok("cclg_grep", {"pattern": "STAGING database"}) == {"matches": []}
+    regex = served.ok("cclg_grep", {"pattern": r"pytest\s+-q", "regex": True})
+    assert [m["where"] for m in regex["matches"]] == [served.ids["tests"]]
+
+
+def test_pack_is_the_compiled_pack(served: Served) -> None:
+    got = served.ok("cclg_pack", {"query": "how do deploys go out", "max_nodes": 5})
+    assert got == compile_pack(served.store, "how do deploys go out", max_nodes=5, generated_at=got["generated_at"])
+    assert got["schema_version"] == fmt.PACK_SCHEMA
+    assert served.ids["new"] in [n["id"] for n in got["memory_nodes"]]
+    assert served.ids["old"] not in [n["id"] for n in got["memory_nodes"]]
+    assert served.ids["old"] in [n["id"] for n in got["suppressed_nodes"]]
+
+
+def test_recall_gives_each_memory_with_its_provenance(served: Served) -> None:
+    got = served.ok("cclg_recall", {"query": "staging database rebuilt", "limit": 3})
+    assert got == {"results": api.recall(served.store, "staging database rebuilt", limit=3)}
+    first = got["results"][0]
+    assert first["id"] == served.ids["staging"]
+    assert first["provenance"] == api.cite(served.store, served.ids["staging"])
+    assert first["provenance"]["source"]["label"] == "doc:meeting.md"
+    assert [span["text"] for span in first["provenance"]["raw_spans"]] == [STAGING_LINE]
+
+
+def test_cite_is_the_library_citation_by_id_or_prefix(served: Served) -> None:
+    staging = served.ids["staging"]
+    got = served.ok("cclg_cite", {"memory_id": staging})
+    assert got == api.cite(served.store, staging)
+    assert got["raw_spans"][0]["text"] == STAGING_LINE and got["created_by_patch"] in got["patches"]
+    prefix = staging[:-3]
+    assert [p.stem for p in served.store.record_files("nodes") if p.stem.startswith(prefix)] == [staging]
+    assert served.ok("memory_cite", {"memory_id": prefix}) == got
+    old = served.ok("cclg_cite", {"memory_id": served.ids["old"]})
+    assert old["status"] == "superseded" and len(old["patches"]) == 2
+    assert old["relations"] == {"superseded_by": [served.ids["new"]]}
+
+
+def test_add_writes_a_node_the_store_reads_back(served: Served) -> None:
+    store = served.store
+    plain = served.ok("cclg_add", {"content": "The changelog lives in CHANGES.md"})
+    node = store.read_node(plain["id"])
+    assert node.to_dict() == plain
+    assert node.source.label == "mcp" and node.status == "active" and node.type == "memory"
+    (created,) = api.history(store, node_id=node.id)
+    assert created.operation == "create" and created.new_node_ids == [node.id]
+    full = served.ok(
+        "memory_add",
+        {
+            "content": "Releases are tagged vX.Y.Z",
+            "source": "doc:RELEASING.md",
+            "type": "project_decision",
+            "key": "release.tag",
+            "quote": "tag releases as vX.Y.Z",
+            "confidence": 0.8,
+            "scope": {"project": "cclg"},
+            "tags": ["release", "git"],
+        },
+    )
+    node = store.read_node(full["id"])
+    assert node.to_dict() == full
+    assert (node.type, node.key, node.confidence, node.tags) == (
+        "project_decision",
+        "release.tag",
+        0.8,
+        ["git", "release"],
+    )
+    assert (node.source.label, node.source.quote, node.scope.project) == (
+        "doc:RELEASING.md",
+        "tag releases as vX.Y.Z",
+        "cclg",
+    )
+    found = served.ok("cclg_search", {"query": "releases tagged", "project": "cclg"})
+    assert node.id in [r["id"] for r in found["results"]], "the server's index sees its own write"
+
+
+def test_patch_supersede_retires_the_target_and_rollback_restores_it(served: Served) -> None:
+    store = served.store
+    target = api.add_memory(store, "The cache lives in /tmp/app-cache", source="user").new_nodes[0].id
+    result = served.ok(
+        "cclg_patch",
+        {
+            "operation": "supersede",
+            "targets": [target],
+            "contents": ["The cache lives in /var/cache/app"],
+            "reason": "moved out of /tmp",
+        },
+    )
+    patch_id = result["patch"]["id"]
+    assert result["patch"] == store.read_patch(patch_id).to_dict()
+    assert result["patch"]["operation"] == "supersede" and result["patch"]["source"]["label"] == "mcp"
+    assert result["patch"]["prior_states"] == {target: "active"}
+    assert result["changed_node_ids"] == [target]
+    (new,) = result["new_nodes"]
+    assert store.read_node(new["id"]).to_dict() == new and new["status"] == "active"
+    assert new["relations"]["supersedes"] == [target]
+    retired = store.read_node(target)
+    assert retired.status == "superseded" and retired.relations["superseded_by"] == [new["id"]]
+    assert [(e["from"], e["to"], e["type"]) for e in result["edges"]] == [(new["id"], target, "supersedes")]
+
+    undo = served.ok("memory_patch", {"operation": "rollback", "targets": [patch_id], "reason": "wrong cache"})
+    assert undo["patch"]["rollback_of"] == patch_id
+    assert store.read_node(target).status == "active" and store.read_node(new["id"]).status == "discarded"
+    hits = served.ok("cclg_search", {"query": "cache lives"})["results"]
+    assert target in [h["id"] for h in hits] and new["id"] not in [h["id"] for h in hits]
+
+
+def test_raw_stores_the_same_bytes_once(served: Served) -> None:
+    store = served.store
+    content = "Incident notes: the café's wifi dropped the VPN\n"
+    first = served.ok("cclg_raw", {"content": content, "name": "incident.md"})
+    assert first["written"] is True and first["bytes"] == len(content.encode("utf-8")) != len(content)
+    assert first["path"].startswith("raw/incident-") and first["path"].endswith(".md")
+    assert (store.root / first["path"]).read_bytes() == content.encode("utf-8")
+    again = served.ok("memory_raw", {"content": content, "name": "incident.md"})
+    assert again == {**first, "written": False}
+    assert len(list((store.root / "raw").glob("incident-*"))) == 1
+    other = served.ok("cclg_raw", {"content": content + "more\n", "name": "incident.md"})
+    assert other["written"] is True and other["path"] != first["path"]
+    default = served.ok("cclg_raw", {"content": "no name given"})
+    assert default["path"].startswith("raw/mcp-") and default["path"].endswith(".txt")
+
+
+def test_conflicts_lists_pending_memories_with_what_contradicts_them(served: Served) -> None:
+    active, pending = make_conflict(served.store, "Code freezes")
+    got = served.ok("cclg_conflicts")
+    assert got == {"conflicts": api.conflicts(served.store)}
+    entry = next(c for c in got["conflicts"] if c["node"]["id"] == pending)
+    assert entry == {"node": served.store.read_node(pending).to_dict(), "contradicted_by": [active]}
+    assert entry["node"]["status"] == "conflict_pending"
+    assert active not in [c["node"]["id"] for c in got["conflicts"]]
+
+
+def test_resolve_settles_a_conflict(served: Served) -> None:
+    store = served.store
+    active, pending = make_conflict(store, "Backups")
+    result = served.ok(
+        "cclg_resolve",
+        {"memory_ids": [active, pending], "content": "Backups happen every day at 03:00", "reason": "checked cron"},
+    )
+    assert result["patch"]["operation"] == "resolve_conflict"
+    assert result["patch"]["prior_states"] == {active: "active", pending: "conflict_pending"}
+    (new,) = result["new_nodes"]
+    assert store.read_node(new["id"]).status == "active"
+    assert {store.read_node(active).status, store.read_node(pending).status} == {"superseded"}
+    assert pending not in [c["node"]["id"] for c in served.ok("cclg_conflicts")["conflicts"]]
+    assert {(e["to"], e["type"]) for e in result["edges"]} == {(active, "resolves"), (pending, "resolves")}
+    hits = [h["id"] for h in served.ok("cclg_search", {"query": "backups happen"})["results"]]
+    assert new["id"] in hits and active not in hits and pending not in hits
+
+
+def test_audit_is_newest_first_and_includes_the_writes_just_made(served: Served) -> None:
+    store = served.store
+    node = served.ok("cclg_add", {"content": "The audit test wrote this"})
+    raw = served.ok("cclg_raw", {"content": "audit evidence", "name": "audit.txt"})
+    got = served.ok("cclg_audit", {"limit": 10})
+    assert got == {"records": api.audit_log(store, limit=10)}
+    records = got["records"]
+    assert records[0] == {**records[0], "event": "raw_written", "path": raw["path"]}
+    assert records[1]["event"] == "patch_written" and records[1]["new_node_ids"] == [node["id"]]
+    assert records[2] == {**records[2], "event": "node_written", "node_id": node["id"]}
+    stamps = [r["created_at"] for r in records]
+    assert stamps == sorted(stamps, reverse=True)
+    raws = served.ok("memory_audit", {"event": "raw_written", "limit": 1000})["records"]
+    assert raws and {r["event"] for r in raws} == {"raw_written"} and raws[0]["path"] == raw["path"]
+    about = served.ok("cclg_audit", {"memory_id": node["id"]})["records"]
+    assert [r["event"] for r in about] == ["patch_written", "node_written"]
+
+
+# ---------------------------------------------------------------- 4: the CLI's --json is the same record
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "command", "wrapper"),
+    [
+        pytest.param("cclg_search", {"query": "deploys"}, ["search", "deploys"], "results", id="search"),
+        pytest.param(
+            "cclg_search",
+            {"query": "ruff pytest", "mode": "bm25", "limit": 3, "project": "cclg"},
+            ["search", "ruff pytest", "--mode", "bm25", "--limit", "3", "--project", "cclg"],
+            "results",
+            id="search-options",
+        ),
+        pytest.param(
+            "cclg_grep",
+            {"pattern": "staging", "ignore_case": True, "raw": True},
+            ["grep", "staging", "-i", "--raw"],
+            "matches",
+            id="grep",
+        ),
+        pytest.param(
+            "cclg_recall",
+            {"query": "staging database", "limit": 3},
+            ["recall", "staging database", "--limit", "3"],
+            "results",
+            id="recall",
+        ),
+        pytest.param("cclg_conflicts", {}, ["conflicts"], "conflicts", id="conflicts"),
+        pytest.param("cclg_audit", {"limit": 40}, ["audit", "--limit", "40"], "records", id="audit"),
+        pytest.param(
+            "cclg_audit",
+            {"event": "node_written", "limit": 5},
+            ["audit", "--event", "node_written", "--limit", "5"],
+            "records",
+            id="audit-event",
+        ),
+    ],
+)
+def test_cli_and_mcp_read_the_same_records(
+    served: Served, tool: str, arguments: dict[str, Any], command: list[str], wrapper: str
+) -> None:
+    if tool == "cclg_conflicts":
+        make_conflict(served.store, "Standups")
+    got = served.ok(tool, arguments)
+    listed = cli_run(served.store.root, *command, "--json")
+    assert isinstance(listed, list) and listed
+    assert got == {wrapper: listed}
+
+
+def test_cli_and_mcp_cite_alike(served: Served) -> None:
+    for key in ("staging", "old"):
+        assert served.ok("cclg_cite", {"memory_id": served.ids[key]}) == cli_run(
+            served.store.root, "cite", served.ids[key], "--json"
+        )
+
+
+def test_cli_and_mcp_pack_alike(served: Served) -> None:
+    got = served.ok("cclg_pack", {"query": "deploys and tests", "max_chars": 2000})
+    printed = cli_run(
+        served.store.root, "pack", "--query", "deploys and tests", "--max-chars", "2000", "--format", "json"
+    )
+    assert {**printed, "generated_at": None} == {**got, "generated_at": None}
+    assert got["memory_nodes"], "the pack is not trivially empty"
+
+
+def test_cli_and_mcp_add_write_the_same_records(served: Served) -> None:
+    store = served.store
+    fields: dict[str, Any] = {
+        "content": "The docs build with mkdocs build --strict",
+        "type": "project_fact",
+        "key": "docs.build",
+    }
+    fields |= {"quote": "mkdocs build --strict", "confidence": 0.9, "scope": {"project": "cclg"}, "tags": ["docs"]}
+    start = audit_count(store)
+    through_mcp = served.ok("cclg_add", fields)
+    mcp_audit, start = new_audit(store, start), audit_count(store)
+    through_cli = cli_run(
+        store.root,
+        "add",
+        "--content",
+        fields["content"],
+        "--source",
+        "mcp",
+        "--type",
+        "project_fact",
+        "--key",
+        "docs.build",
+        "--quote",
+        "mkdocs build --strict",
+        "--confidence",
+        "0.9",
+        "--scope",
+        "project=cclg",
+        "--tag",
+        "docs",
+        "--json",
+    )
+    cli_audit = new_audit(store, start)
+    assert through_mcp["id"] != through_cli["id"]
+    assert normalise(through_mcp) == normalise(through_cli)
+    assert store.read_node(through_mcp["id"]).to_dict() == through_mcp
+    assert store.read_node(through_cli["id"]).to_dict() == through_cli
+    assert normalise(mcp_audit) == normalise(cli_audit) and [r["event"] for r in mcp_audit] == [
+        "node_written",
+        "patch_written",
+    ]
+    patches = [api.history(store, node_id=n["id"])[0].to_dict() for n in (through_mcp, through_cli)]
+    assert normalise(patches[0]) == normalise(patches[1])
+
+
+def test_cli_and_mcp_patch_write_the_same_records(served: Served) -> None:
+    store = served.store
+    targets = [
+        api.add_memory(store, "Logs rotate weekly", source="user", tags=["ops"]).new_nodes[0].id for _ in range(2)
+    ]
+    start = audit_count(store)
+    through_mcp = served.ok(
+        "cclg_patch",
+        {
+            "operation": "refine",
+            "targets": [targets[0]],
+            "contents": ["Logs rotate weekly and are kept for 90 days"],
+            "reason": "retention was missing",
+            "source": "user",
+            "confidence": 0.7,
+        },
+    )
+    mcp_audit, start = new_audit(store, start), audit_count(store)
+    through_cli = cli_run(
+        store.root,
+        "patch",
+        "refine",
+        "--target",
+        targets[1],
+        "--content",
+        "Logs rotate weekly and are kept for 90 days",
+        "--reason",
+        "retention was missing",
+        "--source",
+        "user",
+        "--confidence",
+        "0.7",
+        "--json",
+    )
+    cli_audit = new_audit(store, start)
+    assert normalise(through_mcp) == normalise(through_cli)
+    assert normalise(mcp_audit) == normalise(cli_audit)
+    for result, target in ((through_mcp, targets[0]), (through_cli, targets[1])):
+        assert store.read_patch(result["patch"]["id"]).to_dict() == result["patch"]
+        assert store.read_node(target).status == "superseded"
+        assert store.read_node(result["new_nodes"][0]["id"]).to_dict() == result["new_nodes"][0]
+
+
+def test_cli_and_mcp_keep_raw_at_the_same_address(served: Served, tmp_path: Path) -> None:
+    store = served.store
+    evidence = tmp_path / "standup.md"
+    evidence.write_text("Standup: the release slips to Thursday\n", encoding="utf-8")
+    through_mcp = served.ok("cclg_raw", {"content": evidence.read_text(encoding="utf-8"), "name": "standup.md"})
+    through_cli = cli_run(store.root, "raw", str(evidence), "--json")
+    assert through_mcp["written"] is True
+    assert through_cli == {**through_mcp, "written": False}, "the same bytes and name land at the same address"
+    evidence.write_text("Standup: the release ships on Friday\n", encoding="utf-8")
+    first = cli_run(store.root, "raw", str(evidence), "--name", "standup.md", "--json")
+    second = served.ok("memory_raw", {"content": evidence.read_text(encoding="utf-8"), "name": "standup.md"})
+    assert first["written"] is True and second == {**first, "written": False}
+    assert (store.root / first["path"]).read_bytes() == evidence.read_bytes()
+
+
+def test_cli_and_mcp_resolve_write_the_same_records(served: Served) -> None:
+    store = served.store
+    mcp_pair, cli_pair = make_conflict(store, "Retros"), make_conflict(store, "Retros")
+    start = audit_count(store)
+    through_mcp = served.ok(
+        "cclg_resolve",
+        {"memory_ids": list(mcp_pair), "content": "Retros happen every other Wednesday", "reason": "asked the team"},
+    )
+    mcp_audit, start = new_audit(store, start), audit_count(store)
+    through_cli = cli_run(
+        store.root,
+        "resolve",
+        *cli_pair,
+        "--content",
+        "Retros happen every other Wednesday",
+        "--reason",
+        "asked the team",
+        "--source",
+        "mcp",
+        "--json",
+    )
+    cli_audit = new_audit(store, start)
+    assert normalise(through_mcp) == normalise(through_cli)
+    assert normalise(mcp_audit) == normalise(cli_audit)
+    for node_id in (*mcp_pair, *cli_pair):
+        assert store.read_node(node_id).status == "superseded"
+
+
+# ---------------------------------------------------------------- 5: bad arguments are tool errors
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "fragments"),
+    [
+        pytest.param("cclg_search", {"query": 5}, ["query", "valid string"], id="wrong-type"),
+        pytest.param("cclg_search", {"limit": 3}, ["query", "Field required"], id="missing-required"),
+        pytest.param(
+            "cclg_search", {"query": "x", "limit": 10_000}, ["limit", "less than or equal to 200"], id="limit"
+        ),
+        pytest.param("cclg_add", {"content": "x" * 200_000}, ["content", "at most 100000 characters"], id="huge"),
+        pytest.param("cclg_add", {"content": "   "}, ["content must not be empty"], id="blank-content"),
+        pytest.param(
+            "cclg_add", {"content": "x", "scope": {"planet": "mars"}}, ["unknown scope key", "planet"], id="scope"
+        ),
+        pytest.param("cclg_add", {"content": "x", "type": "rumour"}, ["unknown type", "rumour"], id="type"),
+        pytest.param("cclg_cite", {"memory_id": "mem_0000nothere"}, ["no memory", "mem_0000nothere"], id="unknown-id"),
+        pytest.param(
+            "cclg_patch", {"operation": "obliterate", "reason": "r"}, ["unknown patch operation", "obliterate"], id="op"
+        ),
+        pytest.param(
+            "cclg_patch", {"operation": "forget", "reason": "r"}, ["forget needs at least 1 target"], id="shape"
+        ),
+        pytest.param("cclg_audit", {"event": "node_exploded"}, ["unknown audit event", "node_exploded"], id="event"),
+        pytest.param("cclg_grep", {"pattern": "(", "regex": True}, ["bad regular expression"], id="regex"),
+        pytest.param("cclg_search", {"query": "x", "mode": "psychic"}, ["unknown search mode", "psychic"], id="mode"),
+        pytest.param("cclg_resolve", {"memory_ids": [], "content": "c", "reason": "r"}, ["memory_ids"], id="no-ids"),
+        pytest.param("cclg_teleport", {}, ["Unknown tool", "cclg_teleport"], id="unknown-tool"),
+    ],
+)
+def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(
+    served: Served, tool: str, arguments: dict[str, Any], fragments: list[str]
+) -> None:
+    before = footprint(served.store)
+    message = served.error(tool, arguments)
+    for fragment in fragments:
+        assert fragment in message
+    assert "Traceback" not in message and len(message) < 5_000
+    assert footprint(served.store) == before, "a refused call writes nothing"
+    assert served.ok("cclg_search", {"query": "deploys"})["results"]
+
+
+def test_an_illegal_patch_carries_the_lattice_message(served: Served) -> None:
+    old = served.ids["old"]
+    before = footprint(served.store)
+    message = served.error(
+        "cclg_patch", {"operation": "supersede", "targets": [old], "contents": ["again"], "reason": "try twice"}
+    )
+    assert f"cannot supersede {old}: it is superseded" in message
+    assert footprint(served.store) == before and served.store.read_node(old).status == "superseded"
+    assert served.ok("cclg_cite", {"memory_id": old})["status"] == "superseded"
+
+
+# ---------------------------------------------------------------- 6: concurrent writers
+
+
+def test_concurrent_writes_through_mcp_cli_and_another_process_all_land(served: Served) -> None:
+    store = served.store
+    nodes_before = len(store.load_nodes())
+    script = textwrap.dedent(
+        """
+        import sys
+        from cclg.api import add_memory
+        from cclg.store import Store
+        store = Store.open(sys.argv[1])
+        print("ready", flush=True)
+        for i in range(10):
+            add_memory(store, f"Written by another process, number {i}", source="process")
+        """
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, str(store.root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=server_env(served.base / "home", served.base / "cclg-home", served.base / "tmp"),
+    )
+    try:
+        assert process.stdout is not None and process.stdout.readline() == "ready\n"
+        through_mcp = served.start_many(
+            [("cclg_add", {"content": f"Written through MCP, number {i}"}) for i in range(10)]
+        )
+        through_cli = [
+            cli_run(store.root, "add", "--content", f"Written through the CLI, number {i}", "--source", "cli", "--json")
+            for i in range(5)
+        ]
+        results = through_mcp.result(timeout=TIMEOUT)
+        _, errors = process.communicate(timeout=TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, errors
+    assert [r.is_error for r in results] == [False] * 10, [text_of(r) for r in results if r.is_error]
+    mcp_ids = [r.structured_content["id"] for r in results if r.structured_content]
+    assert len(set(mcp_ids)) == 10 and len({n["id"] for n in through_cli}) == 5
+
+    nodes = store.load_nodes()
+    assert len(nodes) == nodes_before + 25
+    contents = {n.content for n in nodes.values()}
+    for prefix, count in (
+        ("Written by another process", 10),
+        ("Written through MCP", 10),
+        ("Written through the CLI", 5),
+    ):
+        assert {f"{prefix}, number {i}" for i in range(count)} <= contents
+    for node_id in mcp_ids:
+        assert nodes[node_id].source.label == "mcp"
+    assert doctor.diagnose(store).findings == []
+    seen = served.ok("cclg_grep", {"pattern": "Written by another process", "limit": 200})
+    assert len(seen["matches"]) == 10, "the server's index picks up another process's writes"
+
+
+# ---------------------------------------------------------------- 7: nothing outside the store
+
+
+def files_outside(top: Path, store_root: Path) -> set[Path]:
+    return {p for p in top.rglob("*") if p.is_file() and store_root not in p.parents}
+
+
+def test_the_server_writes_only_inside_its_store(served: Served, tmp_path_factory: pytest.TempPathFactory) -> None:
+    store = served.store
+    top = tmp_path_factory.getbasetemp()
+    before = files_outside(top, store.root)
+    node = served.ok("cclg_add", {"content": "Sandboxed memory", "scope": {"workspace": "w"}})
+    served.ok(
+        "cclg_patch",
+        {"operation": "expand", "targets": [node["id"]], "contents": ["Sandboxed memory, more"], "reason": "r"},
+    )
+    active, pending = make_conflict(store, "Escapes")
+    served.ok("cclg_resolve", {"memory_ids": [active, pending], "content": "Escapes are refused", "reason": "r"})
+    raw_dir = (store.root / "raw").resolve()
+    for name in ("../../escape.txt", "/tmp/absolute-escape.txt", "..", "nested/dir/../../../up.md"):
+        kept = served.ok("cclg_raw", {"content": f"trying {name}", "name": name})
+        path = (store.root / kept["path"]).resolve()
+        assert kept["path"].startswith("raw/") and path.parent == raw_dir and path.is_file(), kept
+        assert ".." not in kept["path"] and "/" not in kept["path"].removeprefix("raw/")
+    served.ok("cclg_search", {"query": "escape"})
+    served.ok("cclg_pack", {"query": "escape"})
+    assert files_outside(top, store.root) == before
+    assert not (top / "escape.txt").exists() and not Path("/tmp/absolute-escape.txt").exists()
+    for folder in ("home", "cclg-home", "tmp", "cwd"):
+        assert list((served.base / folder).iterdir()) == [], f"the server wrote into its {folder}"
+
+
+# ---------------------------------------------------------------- 8: not a store
+
+
+def test_a_root_that_is_not_a_store_exits_with_a_clear_message(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "notes.txt").write_text("mine", encoding="utf-8")
+    result = subprocess.run(
+        [*SERVER, "--root", str(plain)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=server_env(os.environ["HOME"], os.environ["CCLG_HOME"]),
+    )
+    assert result.returncode == 3, result.stderr
+    assert result.stdout == "", "nothing reaches the protocol stream"
+    assert (
+        result.stderr
+        == f"cclg-mcp: {plain} is not a cclg store (no config.json and nodes/); run `cclg --root {plain} init`\n"
+    )
+    assert [p.name for p in plain.iterdir()] == ["notes.txt"], "the server leaves a foreign folder alone"
+
+
+def test_a_missing_root_is_refused_without_creating_it(tmp_path: Path) -> None:
+    # The same entry point in-process (a second subprocess would pay the mcp import again).
+    missing = tmp_path / "missing"
+    result = CliRunner().invoke(main, ["--root", str(missing)])
+    assert result.exit_code == 3 and result.stdout == ""
+    assert result.stderr.startswith(f"cclg-mcp: no cclg store at {missing}: the folder does not exist")
+    assert f"cclg --root {missing} init" in result.stderr
+    assert not missing.exists(), "the server does not create a store"
