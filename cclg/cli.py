@@ -614,6 +614,69 @@ def pack_command(
     click.echo(render(pack, style).rstrip("\n"))
 
 
+@cli.command("code-index")
+@click.argument("repo", default=".", type=click.Path(exists=True, file_okay=False))
+@click.option("--commits", type=click.IntRange(min=0), default=5000, show_default=True, help="History read for churn.")
+@json_option
+@click.pass_context
+def code_index_command(ctx: click.Context, repo: str, commits: int, as_json: bool) -> None:
+    """Index a repository's code graph (files, symbols, imports, churn) into the store.
+
+    The repository is only read. A second run re-parses only files that changed.
+    Example: cclg code-index ~/src/myproject
+    """
+    from cclg.codegraph.build import build_graph
+
+    store = _store(ctx)
+    interactive = sys.stderr.isatty()
+
+    def progress(done: int, total: int) -> None:
+        if interactive and total >= 100 and (done % 50 == 0 or done == total):
+            click.echo(f"\rparsing {done}/{total} files", nl=done == total, err=True)
+
+    graph = build_graph(store, repo, progress=progress, max_commits=commits)
+    summary = graph["summary"]
+    if as_json:
+        _emit(summary, True)
+        return
+    languages = ", ".join(f"{name} {count}" for name, count in summary["languages"].items()) or "none"
+    click.echo(
+        f"indexed {graph['root']}: {summary['files']} files ({languages}), {summary['symbols']} symbols, "
+        f"{summary['edges']} edges; parsed {summary['parsed']} in {summary['seconds']:.2f}s"
+    )
+    for language, reason in summary["missing_grammars"].items():
+        click.echo(f"note: {language} files were listed but not parsed: {reason}")
+
+
+@cli.command("code-search")
+@click.argument("query")
+@click.option("--repo", default=".", type=click.Path(exists=True, file_okay=False), show_default=True)
+@click.option("--limit", type=click.IntRange(min=1, max=200), default=10, show_default=True)
+@json_option
+@click.pass_context
+def code_search_command(ctx: click.Context, query: str, repo: str, limit: int, as_json: bool) -> None:
+    """Rank a repository's files for a task: which to read first, with their key symbols.
+
+    Needs `cclg code-index` first. Example: cclg code-search "fix the retry in the upload client" --repo .
+    """
+    from cclg.codegraph.build import graph_path, load_graph
+    from cclg.codegraph.rank import rank_files, text_index_path
+
+    store = _store(ctx)
+    graph = load_graph(store, repo)
+    files = rank_files(graph, text_index_path(graph_path(store, Path(graph["root"]))), query, limit=limit)
+    if as_json:
+        _emit({"query": query, "root": graph["root"], "files": files}, True)
+        return
+    for rank, entry in enumerate(files, 1):
+        symbols = ", ".join(s["name"] for s in entry["symbols"][:3])
+        click.echo(f"{rank:>3}. {entry['path']}  ({entry['score']:.3f}; {'; '.join(entry['why'])})")
+        if symbols:
+            click.echo(f"     {symbols}")
+    if not files:
+        click.echo("no matching files")
+
+
 host_argument = click.argument("host", type=click.Choice(["claude", "codex"]))
 place_option = click.option(
     "--project",

@@ -1,0 +1,424 @@
+"""Indexing a repository into a code graph (``cclg.code_graph.v0.1``).
+
+``build_graph(store, folder)`` finds the repository (a git work tree, else the
+folder itself), lists its source files (git's tracked files; outside git every
+source file under the folder, skipping what ``.gitignore`` names and vendored or
+generated trees), parses them with tree-sitter (``cclg.codegraph.parse``),
+resolves their imports to files (``cclg.codegraph.resolve``), reads per-file churn
+from one ``git log`` over recent history, and writes:
+
+- ``active/codegraphs/<repo>.json``: root, generated_at, git, files, symbols, edges;
+- ``active/codegraphs/<repo>.cache.json``: what each file's parse produced, keyed
+  by its content hash (with its size and mtime as a shortcut), so that a warm
+  re-index with no changes parses nothing and an edit re-parses only that file.
+
+The repository itself is never written to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from fnmatch import fnmatch
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from cclg.codegraph.languages import language_of, missing_grammars, query
+from cclg.codegraph.parse import parse_source
+from cclg.codegraph.rank import text_index_is_usable, text_index_path, update_text_index
+from cclg.codegraph.resolve import resolve_imports
+from cclg.errors import UsageError
+from cclg.records import now_iso
+from cclg.store import Store, safe_name
+
+SCHEMA = "cclg.code_graph.v0.1"
+CACHE_SCHEMA = "cclg.code_graph_cache.v0.1"
+MAX_FILE_BYTES = 1_000_000  # larger files are listed but not parsed (generated or data)
+CHURN_COMMITS = 5_000  # how far back one `git log` looks
+CO_CHANGE_MIN = 3  # two files changed together in at least this many commits get an edge
+CO_CHANGE_MAX_FILES = 30  # commits touching more files (mass renames, reformatting) say nothing
+REFERENCE_MAX_DEFINERS = 5  # a name defined in more files than this links nothing: too common
+PARALLEL_FROM = 200  # parse in worker processes when at least this many files need parsing
+SKIPPED_FOLDERS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "node_modules",
+        "vendor",
+        "third_party",
+        "third-party",
+        "dist",
+        "build",
+        "target",
+        "out",
+        ".venv",
+        "venv",
+        "env",
+        "__pycache__",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        "site-packages",
+        ".next",
+        "coverage",
+    }
+)
+
+Progress = Callable[[int, int], None]
+
+
+def graph_name(root: Path) -> str:
+    """The graph's file stem: the repository folder's name (made safe)."""
+    return safe_name(root.name or "root", 60)
+
+
+def graph_path(store: Store, root: Path) -> Path:
+    return store.root / "active" / "codegraphs" / f"{graph_name(root)}.json"
+
+
+def cache_path(store: Store, root: Path) -> Path:
+    return store.root / "active" / "codegraphs" / f"{graph_name(root)}.cache.json"
+
+
+# ---------------------------------------------------------------- the repository
+
+
+class Repository:
+    """A folder to index: its root, its source files and, in a git work tree, its history."""
+
+    def __init__(self, folder: Path) -> None:
+        folder = folder.resolve()
+        if not folder.is_dir():
+            raise UsageError(f"no such folder: {folder}")
+        self.git: Any = None
+        self.root = folder
+        try:
+            import git
+
+            self.git = git.Repo(folder, search_parent_directories=True)
+            if self.git.working_tree_dir is None:
+                raise UsageError(f"{folder} is a bare git repository; index a work tree")
+            self.root = Path(self.git.working_tree_dir).resolve()
+        except ImportError:  # gitpython missing: index as a plain folder
+            self.git = None
+        except Exception as error:  # not a repository (git.InvalidGitRepositoryError, NoSuchPathError)
+            if isinstance(error, UsageError):
+                raise
+            self.git = None
+
+    def git_info(self) -> dict[str, Any] | None:
+        if self.git is None:
+            return None
+        try:
+            head = self.git.head.commit.hexsha
+        except ValueError:  # no commits yet
+            head = None
+        branch = None if self.git.head.is_detached else self.git.active_branch.name
+        return {"head": head, "branch": branch, "dirty": self.git.is_dirty(untracked_files=False)}
+
+    def files(self) -> list[str]:
+        """Repository-relative POSIX paths of the files to consider, sorted."""
+        if self.git is not None:
+            listed = self.git.git.ls_files("-z", "--cached", "--others", "--exclude-standard")
+            paths = sorted({p for p in listed.split("\0") if p})
+            return [p for p in paths if not _in_skipped_folder(p) and (self.root / p).is_file()]
+        return sorted(_walk(self.root))
+
+    def go_module(self) -> str | None:
+        go_mod = self.root / "go.mod"
+        if not go_mod.is_file():
+            return None
+        match = re.search(r"^module\s+(\S+)", go_mod.read_text("utf-8", errors="replace"), re.MULTILINE)
+        return match.group(1) if match else None
+
+    def churn(
+        self, max_commits: int = CHURN_COMMITS
+    ) -> tuple[dict[str, dict[str, Any]], Counter[tuple[str, str]], int]:
+        """Per-file churn (commits, last commit time, authors) and co-change counts, from one ``git log``.
+
+        Merges are left out. Returns (per file, co-change pair counts, commits read).
+        """
+        if self.git is None or not self.git.head.is_valid():  # no git, or no commit yet
+            return {}, Counter(), 0
+        output = self.git.git.log(
+            f"--max-count={max_commits}", "--no-merges", "--no-renames", "--format=%x00%at%x09%aE", "--name-only"
+        )
+        per_file: dict[str, dict[str, Any]] = {}
+        authors: dict[str, set[str]] = defaultdict(set)
+        pairs: Counter[tuple[str, str]] = Counter()
+        commits = 0
+        for chunk in output.split("\0")[1:]:
+            header, _, names = chunk.partition("\n")
+            stamp, _, author = header.partition("\t")
+            files = sorted({n for n in names.split("\n") if n})
+            commits += 1
+            when = int(stamp) if stamp.isdigit() else 0
+            for name in files:
+                entry = per_file.setdefault(name, {"commits": 0, "last_commit": 0})
+                entry["commits"] += 1
+                entry["last_commit"] = max(entry["last_commit"], when)
+                authors[name].add(author)
+            if 2 <= len(files) <= CO_CHANGE_MAX_FILES:
+                for i, a in enumerate(files):
+                    for b in files[i + 1 :]:
+                        pairs[(a, b)] += 1
+        for name, entry in per_file.items():
+            entry["authors"] = len(authors[name])
+        return per_file, pairs, commits
+
+
+def _in_skipped_folder(path: str) -> bool:
+    return any(part in SKIPPED_FOLDERS for part in PurePosixPath(path).parts[:-1])
+
+
+def _walk(root: Path) -> Iterable[str]:
+    """Source files under ``root`` outside git: skipping .gitignore'd paths and vendored or generated trees."""
+    ignore = _gitignore_patterns(root)
+    for folder, subfolders, names in os.walk(root):
+        relative = Path(folder).relative_to(root).as_posix()
+        relative = "" if relative == "." else relative + "/"
+        subfolders[:] = sorted(
+            d for d in subfolders if d not in SKIPPED_FOLDERS and not _ignored(relative + d, True, ignore)
+        )
+        for name in names:
+            path = relative + name
+            if language_of(path) is not None and not _ignored(path, False, ignore):
+                yield path
+
+
+def _gitignore_patterns(root: Path) -> list[tuple[str, bool, bool]]:
+    """The root ``.gitignore``'s patterns as (pattern, anchored, folders only); negations are not supported."""
+    path = root / ".gitignore"
+    if not path.is_file():
+        return []
+    patterns = []
+    for line in path.read_text("utf-8", errors="replace").splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        folders_only = line.endswith("/")
+        line = line.rstrip("/")
+        anchored = "/" in line
+        patterns.append((line.lstrip("/"), anchored, folders_only))
+    return patterns
+
+
+def _ignored(path: str, is_folder: bool, patterns: list[tuple[str, bool, bool]]) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    for pattern, anchored, folders_only in patterns:
+        if folders_only and not is_folder:
+            continue
+        if fnmatch(path if anchored else name, pattern):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------- parsing, with the cache
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _minified(data: bytes, lines: int) -> bool:
+    """Generated or minified code (very long lines): listed, not parsed (it says little and parses slowly)."""
+    return len(data) > 20_000 and len(data) / max(lines, 1) > 500
+
+
+def _content_hash(data: bytes) -> str:
+    return hashlib.sha1(data, usedforsecurity=False).hexdigest()
+
+
+def _parse_one(job: tuple[str, str, bytes]) -> tuple[str, dict[str, Any] | None]:
+    path, language, data = job
+    return path, parse_source(language, data)
+
+
+def _parse_all(jobs: list[tuple[str, str, bytes]], progress: Progress | None) -> dict[str, dict[str, Any] | None]:
+    results: dict[str, dict[str, Any] | None] = {}
+    if len(jobs) >= PARALLEL_FROM and (os.cpu_count() or 1) > 1:
+        import multiprocessing
+
+        for language in {language for _, language, _ in jobs}:
+            query(language)  # compiled once here; the forked workers inherit it
+
+        with multiprocessing.get_context("fork").Pool(min(os.cpu_count() or 2, 8)) as pool:
+            for path, facts in pool.imap_unordered(_parse_one, jobs, chunksize=16):
+                results[path] = facts
+                if progress:
+                    progress(len(results), len(jobs))
+        return results
+    for job in jobs:
+        path, facts = _parse_one(job)
+        results[path] = facts
+        if progress:
+            progress(len(results), len(jobs))
+    return results
+
+
+def _load_cache(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("schema_version") != CACHE_SCHEMA:
+        return {}
+    files = data.get("files")
+    return files if isinstance(files, dict) else {}
+
+
+# ---------------------------------------------------------------- the graph
+
+
+def build_graph(
+    store: Store,
+    folder: str | os.PathLike[str],
+    *,
+    progress: Progress | None = None,
+    max_commits: int = CHURN_COMMITS,
+) -> dict[str, Any]:
+    """Index ``folder``'s repository into the store; returns the graph with a ``summary``."""
+    start = time.perf_counter()
+    repo = Repository(Path(folder))
+    cache_file = cache_path(store, repo.root)
+    old_cache = _load_cache(cache_file)
+    cache: dict[str, Any] = {}
+    jobs: list[tuple[str, str, bytes]] = []
+    listed: list[tuple[str, str, os.stat_result]] = []
+    for path in repo.files():
+        language = language_of(path)
+        if language is None:
+            continue
+        try:
+            info = (repo.root / path).stat()
+        except OSError:
+            continue
+        listed.append((path, language, info))
+        entry = old_cache.get(path)
+        if entry and entry.get("size") == info.st_size and entry.get("mtime_ns") == info.st_mtime_ns:
+            cache[path] = entry
+            continue
+        try:
+            data = (repo.root / path).read_bytes()
+        except OSError:
+            continue
+        digest = _content_hash(data)
+        if entry and entry.get("sha1") == digest:
+            cache[path] = {**entry, "mtime_ns": info.st_mtime_ns}
+            continue
+        cache[path] = {"size": info.st_size, "mtime_ns": info.st_mtime_ns, "sha1": digest, "language": language}
+        cache[path]["lines"] = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+        if len(data) <= MAX_FILE_BYTES and not _minified(data, cache[path]["lines"]):
+            jobs.append((path, language, data))
+        else:
+            cache[path]["facts"] = None
+    for path, facts in _parse_all(jobs, progress).items():
+        cache[path]["facts"] = facts
+    text_file = text_index_path(graph_path(store, repo.root))
+    rebuild = not text_index_is_usable(text_file, len(old_cache))
+    contents = {path: data for path, _, data in jobs}
+    documents: dict[str, tuple[list[str], bytes | None]] = {}
+    for path, _, _ in listed:
+        if not (rebuild or path in contents):
+            continue
+        facts = cache[path].get("facts")
+        text = None if facts is None else contents.get(path) or _read(repo.root / path)
+        documents[path] = ([d["name"] for d in (facts or {}).get("definitions", [])], text)
+
+    per_file_churn, pairs, commits = repo.churn(max_commits)
+    graph = _assemble(repo, listed, cache, per_file_churn, pairs)
+    graph["git"] = {**(repo.git_info() or {}), "commits_read": commits} if repo.git is not None else None
+    graph["summary"] = {
+        "files": len(graph["files"]),
+        "parsed": len(jobs),
+        "symbols": len(graph["symbols"]),
+        "edges": len(graph["edges"]),
+        "languages": dict(sorted(Counter(f["language"] for f in graph["files"]).items())),
+        "missing_grammars": missing_grammars({f["language"] for f in graph["files"]}),
+        "seconds": round(time.perf_counter() - start, 3),
+    }
+    with store.lock():
+        update_text_index(text_file, documents, {path for path, _, _ in listed}, rebuild=rebuild)
+        store.write_file(cache_file, (json.dumps({"schema_version": CACHE_SCHEMA, "files": cache}) + "\n").encode())
+        store.write_file(graph_path(store, repo.root), (json.dumps(graph, ensure_ascii=False) + "\n").encode())
+    return graph
+
+
+def _assemble(
+    repo: Repository,
+    listed: list[tuple[str, str, os.stat_result]],
+    cache: dict[str, Any],
+    churn: dict[str, dict[str, Any]],
+    pairs: Counter[tuple[str, str]],
+) -> dict[str, Any]:
+    paths = frozenset(path for path, _, _ in listed)
+    go_module = repo.go_module()
+    files = []
+    symbols = []
+    edges: list[dict[str, Any]] = []
+    definers: dict[str, set[str]] = defaultdict(set)
+    for path, language, _ in listed:
+        entry = cache[path]
+        facts = entry.get("facts") or {}
+        for definition in facts.get("definitions", []):
+            symbol_id = f"{path}#{definition['name']}:{definition['line']}"
+            symbols.append({"id": symbol_id, "path": path, **definition})
+            definers[definition["name"]].add(path)
+            edges.append({"type": "defines", "from": path, "to": symbol_id, "weight": 1})
+        history = churn.get(path, {})
+        files.append(
+            {
+                "path": path,
+                "language": language,
+                "lines": entry.get("lines", 0),
+                "bytes": entry.get("size", 0),
+                "parsed": entry.get("facts") is not None,
+                "churn": history.get("commits", 0),
+                "last_commit": history.get("last_commit"),
+                "authors": history.get("authors", 0),
+            }
+        )
+    for path, language, _ in listed:
+        facts = cache[path].get("facts") or {}
+        for target in resolve_imports(path, language, facts.get("imports", []), paths, go_module=go_module):
+            edges.append({"type": "imports", "from": path, "to": target, "weight": 1})
+        referenced: Counter[str] = Counter()
+        for name in facts.get("references", []):
+            owners = definers.get(name, ())
+            if 0 < len(owners) <= REFERENCE_MAX_DEFINERS:
+                referenced.update(owner for owner in owners if owner != path)
+        for target, count in sorted(referenced.items()):
+            edges.append({"type": "references", "from": path, "to": target, "weight": count})
+    for (a, b), count in sorted(pairs.items()):
+        if count >= CO_CHANGE_MIN and a in paths and b in paths:
+            edges.append({"type": "co_change", "from": a, "to": b, "weight": count})
+    return {
+        "schema_version": SCHEMA,
+        "root": str(repo.root),
+        "generated_at": now_iso(),
+        "git": None,
+        "files": files,
+        "symbols": symbols,
+        "edges": edges,
+    }
+
+
+def load_graph(store: Store, folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """The stored graph of ``folder``'s repository (``cclg code-index`` writes it)."""
+    repo_root = Repository(Path(folder)).root
+    path = graph_path(store, repo_root)
+    if not path.is_file():
+        raise UsageError(f"no code graph for {repo_root}; run `cclg code-index {repo_root}` first")
+    graph: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    return graph
