@@ -92,6 +92,7 @@ def handle(
         raise ValueError(f"the payload has no usable session_id: {session_id!r}")
     assert isinstance(session_id, str)
     project = project_of(payload.get("cwd"))
+    include_codegraph = include_codegraph or hook_settings(store).get("include_codegraph", False)
     sessions.start_session(store, session_id, agent=agent, project=project)
 
     if event == "user-prompt":
@@ -172,35 +173,95 @@ def _record_and_answer(
     raised afterwards (and logged as a hook failure).
     """
     from cclg import sessions
-    from cclg.pack import compile_pack, prompt_markdown  # only events that answer with context need it
 
-    if agent == "codex":
-        max_chars, max_tokens = CODEX_MAX_TOKENS * 4, CODEX_MAX_TOKENS - 200
-    else:
-        max_chars, max_tokens = CLAUDE_MAX_CHARS - 1_000, None
     pack: dict[str, Any] = {"memory_nodes": [], "suppressed_nodes": []}
+    context = None
     failure: Exception | None = None
     try:
-        pack = compile_pack(
-            store,
-            query,
-            session_id=session_id,
-            project=project,
-            max_chars=max_chars - len(FRAME),
-            max_tokens=max_tokens,
-        )
+        pack, context = _fit_context(store, query, session_id, project, agent, include_codegraph)
     except Exception as error:
         failure = error
     summary["loaded_memory_ids"] = [node["id"] for node in pack["memory_nodes"]]
     sessions.record_event(store, session_id, event, payload, summary=summary)
     if failure is not None:
         raise failure
-    if not pack["memory_nodes"] and not pack["suppressed_nodes"]:
-        return None
-    context = FRAME + prompt_markdown(pack)
-    if include_codegraph:
-        context += "\n(The code graph is not available in this version of cclg.)\n"
     return context
+
+
+CODEGRAPH_NOTE = "\n(The code graph is not available in this version of cclg.)\n"
+
+
+def _fit_context(
+    store: Store, query: str, session_id: str, project: str | None, agent: str, include_codegraph: bool
+) -> tuple[dict[str, Any], str | None]:
+    """The pack for ``query`` and its rendering, which fits the host's cap whole, frame included.
+
+    The pack's budget counts stored text; the rendering adds ids, sources and
+    headings. When the rendering overflows, the budget shrinks in proportion and the
+    pack is compiled again (at most a few times).
+    """
+    from cclg.pack import compile_pack, estimate_tokens, prompt_markdown  # only events with context need it
+
+    max_chars, max_tokens = context_limits(store, agent)
+    extra = FRAME + (CODEGRAPH_NOTE if include_codegraph else "")
+    budget_chars, budget_tokens = max_chars - len(extra), max_tokens
+    for _ in range(4):
+        pack = compile_pack(
+            store,
+            query,
+            session_id=session_id,
+            project=project,
+            max_chars=max(0, budget_chars),
+            max_tokens=None if budget_tokens is None else max(0, budget_tokens),
+        )
+        if not pack["memory_nodes"] and not pack["suppressed_nodes"]:
+            return pack, None
+        rendered = prompt_markdown(pack)
+        context = FRAME + rendered + (CODEGRAPH_NOTE if include_codegraph else "")
+        tokens = 0 if max_tokens is None else estimate_tokens(context)
+        if len(context) <= max_chars and (max_tokens is None or tokens <= max_tokens):
+            return pack, context
+        share = (max_chars - len(extra)) / max(len(rendered), 1)
+        if max_tokens is not None:
+            share = min(share, (max_tokens - estimate_tokens(extra)) / max(estimate_tokens(rendered), 1))
+        budget_chars = int(budget_chars * share) - 1
+        if budget_tokens is not None:
+            budget_tokens = int(budget_tokens * share) - 1
+    return {"memory_nodes": [], "suppressed_nodes": []}, None
+
+
+def hook_settings(store: Store) -> dict[str, Any]:
+    """The ``hook`` object of the store's config.json, with the values that are usable.
+
+    ``max_chars`` and ``max_tokens`` (positive integers) make the context smaller
+    than the host's cap (never larger); ``include_codegraph`` (a boolean) is the
+    default of ``--include-codegraph``. A value of the wrong type is ignored.
+    """
+    settings = store.config.get("hook")
+    if not isinstance(settings, dict):
+        return {}
+    usable: dict[str, Any] = {}
+    for name in ("max_chars", "max_tokens"):
+        value = settings.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            usable[name] = value
+    if isinstance(settings.get("include_codegraph"), bool):
+        usable["include_codegraph"] = settings["include_codegraph"]
+    return usable
+
+
+def context_limits(store: Store, agent: str) -> tuple[int, int | None]:
+    """(characters, tokens) the pack may take: the host's cap, made smaller by the store's config."""
+    if agent == "codex":
+        max_chars, max_tokens = CODEX_MAX_TOKENS * 4, CODEX_MAX_TOKENS
+    else:
+        max_chars, max_tokens = CLAUDE_MAX_CHARS, None
+    settings = hook_settings(store)
+    if "max_chars" in settings:
+        max_chars = min(max_chars, settings["max_chars"])
+    if "max_tokens" in settings:
+        max_tokens = settings["max_tokens"] if max_tokens is None else min(max_tokens, settings["max_tokens"])
+    return max_chars, max_tokens
 
 
 def _recent_prompts(store: Store, session_id: str, count: int, events: list[dict[str, Any]] | None = None) -> list[str]:

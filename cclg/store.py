@@ -137,6 +137,7 @@ class Store:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.config: dict[str, Any] = {}  # config.json, as read by ``open``
         # Threads sharing this object (the MCP server runs tools in worker threads)
         # take turns on this mutex before the file lock; its owner may re-enter.
         self._mutex = _thread.RLock()
@@ -160,12 +161,15 @@ class Store:
                 f"{path} is not a cclg store (no config.json and nodes/); run `cclg --root {path} init`"
             )
         try:
-            schema = json.loads(config.read_text(encoding="utf-8")).get("schema_version")
+            settings = json.loads(config.read_text(encoding="utf-8"))
+            schema = settings.get("schema_version")
         except (OSError, ValueError, AttributeError) as exc:
             raise StoreNotFoundError(f"{config} is not readable as a store config: {exc}") from exc
         if schema != fmt.STORE_SCHEMA:
             raise StoreNotFoundError(f"{config}: store schema {schema!r} is not {fmt.STORE_SCHEMA!r}")
-        return cls(path)
+        store = cls(path)
+        store.config = settings
+        return store
 
     @classmethod
     def init(cls, root: str | os.PathLike[str] | None = None) -> tuple[Store, bool]:

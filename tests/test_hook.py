@@ -173,6 +173,40 @@ def test_a_prompt_is_recorded_even_when_the_pack_fails(store: Store, monkeypatch
     assert event["summary"]["prompt"] == "how do deploys go out?" and event["summary"]["loaded_memory_ids"] == []
 
 
+def test_the_store_config_makes_the_context_smaller_and_can_ask_for_the_code_graph(store: Store) -> None:
+    for i in range(30):
+        add_memory(store, f"Deploy step {i}: the release workflow runs stage {i} of the deploy pipeline", source="user")
+    prompt = claude_prompt("how does the deploy pipeline release workflow run?")
+    full = json.loads(run_hook(store.root, "user-prompt", prompt).stdout)["hookSpecificOutput"]["additionalContext"]
+    config = json.loads((store.root / "config.json").read_text())
+    config["hook"] = {"max_chars": 1_000, "include_codegraph": True, "max_tokens": "lots"}
+    (store.root / "config.json").write_text(json.dumps(config))
+    small = json.loads(run_hook(store.root, "user-prompt", prompt).stdout)["hookSpecificOutput"]["additionalContext"]
+    assert len(small) < len(full) and len(small) <= 1_000, "the whole context fits, frame and note included"
+    assert "code graph" in small, "include_codegraph from the config works like the flag"
+
+
+@pytest.mark.parametrize("host", ["claude", "codex"])
+def test_a_full_pack_fits_the_host_cap_whole(store: Store, host: str) -> None:
+    from cclg.pack import estimate_tokens
+
+    for i in range(60):
+        words = " ".join(f"detail{i}x{j}" for j in range(60))
+        add_memory(store, f"Deploy pipeline note {i}: the release workflow {words}", source="user")
+    payload = (
+        claude_prompt("deploy pipeline release workflow")
+        if host == "claude"
+        else codex_prompt("deploy pipeline release workflow")
+    )
+    result = run_hook(store.root, "user-prompt", payload, "--include-codegraph")
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert context.count("Deploy pipeline note") >= 3
+    if host == "claude":
+        assert len(context) <= 10_000
+    else:
+        assert estimate_tokens(context) <= 2_500 and len(context) <= 10_000
+
+
 BAD_INPUTS = [
     b"",
     b"garbage",
