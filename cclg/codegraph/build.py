@@ -72,12 +72,17 @@ SKIPPED_FOLDERS = frozenset(
     }
 )
 
+# In a git repository tracked files are indexed, except under these (other people's code).
+VENDORED_FOLDERS = frozenset({"node_modules", "vendor", "third_party", "third-party"})
+
 Progress = Callable[[int, int], None]
 
 
 def graph_name(root: Path) -> str:
-    """The graph's file stem: the repository folder's name (made safe)."""
-    return safe_name(root.name or "root", 60)
+    """The graph's file stem: the repository folder's name (made safe) and a hash of its full path,
+    so two checkouts named alike keep separate graphs."""
+    digest = hashlib.sha1(str(root).encode(), usedforsecurity=False).hexdigest()[:8]
+    return f"{safe_name(root.name or 'root', 60)}-{digest}"
 
 
 def graph_path(store: Store, root: Path) -> Path:
@@ -122,14 +127,16 @@ class Repository:
         except ValueError:  # no commits yet
             head = None
         branch = None if self.git.head.is_detached else self.git.active_branch.name
-        return {"head": head, "branch": branch, "dirty": self.git.is_dirty(untracked_files=False)}
+        # Not Repo.is_dirty(): its `git diff` refreshes .git/index, and the repository is never written.
+        status = self.git.git.execute(["git", "--no-optional-locks", "status", "--porcelain", "--untracked-files=no"])
+        return {"head": head, "branch": branch, "dirty": bool(status.strip())}
 
     def files(self) -> list[str]:
         """Repository-relative POSIX paths of the files to consider, sorted."""
         if self.git is not None:
             listed = self.git.git.ls_files("-z", "--cached", "--others", "--exclude-standard")
             paths = sorted({p for p in listed.split("\0") if p})
-            return [p for p in paths if not _in_skipped_folder(p) and (self.root / p).is_file()]
+            return [p for p in paths if not _in_vendored_folder(p) and (self.root / p).is_file()]
         return sorted(_walk(self.root))
 
     def go_module(self) -> str | None:
@@ -148,8 +155,18 @@ class Repository:
         """
         if self.git is None or not self.git.head.is_valid():  # no git, or no commit yet
             return {}, Counter(), 0
-        output = self.git.git.log(
-            f"--max-count={max_commits}", "--no-merges", "--no-renames", "--format=%x00%at%x09%aE", "--name-only"
+        output = self.git.git.execute(
+            [
+                "git",
+                "-c",
+                "core.quotePath=false",  # file names as they are, not octal-escaped
+                "log",
+                f"--max-count={max_commits}",
+                "--no-merges",
+                "--no-renames",
+                "--format=%x00%at%x09%aE",
+                "--name-only",
+            ]
         )
         per_file: dict[str, dict[str, Any]] = {}
         authors: dict[str, set[str]] = defaultdict(set)
@@ -175,8 +192,9 @@ class Repository:
         return per_file, pairs, commits
 
 
-def _in_skipped_folder(path: str) -> bool:
-    return any(part in SKIPPED_FOLDERS for part in PurePosixPath(path).parts[:-1])
+def _in_vendored_folder(path: str) -> bool:
+    """Tracked files are indexed, except vendored copies of other projects."""
+    return any(part in VENDORED_FOLDERS for part in PurePosixPath(path).parts[:-1])
 
 
 def _walk(root: Path) -> Iterable[str]:
@@ -295,6 +313,7 @@ def build_graph(
     old_cache = _load_cache(cache_file)
     cache: dict[str, Any] = {}
     jobs: list[tuple[str, str, bytes]] = []
+    changed: set[str] = set()  # files whose content is new to the cache
     listed: list[tuple[str, str, os.stat_result]] = []
     for path in repo.files():
         language = language_of(path)
@@ -306,17 +325,19 @@ def build_graph(
             continue
         listed.append((path, language, info))
         entry = old_cache.get(path)
-        if entry and entry.get("size") == info.st_size and entry.get("mtime_ns") == info.st_mtime_ns:
-            cache[path] = entry
+        unparsed = entry is not None and entry.get("facts") is None and info.st_size <= MAX_FILE_BYTES
+        if entry and entry.get("size") == info.st_size and entry.get("mtime_ns") == info.st_mtime_ns and not unparsed:
+            cache[path] = entry  # unchanged (a file left unparsed is looked at again: its grammar may be here now)
             continue
         try:
             data = (repo.root / path).read_bytes()
         except OSError:
             continue
         digest = _content_hash(data)
-        if entry and entry.get("sha1") == digest:
+        if entry and entry.get("sha1") == digest and not unparsed:
             cache[path] = {**entry, "mtime_ns": info.st_mtime_ns}
             continue
+        changed.add(path)
         cache[path] = {"size": info.st_size, "mtime_ns": info.st_mtime_ns, "sha1": digest, "language": language}
         cache[path]["lines"] = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
         if len(data) <= MAX_FILE_BYTES and not _minified(data, cache[path]["lines"]):
@@ -330,7 +351,7 @@ def build_graph(
     contents = {path: data for path, _, data in jobs}
     documents: dict[str, tuple[list[str], bytes | None]] = {}
     for path, _, _ in listed:
-        if not (rebuild or path in contents):
+        if not (rebuild or path in changed):
             continue
         facts = cache[path].get("facts")
         text = None if facts is None else contents.get(path) or _read(repo.root / path)
@@ -421,4 +442,6 @@ def load_graph(store: Store, folder: str | os.PathLike[str]) -> dict[str, Any]:
     if not path.is_file():
         raise UsageError(f"no code graph for {repo_root}; run `cclg code-index {repo_root}` first")
     graph: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    if graph.get("root") != str(repo_root):
+        raise UsageError(f"the code graph at {path} is of {graph.get('root')}, not {repo_root}; run `cclg code-index`")
     return graph

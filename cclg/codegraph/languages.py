@@ -207,9 +207,10 @@ _JS_COMMON = [
     " [(lexical_declaration (variable_declarator name: (identifier) @name.constant))"
     " (variable_declaration (variable_declarator name: (identifier) @name.constant))]))",
     # exports.foo = function () {}, Foo.prototype.bar = () => {}
-    "(program (expression_statement (assignment_expression"
+    "((program (expression_statement (assignment_expression"
     " left: (member_expression property: (property_identifier) @name.function)"
-    " right: [(function_expression) (arrow_function)])))",
+    " right: [(function_expression) (arrow_function)])))"
+    ' (#not-eq? @name.function "exports"))',  # module.exports = function () {} defines no "exports"
     "(import_statement source: (string (string_fragment) @import.str))",
     "(export_statement source: (string (string_fragment) @import.str))",
     "((call_expression function: (identifier) @_fn arguments: (arguments . (string (string_fragment) @import.str)))"

@@ -153,10 +153,9 @@ def rank_files(graph: dict[str, Any], text_index: Path, query: str, *, limit: in
         for path, score in text.items():
             if path in files:
                 base[path] += score / top
-        for path in sorted(text, key=lambda p: (-text[p], p))[:3]:
-            why[path].append("its text matches the task")
+                why[path].append("its text matches the task")
 
-    matched_symbols = _symbol_matches(graph, words)
+    matched_symbols = _symbol_matches(graph, words, set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", query)))
     for path, (score, names) in matched_symbols.items():
         base[path] += score
         why[path].append(f"defines {', '.join(names[:3])}")
@@ -198,8 +197,12 @@ def rank_files(graph: dict[str, Any], text_index: Path, query: str, *, limit: in
     return results
 
 
-def _symbol_matches(graph: dict[str, Any], words: list[str]) -> dict[str, tuple[float, list[str]]]:
-    """Per file: a score for definitions whose name parts are task words, and those names."""
+def _symbol_matches(graph: dict[str, Any], words: list[str], written: set[str]) -> dict[str, tuple[float, list[str]]]:
+    """Per file: a score for definitions whose name parts are task words, and those names.
+
+    A name the task spells out whole (``InvoiceCalculator``, ``parse_args``) counts
+    most: it says which definition is meant, where shared words only hint.
+    """
     wanted = set(words)
     definers: dict[str, set[str]] = defaultdict(set)
     for symbol in graph["symbols"]:
@@ -216,6 +219,8 @@ def _symbol_matches(graph: dict[str, Any], words: list[str]) -> dict[str, tuple[
         coverage = hit / len(parts)
         rarity = math.log(1 + total / len(definers[symbol["name"]])) / math.log(1 + total)
         score = coverage * rarity * (hit / max(len(wanted), 1))
+        if symbol["name"] in written and len(symbol["name"]) >= 4:
+            score += rarity
         old_score, names = found.get(symbol["path"], (0.0, []))
         if symbol["name"] not in names:
             names = [*names, symbol["name"]]
