@@ -659,12 +659,13 @@ def code_search_command(ctx: click.Context, query: str, repo: str, limit: int, a
 
     Needs `cclg code-index` first. Example: cclg code-search "fix the retry in the upload client" --repo .
     """
-    from cclg.codegraph.build import graph_path, load_graph
-    from cclg.codegraph.rank import rank_files, text_index_path
+    from cclg.codegraph.build import load_graph
+    from cclg.codegraph.rank import rank_files
+    from cclg.codegraph.stored import text_index_path
 
     store = _store(ctx)
     graph = load_graph(store, repo)
-    files = rank_files(graph, text_index_path(graph_path(store, Path(graph["root"]))), query, limit=limit)
+    files = rank_files(graph, text_index_path(store, Path(graph["root"])), query, limit=limit)
     if as_json:
         _emit({"query": query, "root": graph["root"], "files": files}, True)
         return

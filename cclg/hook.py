@@ -178,7 +178,8 @@ def _record_and_answer(
     context = None
     failure: Exception | None = None
     try:
-        pack, context = _fit_context(store, query, session_id, project, agent, include_codegraph)
+        codegraph = codegraph_context(store, payload.get("cwd"), query, agent) if include_codegraph else ""
+        pack, context = _fit_context(store, query, session_id, project, agent, codegraph)
     except Exception as error:
         failure = error
     summary["loaded_memory_ids"] = [node["id"] for node in pack["memory_nodes"]]
@@ -188,13 +189,66 @@ def _record_and_answer(
     return context
 
 
-CODEGRAPH_NOTE = "\n(The code graph is not available in this version of cclg.)\n"
+CODEGRAPH_SHARE = 4  # the code graph gets at most a quarter of the host's cap
+
+
+def codegraph_context(store: Store, cwd: object, query: str, agent: str) -> str:
+    """The CodeGraphPack for ``query`` from the stored graph of the repository holding ``cwd``.
+
+    Uses the graph as the last ``cclg code-index`` left it; when the repository's
+    git index has changed since, a re-index starts in the background (the changed
+    files only are parsed again) and this prompt uses the graph as it is.
+    """
+    from cclg.codegraph.rank import rank_files, render_pack
+    from cclg.codegraph.stored import graph_path, read_graph, repository_root, text_index_path
+
+    if not isinstance(cwd, str) or not cwd or not query.strip():
+        return ""
+    root = repository_root(cwd)
+    if not graph_path(store, root).is_file():
+        return f"\n(No code graph for this repository yet: `cclg code-index {root}` builds one.)\n"
+    _refresh_in_background(store, root)
+    max_chars, max_tokens = context_limits(store, agent)
+    budget = (max_tokens if max_tokens is not None else max_chars // 4) // CODEGRAPH_SHARE
+    text = render_pack(rank_files(read_graph(store, root), text_index_path(store, root), query), max_tokens=budget)
+    return "\n" + text if text else ""
+
+
+def _refresh_in_background(store: Store, root: Path) -> None:
+    """Start ``cclg code-index`` detached when git's index is newer than the graph (at most every 10 minutes)."""
+    from cclg.codegraph.stored import graph_path
+
+    graph_file = graph_path(store, root)
+    marker = graph_file.with_suffix(".refreshing")
+    try:
+        if (root / ".git" / "index").stat().st_mtime <= graph_file.stat().st_mtime:
+            return
+        if marker.exists() and marker.stat().st_mtime > graph_file.stat().st_mtime and _age(marker) < 600:
+            return
+    except OSError:
+        return
+    import subprocess  # only when a refresh starts
+
+    marker.touch()
+    subprocess.Popen(
+        [sys.executable, "-m", "cclg", "--root", str(store.root), "code-index", str(root)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _age(path: Path) -> float:
+    import time
+
+    return time.time() - path.stat().st_mtime
 
 
 def _fit_context(
-    store: Store, query: str, session_id: str, project: str | None, agent: str, include_codegraph: bool
+    store: Store, query: str, session_id: str, project: str | None, agent: str, codegraph: str
 ) -> tuple[dict[str, Any], str | None]:
-    """The pack for ``query`` and its rendering, which fits the host's cap whole, frame included.
+    """The pack for ``query`` and its rendering (then ``codegraph``), which fit the host's cap whole.
 
     The pack's budget counts stored text; the rendering adds ids, sources and
     headings. When the rendering overflows, the budget shrinks in proportion and the
@@ -203,7 +257,7 @@ def _fit_context(
     from cclg.pack import compile_pack, estimate_tokens, prompt_markdown  # only events with context need it
 
     max_chars, max_tokens = context_limits(store, agent)
-    extra = FRAME + (CODEGRAPH_NOTE if include_codegraph else "")
+    extra = FRAME + codegraph
     budget_chars, budget_tokens = max_chars - len(extra), max_tokens
     for _ in range(4):
         pack = compile_pack(
@@ -215,9 +269,9 @@ def _fit_context(
             max_tokens=None if budget_tokens is None else max(0, budget_tokens),
         )
         if not pack["memory_nodes"] and not pack["suppressed_nodes"]:
-            return pack, None
+            return pack, codegraph.lstrip("\n") if "## Code graph" in codegraph else None
         rendered = prompt_markdown(pack)
-        context = FRAME + rendered + (CODEGRAPH_NOTE if include_codegraph else "")
+        context = FRAME + rendered + codegraph
         tokens = 0 if max_tokens is None else estimate_tokens(context)
         if len(context) <= max_chars and (max_tokens is None or tokens <= max_tokens):
             return pack, context

@@ -24,9 +24,10 @@ from click.testing import CliRunner, Result
 from cclg.cli import cli
 from cclg.codegraph import build as build_module
 from cclg.codegraph import parse as parse_module
-from cclg.codegraph.build import Repository, build_graph, cache_path, graph_path, load_graph
+from cclg.codegraph.build import Repository, build_graph, load_graph
 from cclg.codegraph.languages import grammar
-from cclg.codegraph.rank import rank_files, text_index_path
+from cclg.codegraph.rank import rank_files
+from cclg.codegraph.stored import cache_path, graph_path, text_index_path
 from cclg.errors import UsageError
 from cclg.store import Store
 
@@ -126,7 +127,7 @@ def stable(graph: dict[str, Any]) -> dict[str, Any]:
 
 
 def search(store: Store, graph: dict[str, Any], query: str, limit: int = 10) -> list[dict[str, Any]]:
-    return rank_files(graph, text_index_path(graph_path(store, Path(graph["root"]))), query, limit=limit)
+    return rank_files(graph, text_index_path(store, Path(graph["root"])), query, limit=limit)
 
 
 def record_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -250,7 +251,7 @@ def test_python_package_files_symbols_and_edges(store: Store, python_repo: GitRe
     assert graph_path(store, python_repo.root).parent == store.root / "active" / "codegraphs"
     assert graph_path(store, python_repo.root).name.startswith("shop-")
     assert cache_path(store, python_repo.root).is_file()
-    assert text_index_path(graph_path(store, python_repo.root)).is_file()
+    assert text_index_path(store, python_repo.root).is_file()
     stored = load_graph(store, python_repo.root)
     assert stable(stored) == stable(graph) and stored["summary"] == graph["summary"]
     assert stable(load_graph(store, python_repo.root / "app")) == stable(graph), "a subfolder finds its repository"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -207,6 +208,40 @@ def test_a_full_pack_fits_the_host_cap_whole(store: Store, host: str) -> None:
         assert estimate_tokens(context) <= 2_500 and len(context) <= 10_000
 
 
+def _git_repo(folder: Path) -> Path:
+    (folder / "billing").mkdir(parents=True)
+    (folder / "billing" / "invoice.py").write_text(
+        "class InvoiceCalculator:\n    def round_totals(self):\n        pass\n"
+    )
+    (folder / "auth").mkdir()
+    (folder / "auth" / "session.py").write_text("def refresh_token(session):\n    return session\n")
+    env = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@x"}
+    for command in (["init", "-q"], ["add", "."], ["commit", "-qm", "start"]):
+        subprocess.run(["git", *command], cwd=folder, check=True, env={**os.environ, **env})
+    return folder
+
+
+def test_include_codegraph_appends_the_files_to_read_first(store: Store, tmp_path: Path) -> None:
+    from cclg.codegraph.build import build_graph
+
+    repo = _git_repo(tmp_path / "shop")
+    prompt = claude_prompt("InvoiceCalculator rounds totals wrong", cwd=str(repo / "billing"))
+    without_graph = run_hook(store.root, "user-prompt", prompt, "--include-codegraph")
+    assert "No code graph for this repository yet" not in without_graph.stdout.decode(), "a note alone is not sent"
+    build_graph(store, repo)
+    result = run_hook(store.root, "user-prompt", prompt, "--include-codegraph")
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert context.startswith("## Code graph: files to read first"), "no memory matched: the code graph alone"
+    assert "not proof of what the code does" in context
+    first = context.split("\n1. ", 1)[1]
+    assert first.startswith('"billing/invoice.py"') and "InvoiceCalculator" in first
+    assert (
+        not (repo / ".git" / "cclg").exists()
+        and "??"
+        not in subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout
+    )
+
+
 BAD_INPUTS = [
     b"",
     b"garbage",
@@ -248,8 +283,8 @@ HEAVY_MODULES = ("click", "mcp", "git", "tree_sitter", "tomli_w")
 SLOW_STDLIB = ("dataclasses", "inspect", "typing", "tomllib", "_hashlib", "argparse", "importlib.resources")
 
 
-@pytest.mark.parametrize("event", ["user-prompt", "post-tool"])
-def test_the_hook_loads_no_heavy_modules(store: Store, memories: dict, event: str) -> None:
+@pytest.mark.parametrize("event", ["user-prompt", "post-tool", "user-prompt --include-codegraph"])
+def test_the_hook_loads_no_heavy_modules(store: Store, memories: dict, event: str, tmp_path: Path) -> None:
     script = (
         "import sys\nfrom cclg.hook import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
@@ -260,14 +295,21 @@ def test_the_hook_loads_no_heavy_modules(store: Store, memories: dict, event: st
     payload = claude_prompt("how do deploys go out?")
     if event == "post-tool":
         payload.update(hook_event_name="PostToolUse", tool_name="Bash", tool_input={"command": "ls"}, tool_response={})
+    if "--include-codegraph" in event:
+        from cclg.codegraph.build import build_graph
+
+        repo = _git_repo(tmp_path / "shop")
+        build_graph(store, repo)
+        payload = claude_prompt("how do deploys go out? InvoiceCalculator totals", cwd=str(repo))
     result = subprocess.run(
-        [sys.executable, "-c", script, "--root", str(store.root), event],
+        [sys.executable, "-c", script, "--root", str(store.root), *event.split()],
         input=json.dumps(payload).encode(),
         capture_output=True,
         timeout=60,
     )
-    if event == "user-prompt":
-        assert json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    if event.startswith("user-prompt"):
+        context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert ("billing/invoice.py" if "--include-codegraph" in event else "Deploys go out") in context
     else:
         assert json.loads(result.stdout) == {}
     assert result.stderr.decode().strip().splitlines()[-1] == "[]"

@@ -30,11 +30,12 @@ from typing import Any
 
 from cclg.codegraph.languages import language_of, missing_grammars, query
 from cclg.codegraph.parse import parse_source
-from cclg.codegraph.rank import text_index_is_usable, text_index_path, update_text_index
+from cclg.codegraph.rank import text_index_is_usable, update_text_index
 from cclg.codegraph.resolve import resolve_imports
+from cclg.codegraph.stored import cache_path, graph_path, read_graph, text_index_path
 from cclg.errors import UsageError
 from cclg.records import now_iso
-from cclg.store import Store, safe_name
+from cclg.store import Store
 
 SCHEMA = "cclg.code_graph.v0.1"
 CACHE_SCHEMA = "cclg.code_graph_cache.v0.1"
@@ -76,21 +77,6 @@ SKIPPED_FOLDERS = frozenset(
 VENDORED_FOLDERS = frozenset({"node_modules", "vendor", "third_party", "third-party"})
 
 Progress = Callable[[int, int], None]
-
-
-def graph_name(root: Path) -> str:
-    """The graph's file stem: the repository folder's name (made safe) and a hash of its full path,
-    so two checkouts named alike keep separate graphs."""
-    digest = hashlib.sha1(str(root).encode(), usedforsecurity=False).hexdigest()[:8]
-    return f"{safe_name(root.name or 'root', 60)}-{digest}"
-
-
-def graph_path(store: Store, root: Path) -> Path:
-    return store.root / "active" / "codegraphs" / f"{graph_name(root)}.json"
-
-
-def cache_path(store: Store, root: Path) -> Path:
-    return store.root / "active" / "codegraphs" / f"{graph_name(root)}.cache.json"
 
 
 # ---------------------------------------------------------------- the repository
@@ -346,7 +332,7 @@ def build_graph(
             cache[path]["facts"] = None
     for path, facts in _parse_all(jobs, progress).items():
         cache[path]["facts"] = facts
-    text_file = text_index_path(graph_path(store, repo.root))
+    text_file = text_index_path(store, repo.root)
     rebuild = not text_index_is_usable(text_file, len(old_cache))
     contents = {path: data for path, _, data in jobs}
     documents: dict[str, tuple[list[str], bytes | None]] = {}
@@ -373,6 +359,7 @@ def build_graph(
         update_text_index(text_file, documents, {path for path, _, _ in listed}, rebuild=rebuild)
         store.write_file(cache_file, (json.dumps({"schema_version": CACHE_SCHEMA, "files": cache}) + "\n").encode())
         store.write_file(graph_path(store, repo.root), (json.dumps(graph, ensure_ascii=False) + "\n").encode())
+        graph_path(store, repo.root).with_suffix(".refreshing").unlink(missing_ok=True)  # the hook's marker
     return graph
 
 
@@ -437,11 +424,4 @@ def _assemble(
 
 def load_graph(store: Store, folder: str | os.PathLike[str]) -> dict[str, Any]:
     """The stored graph of ``folder``'s repository (``cclg code-index`` writes it)."""
-    repo_root = Repository(Path(folder)).root
-    path = graph_path(store, repo_root)
-    if not path.is_file():
-        raise UsageError(f"no code graph for {repo_root}; run `cclg code-index {repo_root}` first")
-    graph: dict[str, Any] = json.loads(path.read_text("utf-8"))
-    if graph.get("root") != str(repo_root):
-        raise UsageError(f"the code graph at {path} is of {graph.get('root')}, not {repo_root}; run `cclg code-index`")
-    return graph
+    return read_graph(store, Repository(Path(folder)).root)

@@ -23,9 +23,12 @@ import re
 import sqlite3
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 from cclg.text import STOPWORDS
+
+TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from typing import Any
 
 TEXT_SCHEMA = 1
 MAX_TEXT_CHARS = 300_000
@@ -54,10 +57,6 @@ def query_words(text: str) -> list[str]:
 
 
 # ---------------------------------------------------------------- the text index
-
-
-def text_index_path(graph_file: Path) -> Path:
-    return graph_file.with_suffix(".text.sqlite")
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -284,3 +283,51 @@ def _prior(file: dict[str, Any], newest: int) -> float:
         age_days = max(0.0, (newest - last) / 86_400)
         boost += 0.05 / (1 + age_days / 30)
     return 1.0 + boost
+
+
+# ---------------------------------------------------------------- the CodeGraphPack
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters per token for code and English (the pack's estimate)."""
+    return math.ceil(len(text) / 4)
+
+
+def render_pack(files: list[dict[str, Any]], *, max_tokens: int = 800) -> str:
+    """The CodeGraphPack as Markdown: files to read first, their key symbols and why, under ``max_tokens``.
+
+    Paths, names and signatures come from the repository, so each is shown as a
+    JSON string literal: nothing in them can open a heading or end the list.
+    """
+    import json
+
+    def quoted(text: str) -> str:
+        return json.dumps(text, ensure_ascii=False).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+    lines = [
+        "## Code graph: files to read first",
+        "",
+        "A reading-order hint from the repository's structure and history, not proof of what the code does: "
+        "read the files before relying on them.",
+        "",
+    ]
+    used = estimate_tokens("\n".join(lines))
+    shown = 0
+    for rank, entry in enumerate(files, 1):
+        symbols = "; ".join(
+            f"{quoted(s['name'])} ({s['kind']}, line {s['line']})" for s in entry.get("symbols", [])[:4]
+        )
+        line = f"{rank}. {quoted(entry['path'])}: {'; '.join(entry['why'])}" + (
+            f". Symbols: {symbols}" if symbols else ""
+        )
+        cost = estimate_tokens(line) + 1
+        if used + cost > max_tokens:
+            break
+        lines.append(line)
+        used += cost
+        shown += 1
+    if shown == 0:
+        return ""
+    if shown < len(files):
+        lines.append(f"({len(files) - shown} more files left out for the budget.)")
+    return "\n".join(lines) + "\n"

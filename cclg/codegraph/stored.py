@@ -1,0 +1,58 @@
+"""Where code graphs live in the store, and reading them back.
+
+Light on purpose: the hook imports this module (never gitpython or tree-sitter),
+so it finds a repository's root by looking for ``.git`` and reads the graph the
+indexer (``cclg.codegraph.build``) wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from cclg.errors import UsageError
+from cclg.records import sha256_hex
+from cclg.store import Store, safe_name
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def repository_root(folder: str | os.PathLike[str]) -> Path:
+    """The git work tree holding ``folder`` (the nearest folder with ``.git``), else the folder."""
+    path = Path(folder).resolve()
+    for candidate in (path, *path.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return path
+
+
+def graph_name(root: Path) -> str:
+    """The graph's file stem: the repository folder's name (made safe) and a hash of its full path,
+    so two checkouts named alike keep separate graphs."""
+    return f"{safe_name(root.name or 'root', 60)}-{sha256_hex(str(root).encode())[:8]}"
+
+
+def graph_path(store: Store, root: Path) -> Path:
+    return store.root / "active" / "codegraphs" / f"{graph_name(root)}.json"
+
+
+def cache_path(store: Store, root: Path) -> Path:
+    return store.root / "active" / "codegraphs" / f"{graph_name(root)}.cache.json"
+
+
+def text_index_path(store: Store, root: Path) -> Path:
+    return store.root / "active" / "codegraphs" / f"{graph_name(root)}.text.sqlite"
+
+
+def read_graph(store: Store, root: Path) -> dict[str, Any]:
+    """The stored graph of the repository at ``root``; a ``UsageError`` when there is none."""
+    path = graph_path(store, root)
+    if not path.is_file():
+        raise UsageError(f"no code graph for {root}; run `cclg code-index {root}` first")
+    graph: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    if graph.get("root") != str(root):
+        raise UsageError(f"the code graph at {path} is of {graph.get('root')}, not {root}; run `cclg code-index`")
+    return graph
