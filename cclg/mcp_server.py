@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import click
@@ -71,6 +72,19 @@ def _where(session_id: str | None, project: str | None, workspace: str | None) -
     return search.Where(session_id=session_id, project=project, workspace=workspace)
 
 
+def _library_errors(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """``fn`` with the library's errors turned into MCP tool errors carrying their message."""
+
+    @functools.wraps(fn)  # the SDK reads the parameters through __wrapped__
+    def call(**arguments: Any) -> dict[str, Any]:
+        try:
+            return fn(**arguments)
+        except CclgError as error:
+            raise ToolError(str(error)) from error
+
+    return call
+
+
 def build_server(store: Store, *, dotted_names: bool = False) -> MCPServer:
     """The server with every tool registered under its names."""
     sep = "." if dotted_names else "_"
@@ -85,16 +99,14 @@ def build_server(store: Store, *, dotted_names: bool = False) -> MCPServer:
     )
 
     def register(verb: str, fn: Callable[..., dict[str, Any]], description: str, annotations: ToolAnnotations) -> None:
-        @functools.wraps(fn)  # the SDK reads the parameters through __wrapped__
-        def call(**arguments: Any) -> dict[str, Any]:
-            try:
-                return fn(**arguments)
-            except CclgError as error:  # the library's message reaches the caller as a tool error
-                raise ToolError(str(error)) from error
-
         for prefix in ("cclg", "memory"):
-            name = f"{prefix}{sep}{verb}"
-            server.add_tool(call, name=name, description=description, annotations=annotations, structured_output=True)
+            server.add_tool(
+                _library_errors(fn),
+                name=f"{prefix}{sep}{verb}",
+                description=description,
+                annotations=annotations,
+                structured_output=True,
+            )
 
     def memory_search(
         query: Query,
@@ -274,6 +286,27 @@ def build_server(store: Store, *, dotted_names: bool = False) -> MCPServer:
     ) -> dict[str, Any]:
         return {"records": api.audit_log(store, limit=limit, event=event, memory_id=memory_id)}
 
+    def code_index(
+        repo: Annotated[str, Field(min_length=1, max_length=4_096, description="The repository folder to index.")],
+    ) -> dict[str, Any]:
+        from cclg.codegraph.build import build_graph
+
+        graph = build_graph(store, repo)
+        return {"root": graph["root"], **graph["summary"]}
+
+    def code_search(
+        query: Query,
+        repo: Annotated[str, Field(min_length=1, max_length=4_096, description="The indexed repository's folder.")],
+        limit: Annotated[int, Field(ge=1, le=100)] = 10,
+    ) -> dict[str, Any]:
+        from cclg.codegraph.build import load_graph
+        from cclg.codegraph.rank import rank_files, render_pack
+        from cclg.codegraph.stored import text_index_path
+
+        graph = load_graph(store, repo)
+        files = rank_files(graph, text_index_path(store, Path(graph["root"])), query, limit=limit)
+        return {"query": query, "root": graph["root"], "files": files, "pack": render_pack(files)}
+
     register("search", memory_search, "Search current memories (ranked; optional scope filters).", READ_ONLY)
     register("grep", memory_grep, "Find exact text (or a regex) line by line in memories and raw evidence.", READ_ONLY)
     register("bm25", memory_bm25, "Ranked word search over current memories (BM25 only).", READ_ONLY)
@@ -297,6 +330,28 @@ def build_server(store: Store, *, dotted_names: bool = False) -> MCPServer:
     register("conflicts", memory_conflicts, "Memories waiting for a decision (conflict_pending).", READ_ONLY)
     register("resolve", memory_resolve, "Settle a conflict with one memory that says what is true now.", DESTRUCTIVE)
     register("audit", memory_audit, "The audit log, newest first: every change to the store.", READ_ONLY)
+    # The code graph's tools have no memory_ alias: the CCLG standard names none.
+    for verb, fn, description, hints in (
+        (
+            "code_index",
+            code_index,
+            "Index a repository's code graph (files, symbols, imports, churn) into the store; reruns parse changes.",
+            ADDITIVE_IDEMPOTENT,
+        ),
+        (
+            "code_search",
+            code_search,
+            "Which files of an indexed repository to read first for a task, with key symbols and why.",
+            READ_ONLY,
+        ),
+    ):
+        server.add_tool(
+            _library_errors(fn),
+            name=f"cclg{sep}{verb}",
+            description=description,
+            annotations=hints,
+            structured_output=True,
+        )
     return server
 
 

@@ -44,6 +44,7 @@ from cclg.store import Store, read_jsonl
 SERVER = [sys.executable, "-m", "cclg.mcp_server"]
 VERBS = ("search", "grep", "bm25", "pack", "add", "patch", "raw", "recall", "cite", "conflicts", "resolve", "audit")
 READ_ONLY_VERBS = {"search", "grep", "bm25", "pack", "recall", "cite", "conflicts", "audit"}
+CODE_VERBS = ("code_index", "code_search")  # the code graph's tools: cclg_ names only
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 ID = re.compile(r"\b(mem|patch|edge)_[0-9a-z]{26}\b")
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?\+00:00")
@@ -252,7 +253,12 @@ def footprint(store: Store) -> tuple[int, int, int, int]:
 def test_lists_every_verb_under_both_names_with_schemas_and_annotations(served: Served) -> None:
     assert served.client.server_info is not None
     assert (served.client.server_info.name, served.client.server_info.version) == ("cclg", __version__)
-    tools = served.list_tools()
+    every = served.list_tools()
+    code_tools = {t.name: t for t in every if t.name in {f"cclg_{verb}" for verb in CODE_VERBS}}
+    assert sorted(code_tools) == ["cclg_code_index", "cclg_code_search"]
+    assert code_tools["cclg_code_search"].annotations.read_only_hint is True  # type: ignore[union-attr]
+    assert code_tools["cclg_code_index"].annotations.destructive_hint is False  # type: ignore[union-attr]
+    tools = [t for t in every if t.name not in code_tools]
     by_name = {t.name: t for t in tools}
     assert len(tools) == 24 and len(by_name) == 24
     instructions = served.client.instructions or ""
@@ -319,7 +325,8 @@ def dotted(served: Served) -> DottedServer:
 
 
 def test_dotted_names_serve_the_standard_names_instead(served: Served, dotted: DottedServer) -> None:
-    assert sorted(dotted.names) == sorted(f"{prefix}.{verb}" for prefix in ("cclg", "memory") for verb in VERBS)
+    expected = [f"{prefix}.{verb}" for prefix in ("cclg", "memory") for verb in VERBS]
+    assert sorted(dotted.names) == sorted([*expected, *(f"cclg.{verb}" for verb in CODE_VERBS)])
     assert dotted.instructions and not dotted.search.is_error and not dotted.alias.is_error
     assert dotted.search.structured_content == dotted.want == dotted.alias.structured_content
     assert served.ids["new"] in [r["id"] for r in dotted.want["results"]]
@@ -913,3 +920,32 @@ def test_a_missing_root_is_refused_without_creating_it(tmp_path: Path) -> None:
     assert result.stderr.startswith(f"cclg-mcp: no cclg store at {missing}: the folder does not exist")
     assert f"cclg --root {missing} init" in result.stderr
     assert not missing.exists(), "the server does not create a store"
+
+
+# ---------------------------------------------------------------- the code graph's tools
+
+
+def test_code_index_and_code_search_through_mcp(served: Served, tmp_path: Path) -> None:
+    import os
+
+    repo = tmp_path / "shop"
+    (repo / "billing").mkdir(parents=True)
+    (repo / "billing" / "invoice.py").write_text(
+        "class InvoiceCalculator:\n    def round_totals(self):\n        pass\n"
+    )
+    (repo / "notes.py").write_text("def unrelated():\n    return 1\n")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x"}
+    env.update(GIT_COMMITTER_NAME="a", GIT_COMMITTER_EMAIL="a@x")
+    for command in (["init", "-q"], ["add", "."], ["commit", "-qm", "start"]):
+        subprocess.run(["git", *command], cwd=repo, check=True, env=env)
+    missing = served.call("cclg_code_search", {"query": "invoice totals", "repo": str(repo)})
+    assert missing.is_error and "cclg code-index" in text_of(missing)
+    indexed = served.call("cclg_code_index", {"repo": str(repo)})
+    assert not indexed.is_error and indexed.structured_content is not None
+    assert indexed.structured_content["files"] == 2 and indexed.structured_content["symbols"] >= 3
+    found = served.call("cclg_code_search", {"query": "InvoiceCalculator rounds totals wrong", "repo": str(repo)})
+    assert not found.is_error and found.structured_content is not None
+    assert found.structured_content["files"][0]["path"] == "billing/invoice.py"
+    assert "not proof of what the code does" in found.structured_content["pack"]
+    nowhere = served.call("cclg_code_index", {"repo": str(tmp_path / "nowhere")})
+    assert nowhere.is_error and "no such folder" in text_of(nowhere)
