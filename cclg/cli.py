@@ -659,15 +659,13 @@ def code_search_command(ctx: click.Context, query: str, repo: str, limit: int, a
 
     Needs `cclg code-index` first. Example: cclg code-search "fix the retry in the upload client" --repo .
     """
-    from cclg.codegraph.build import load_graph
     from cclg.codegraph.rank import rank_files
-    from cclg.codegraph.stored import text_index_path
+    from cclg.codegraph.stored import find_search_index
 
-    store = _store(ctx)
-    graph = load_graph(store, repo)
-    files = rank_files(graph, text_index_path(store, Path(graph["root"])), query, limit=limit)
+    root, index = find_search_index(_store(ctx), repo)
+    files = rank_files(index, query, limit=limit)
     if as_json:
-        _emit({"query": query, "root": graph["root"], "files": files}, True)
+        _emit({"query": query, "root": str(root), "files": files}, True)
         return
     for rank, entry in enumerate(files, 1):
         symbols = ", ".join(s["name"] for s in entry["symbols"][:3])

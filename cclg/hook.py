@@ -200,17 +200,17 @@ def codegraph_context(store: Store, cwd: object, query: str, agent: str) -> str:
     files only are parsed again) and this prompt uses the graph as it is.
     """
     from cclg.codegraph.rank import rank_files, render_pack
-    from cclg.codegraph.stored import graph_path, read_graph, repository_root, text_index_path
+    from cclg.codegraph.stored import repository_root, search_index_path
 
     if not isinstance(cwd, str) or not cwd or not query.strip():
         return ""
     root = repository_root(cwd)
-    if not graph_path(store, root).is_file():
+    if not search_index_path(store, root).is_file():
         return f"\n(No code graph for this repository yet: `cclg code-index {root}` builds one.)\n"
     _refresh_in_background(store, root)
     max_chars, max_tokens = context_limits(store, agent)
     budget = (max_tokens if max_tokens is not None else max_chars // 4) // CODEGRAPH_SHARE
-    text = render_pack(rank_files(read_graph(store, root), text_index_path(store, root), query), max_tokens=budget)
+    text = render_pack(rank_files(search_index_path(store, root), query), max_tokens=budget)
     return "\n" + text if text else ""
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Any
 
 import click
@@ -299,13 +298,12 @@ def build_server(store: Store, *, dotted_names: bool = False) -> MCPServer:
         repo: Annotated[str, Field(min_length=1, max_length=4_096, description="The indexed repository's folder.")],
         limit: Annotated[int, Field(ge=1, le=100)] = 10,
     ) -> dict[str, Any]:
-        from cclg.codegraph.build import load_graph
         from cclg.codegraph.rank import rank_files, render_pack
-        from cclg.codegraph.stored import text_index_path
+        from cclg.codegraph.stored import find_search_index
 
-        graph = load_graph(store, repo)
-        files = rank_files(graph, text_index_path(store, Path(graph["root"])), query, limit=limit)
-        return {"query": query, "root": graph["root"], "files": files, "pack": render_pack(files)}
+        root, index = find_search_index(store, repo)
+        files = rank_files(index, query, limit=limit)
+        return {"query": query, "root": str(root), "files": files, "pack": render_pack(files)}
 
     register("search", memory_search, "Search current memories (ranked; optional scope filters).", READ_ONLY)
     register("grep", memory_grep, "Find exact text (or a regex) line by line in memories and raw evidence.", READ_ONLY)

@@ -27,7 +27,7 @@ from cclg.codegraph import parse as parse_module
 from cclg.codegraph.build import Repository, build_graph, load_graph
 from cclg.codegraph.languages import grammar
 from cclg.codegraph.rank import rank_files
-from cclg.codegraph.stored import cache_path, graph_path, text_index_path
+from cclg.codegraph.stored import cache_path, graph_path, search_index_path
 from cclg.errors import UsageError
 from cclg.store import Store
 
@@ -127,7 +127,7 @@ def stable(graph: dict[str, Any]) -> dict[str, Any]:
 
 
 def search(store: Store, graph: dict[str, Any], query: str, limit: int = 10) -> list[dict[str, Any]]:
-    return rank_files(graph, text_index_path(store, Path(graph["root"])), query, limit=limit)
+    return rank_files(search_index_path(store, Path(graph["root"])), query, limit=limit)
 
 
 def record_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -245,13 +245,13 @@ def test_python_package_files_symbols_and_edges(store: Store, python_repo: GitRe
     assert summary["symbols"] == len(graph["symbols"]) and summary["edges"] == len(graph["edges"])
     assert summary["languages"] == {"python": 5} and summary["missing_grammars"] == {}
     head = python_repo.git("rev-parse", "HEAD").strip()
-    assert graph["git"] == {"head": head, "branch": "main", "dirty": False, "commits_read": 1}
+    assert graph["git"] == {"head": head, "branch": "main", "dirty": False, "commits_read": 1, "max_commits": 5000}
 
     # What was written into the store, and that load_graph reads it back.
     assert graph_path(store, python_repo.root).parent == store.root / "active" / "codegraphs"
     assert graph_path(store, python_repo.root).name.startswith("shop-")
     assert cache_path(store, python_repo.root).is_file()
-    assert text_index_path(store, python_repo.root).is_file()
+    assert search_index_path(store, python_repo.root).is_file()
     stored = load_graph(store, python_repo.root)
     assert stable(stored) == stable(graph) and stored["summary"] == graph["summary"]
     assert stable(load_graph(store, python_repo.root / "app")) == stable(graph), "a subfolder finds its repository"
@@ -600,7 +600,7 @@ def test_a_repository_without_commits(store: Store, tmp_path: Path) -> None:
     repo.write({"a.py": "def a(): pass\n", ".gitignore": "b.py\n", "b.py": "def b(): pass\n"})
     graph = build_graph(store, repo.root)
     assert sorted(by_path(graph)) == ["a.py"]
-    assert graph["git"] == {"head": None, "branch": "main", "dirty": False, "commits_read": 0}
+    assert graph["git"] == {"head": None, "branch": "main", "dirty": False, "commits_read": 0, "max_commits": 5000}
 
 
 # ---------------------------------------------------------------- 7. ranking on known answers

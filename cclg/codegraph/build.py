@@ -30,9 +30,9 @@ from typing import Any
 
 from cclg.codegraph.languages import language_of, missing_grammars, query
 from cclg.codegraph.parse import parse_source
-from cclg.codegraph.rank import text_index_is_usable, update_text_index
+from cclg.codegraph.rank import search_index_is_usable, update_search_index
 from cclg.codegraph.resolve import resolve_imports
-from cclg.codegraph.stored import cache_path, graph_path, read_graph, text_index_path
+from cclg.codegraph.stored import cache_path, graph_path, read_graph, search_index_path
 from cclg.errors import UsageError
 from cclg.records import now_iso
 from cclg.store import Store
@@ -332,8 +332,8 @@ def build_graph(
             cache[path]["facts"] = None
     for path, facts in _parse_all(jobs, progress).items():
         cache[path]["facts"] = facts
-    text_file = text_index_path(store, repo.root)
-    rebuild = not text_index_is_usable(text_file, len(old_cache))
+    index_file = search_index_path(store, repo.root)
+    rebuild = not search_index_is_usable(index_file, len(old_cache))
     contents = {path: data for path, _, data in jobs}
     documents: dict[str, tuple[list[str], bytes | None]] = {}
     for path, _, _ in listed:
@@ -343,24 +343,54 @@ def build_graph(
         text = None if facts is None else contents.get(path) or _read(repo.root / path)
         documents[path] = ([d["name"] for d in (facts or {}).get("definitions", [])], text)
 
+    head = repo.git_info()
+    git_info = None if head is None else {**head, "max_commits": max_commits}
+    removed = set(old_cache) - {path for path, _, _ in listed}
+    previous = _previous_graph(store, repo.root)
+    previous_git = None if previous is None or previous.get("git") is None else dict(previous["git"])
+    if previous_git is not None:
+        previous_git.pop("commits_read", None)
+    if not changed and not removed and not rebuild and previous is not None and previous_git == git_info:
+        # Nothing changed since the last build: the stored graph stands (cheap warm runs).
+        previous["summary"] = _summary(previous, 0, start)
+        if cache != old_cache:  # only mtimes moved
+            with store.lock():
+                store.write_file(cache_file, _cache_bytes(cache))
+        return previous
     per_file_churn, pairs, commits = repo.churn(max_commits)
     graph = _assemble(repo, listed, cache, per_file_churn, pairs)
-    graph["git"] = {**(repo.git_info() or {}), "commits_read": commits} if repo.git is not None else None
-    graph["summary"] = {
+    graph["git"] = None if git_info is None else {**git_info, "commits_read": commits}
+    graph["summary"] = _summary(graph, len(jobs), start)
+    with store.lock():
+        keep = {path for path, _, _ in listed}
+        update_search_index(index_file, documents, keep, rebuild=rebuild, graph=graph)
+        store.write_file(cache_file, _cache_bytes(cache))
+        store.write_file(graph_path(store, repo.root), (json.dumps(graph, ensure_ascii=False) + "\n").encode())
+        graph_path(store, repo.root).with_suffix(".refreshing").unlink(missing_ok=True)  # the hook's marker
+    return graph
+
+
+def _summary(graph: dict[str, Any], parsed: int, start: float) -> dict[str, Any]:
+    return {
         "files": len(graph["files"]),
-        "parsed": len(jobs),
+        "parsed": parsed,
         "symbols": len(graph["symbols"]),
         "edges": len(graph["edges"]),
         "languages": dict(sorted(Counter(f["language"] for f in graph["files"]).items())),
         "missing_grammars": missing_grammars({f["language"] for f in graph["files"]}),
         "seconds": round(time.perf_counter() - start, 3),
     }
-    with store.lock():
-        update_text_index(text_file, documents, {path for path, _, _ in listed}, rebuild=rebuild)
-        store.write_file(cache_file, (json.dumps({"schema_version": CACHE_SCHEMA, "files": cache}) + "\n").encode())
-        store.write_file(graph_path(store, repo.root), (json.dumps(graph, ensure_ascii=False) + "\n").encode())
-        graph_path(store, repo.root).with_suffix(".refreshing").unlink(missing_ok=True)  # the hook's marker
-    return graph
+
+
+def _cache_bytes(cache: dict[str, Any]) -> bytes:
+    return (json.dumps({"schema_version": CACHE_SCHEMA, "files": cache}) + "\n").encode()
+
+
+def _previous_graph(store: Store, root: Path) -> dict[str, Any] | None:
+    try:
+        return read_graph(store, root)
+    except (UsageError, OSError, ValueError):
+        return None
 
 
 def _assemble(

@@ -4,8 +4,7 @@ A file's score combines, for the words of the task:
 
 - text relevance: BM25 (SQLite FTS5, Porter stemming) over the file's path, the
   names it defines and its contents, identifiers split at camelCase and
-  snake_case (``active/codegraphs/<repo>.text.sqlite``, kept in step by
-  ``update_text_index`` when the graph is built);
+  snake_case;
 - symbol-name matches: a definition whose name's parts are words of the task,
   weighted by how rare the name is (a name defined in many files counts little);
 - files the task mentions by path or file name;
@@ -13,7 +12,10 @@ A file's score combines, for the words of the task:
   above, so that what they lean on rises too;
 - a small prior for files that changed often and lately (git churn).
 
-The order is deterministic: equal scores tie on the path.
+The order is deterministic: equal scores tie on the path. Everything the ranking
+reads is in the graph's search index (``active/codegraphs/<repo>.search.sqlite``,
+written by ``update_search_index`` when the graph is built), so a query reads only
+the rows it needs.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ BM25_WEIGHTS = (0.0, 4.0, 3.0, 1.0)  # (the stored path), path words, defined na
 CANDIDATES = 200
 SEEDS = 30
 RESTART = 0.3
-ITERATIONS = 20
+ITERATIONS = 4
+FRONTIER = 100
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
@@ -56,35 +59,60 @@ def query_words(text: str) -> list[str]:
     return words
 
 
-# ---------------------------------------------------------------- the text index
+# ---------------------------------------------------------------- the search index
+
+# The graph as the ranking reads it, in SQLite beside the graph's JSON: the query
+# touches only the rows it needs instead of parsing the whole graph.
+_SCHEMA_SQL = """
+CREATE VIRTUAL TABLE IF NOT EXISTS files_text
+    USING fts5(file UNINDEXED, path, names, body, tokenize='porter unicode61');
+CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, name TEXT, churn INTEGER, last_commit INTEGER);
+CREATE INDEX IF NOT EXISTS files_name ON files (name);
+CREATE TABLE IF NOT EXISTS symbols (
+    id INTEGER PRIMARY KEY, path TEXT, name TEXT, kind TEXT, line INTEGER, signature TEXT,
+    parts INTEGER, definers INTEGER
+);
+CREATE INDEX IF NOT EXISTS symbols_path ON symbols (path);
+CREATE TABLE IF NOT EXISTS symbol_words (word TEXT, symbol INTEGER);
+CREATE INDEX IF NOT EXISTS symbol_words_word ON symbol_words (word);
+CREATE TABLE IF NOT EXISTS links (source TEXT, target TEXT, weight REAL);
+CREATE INDEX IF NOT EXISTS links_source ON links (source);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
+"""
 
 
 def _connect(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(path)
-    db.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS files"
-        " USING fts5(file UNINDEXED, path, names, body, tokenize='porter unicode61')"
-    )
-    db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value)")
+    db.executescript(_SCHEMA_SQL)
     return db
 
 
-def update_text_index(
-    path: Path, documents: dict[str, tuple[list[str], bytes | None]], keep: set[str], *, rebuild: bool
+def update_search_index(
+    path: Path,
+    documents: dict[str, tuple[list[str], bytes | None]],
+    keep: set[str],
+    *,
+    rebuild: bool,
+    graph: dict[str, Any] | None,
 ) -> None:
-    """Bring the text index in step: ``documents`` maps changed files to (defined names, content);
-    files not in ``keep`` are dropped. With ``rebuild`` everything is written afresh."""
+    """Bring the search index in step with a build.
+
+    ``documents`` maps the files whose content changed to (defined names, content
+    or None when not parsed); files not in ``keep`` are dropped from the text;
+    with ``rebuild`` the text is written afresh. With ``graph`` (the build changed
+    something), the tables of files, symbols and links are replaced from it.
+    """
     db = _connect(path)
     try:
         with db:
             if rebuild:
-                db.execute("DELETE FROM files")
+                db.execute("DELETE FROM files_text")
             else:
-                stored = {row[0] for row in db.execute("SELECT file FROM files")}
+                stored = {row[0] for row in db.execute("SELECT file FROM files_text")}
                 for gone in sorted((stored - keep) | (stored & set(documents))):
-                    db.execute("DELETE FROM files WHERE file = ?", (gone,))
+                    db.execute("DELETE FROM files_text WHERE file = ?", (gone,))
             db.executemany(
-                "INSERT INTO files (file, path, names, body) VALUES (?, ?, ?, ?)",
+                "INSERT INTO files_text (file, path, names, body) VALUES (?, ?, ?, ?)",
                 (
                     (
                         file,
@@ -97,19 +125,70 @@ def update_text_index(
                     for file, (names, content) in sorted(documents.items())
                 ),
             )
+            if graph is not None:
+                _write_structure(db, graph)
             db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (TEXT_SCHEMA,))
     finally:
         db.close()
 
 
-def text_index_is_usable(path: Path, expected_files: int) -> bool:
+def _write_structure(db: sqlite3.Connection, graph: dict[str, Any]) -> None:
+    for table in ("files", "symbols", "symbol_words", "links"):
+        db.execute(f"DELETE FROM {table}")
+    db.executemany(
+        "INSERT INTO files VALUES (?, ?, ?, ?)",
+        ((f["path"], f["path"].rsplit("/", 1)[-1], f["churn"], f["last_commit"]) for f in graph["files"]),
+    )
+    definers: dict[str, int] = defaultdict(int)
+    for name, paths in _definers(graph).items():
+        definers[name] = len(paths)
+    words: list[tuple[str, int]] = []
+    rows = []
+    for number, symbol in enumerate(graph["symbols"], 1):
+        parts = query_words(symbol["name"].replace("_", " "))
+        rows.append(
+            (
+                number,
+                symbol["path"],
+                symbol["name"],
+                symbol["kind"],
+                symbol["line"],
+                symbol["signature"],
+                len(parts),
+                definers[symbol["name"]],
+            )
+        )
+        words.extend((part, number) for part in parts)
+    db.executemany("INSERT INTO symbols VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    db.executemany("INSERT INTO symbol_words VALUES (?, ?)", words)
+    links: dict[tuple[str, str], float] = defaultdict(float)
+    for edge in graph["edges"]:
+        if edge["type"] not in ("imports", "references"):
+            continue
+        weight = 1.0 if edge["type"] == "imports" else math.log1p(edge.get("weight", 1))
+        links[(edge["from"], edge["to"])] += weight  # what a file leans on
+        links[(edge["to"], edge["from"])] += 0.5 * weight  # and, less, what leans on it
+    db.executemany("INSERT INTO links VALUES (?, ?, ?)", ((a, b, w) for (a, b), w in sorted(links.items())))
+    newest = max((f.get("last_commit") or 0 for f in graph["files"]), default=0)
+    db.execute("INSERT OR REPLACE INTO meta VALUES ('newest', ?)", (newest,))
+    db.execute("INSERT OR REPLACE INTO meta VALUES ('files', ?)", (len(graph["files"]),))
+
+
+def _definers(graph: dict[str, Any]) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = defaultdict(set)
+    for symbol in graph["symbols"]:
+        found[symbol["name"]].add(symbol["path"])
+    return found
+
+
+def search_index_is_usable(path: Path, expected_files: int) -> bool:
     if not path.is_file():
         return False
     try:
         db = _connect(path)
         try:
             schema = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            count = db.execute("SELECT count(*) FROM files").fetchone()[0]
+            count = db.execute("SELECT count(*) FROM files_text").fetchone()[0]
         finally:
             db.close()
     except sqlite3.Error:
@@ -117,78 +196,93 @@ def text_index_is_usable(path: Path, expected_files: int) -> bool:
     return schema is not None and schema[0] == TEXT_SCHEMA and count == expected_files
 
 
-def text_scores(path: Path, words: list[str], limit: int = CANDIDATES) -> dict[str, float]:
+def _text_scores(db: sqlite3.Connection, words: list[str], limit: int = CANDIDATES) -> dict[str, float]:
     """BM25 of the files matching any of ``words`` (higher is better)."""
-    if not words or not path.is_file():
-        return {}
     match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        rows = db.execute(
-            f"SELECT file, bm25(files, {weights}) AS rank FROM files WHERE files MATCH ? ORDER BY rank, file LIMIT ?",
-            (match, limit),
-        ).fetchall()
-    finally:
-        db.close()
+    rows = db.execute(
+        f"SELECT file, bm25(files_text, {weights}) AS rank FROM files_text WHERE files_text MATCH ?"
+        " ORDER BY rank, file LIMIT ?",
+        (match, limit),
+    ).fetchall()
     return {file: -rank for file, rank in rows}
 
 
 # ---------------------------------------------------------------- ranking
 
 
-def rank_files(graph: dict[str, Any], text_index: Path, query: str, *, limit: int = 10) -> list[dict[str, Any]]:
-    """The files to read first for ``query``: ``[{"path", "score", "symbols", "why"}]`` in rank order."""
+def rank_files(index: Path, query: str, *, limit: int = 10) -> list[dict[str, Any]]:
+    """The files to read first for ``query``: ``[{"path", "score", "symbols", "why"}]`` in rank order.
+
+    ``index`` is the graph's search index (``cclg.codegraph.stored.search_index_path``).
+    """
     words = query_words(query)
-    files = {f["path"]: f for f in graph["files"]}
-    if not words or not files:
+    if not words or not index.is_file():
         return []
+    db = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
+    try:
+        return _rank(db, query, words, limit)
+    finally:
+        db.close()
+
+
+def _rank(db: sqlite3.Connection, query: str, words: list[str], limit: int) -> list[dict[str, Any]]:
     why: dict[str, list[str]] = defaultdict(list)
     base: dict[str, float] = defaultdict(float)
 
-    text = text_scores(text_index, words)
+    text = _text_scores(db, words)
     if text:
         top = max(text.values())
         for path, score in text.items():
-            if path in files:
-                base[path] += score / top
-                why[path].append("its text matches the task")
+            base[path] += score / top
+            why[path].append("its text matches the task")
 
-    matched_symbols = _symbol_matches(graph, words, set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", query)))
+    written = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", query))
+    matched_symbols = _symbol_matches(db, words, written)
     for path, (score, names) in matched_symbols.items():
         base[path] += score
         why[path].append(f"defines {', '.join(names[:3])}")
 
-    for path in _mentioned(query, files):
+    for path in _mentioned(db, query):
         base[path] += 2.0
         why[path].append("named in the task")
 
-    newest = max((f.get("last_commit") or 0 for f in files.values()), default=0)
     seeds = dict(sorted(base.items(), key=lambda item: (-item[1], item[0]))[:SEEDS])
-    spread = _personalised_pagerank(graph, seeds)
+    spread = _personalised_pagerank(db, seeds)
+    candidates = sorted(set(base) | set(spread))
+    history = {
+        path: (churn, last)
+        for path, churn, last in db.execute(
+            f"SELECT path, churn, last_commit FROM files WHERE path IN ({','.join('?' * len(candidates))})", candidates
+        )
+    }
+    newest_row = db.execute("SELECT value FROM meta WHERE key = 'newest'").fetchone()
+    newest = int(newest_row[0] or 0) if newest_row else 0
     scores: dict[str, float] = {}
-    for path in set(base) | set(spread):
+    for path in candidates:
+        if path not in history:
+            continue  # the text index knows a file the graph no longer has
         score = base.get(path, 0.0) + 2.0 * spread.get(path, 0.0)
         if path not in base and spread.get(path, 0.0) > 0:
             why[path].append("imported or referenced by the matching files")
-        scores[path] = score * _prior(files[path], newest)
+        scores[path] = score * _prior(*history[path], newest)
     ranked = sorted(scores, key=lambda p: (-round(scores[p], 9), p))[:limit]
-    symbols_by_file = defaultdict(list)
-    for symbol in graph["symbols"]:
-        symbols_by_file[symbol["path"]].append(symbol)
     results = []
     for path in ranked:
         names = matched_symbols.get(path, (0.0, []))[1]
-        key_symbols = [s for s in symbols_by_file[path] if s["name"] in names] or [
-            s for s in symbols_by_file[path] if s["kind"] in ("class", "function", "type", "interface")
+        symbols = db.execute(
+            "SELECT name, kind, line, signature FROM symbols WHERE path = ? ORDER BY id", (path,)
+        ).fetchall()
+        key_symbols = [s for s in symbols if s[0] in names] or [
+            s for s in symbols if s[1] in ("class", "function", "type", "interface")
         ]
         results.append(
             {
                 "path": path,
                 "score": round(scores[path], 4),
                 "symbols": [
-                    {"name": s["name"], "kind": s["kind"], "line": s["line"], "signature": s["signature"]}
-                    for s in key_symbols[:5]
+                    {"name": name, "kind": kind, "line": line, "signature": signature}
+                    for name, kind, line, signature in key_symbols[:5]
                 ],
                 "why": why[path] or ["related to the matching files"],
             }
@@ -196,76 +290,84 @@ def rank_files(graph: dict[str, Any], text_index: Path, query: str, *, limit: in
     return results
 
 
-def _symbol_matches(graph: dict[str, Any], words: list[str], written: set[str]) -> dict[str, tuple[float, list[str]]]:
+def _symbol_matches(db: sqlite3.Connection, words: list[str], written: set[str]) -> dict[str, tuple[float, list[str]]]:
     """Per file: a score for definitions whose name parts are task words, and those names.
 
     A name the task spells out whole (``InvoiceCalculator``, ``parse_args``) counts
     most: it says which definition is meant, where shared words only hint.
     """
     wanted = set(words)
-    definers: dict[str, set[str]] = defaultdict(set)
-    for symbol in graph["symbols"]:
-        definers[symbol["name"]].add(symbol["path"])
-    total = max(len(graph["files"]), 1)
+    total_row = db.execute("SELECT value FROM meta WHERE key = 'files'").fetchone()
+    total = max(int(total_row[0]) if total_row else 1, 1)
+    hits: dict[int, int] = defaultdict(int)
+    marks = ",".join("?" * len(wanted))
+    for (symbol,) in db.execute(f"SELECT symbol FROM symbol_words WHERE word IN ({marks})", sorted(wanted)):
+        hits[symbol] += 1
     found: dict[str, tuple[float, list[str]]] = {}
-    for symbol in graph["symbols"]:
-        parts = query_words(symbol["name"].replace("_", " "))
-        if not parts:
-            continue
-        hit = sum(1 for part in parts if part in wanted)
-        if not hit:
-            continue
-        coverage = hit / len(parts)
-        rarity = math.log(1 + total / len(definers[symbol["name"]])) / math.log(1 + total)
-        score = coverage * rarity * (hit / max(len(wanted), 1))
-        if symbol["name"] in written and len(symbol["name"]) >= 4:
-            score += rarity
-        old_score, names = found.get(symbol["path"], (0.0, []))
-        if symbol["name"] not in names:
-            names = [*names, symbol["name"]]
-        found[symbol["path"]] = (max(old_score, score), names)
+    ids = sorted(hits)
+    for first in range(0, len(ids), 500):
+        chunk = ids[first : first + 500]
+        for symbol, path, name, parts, definers in db.execute(
+            f"SELECT id, path, name, parts, definers FROM symbols WHERE id IN ({','.join('?' * len(chunk))})", chunk
+        ):
+            hit = min(hits[symbol], parts)
+            rarity = math.log(1 + total / max(definers, 1)) / math.log(1 + total)
+            score = (hit / max(parts, 1)) * rarity * (hit / max(len(wanted), 1))
+            if name in written and len(name) >= 4:
+                score += rarity
+            old_score, names = found.get(path, (0.0, []))
+            if name not in names:
+                names = [*names, name]
+            found[path] = (max(old_score, score), names)
     return found
 
 
-def _mentioned(query: str, files: dict[str, Any]) -> list[str]:
+def _mentioned(db: sqlite3.Connection, query: str) -> list[str]:
     """Files the task names by path or by file name (a name shared by several files names none)."""
-    by_name: dict[str, list[str]] = defaultdict(list)
-    for path in files:
-        by_name[path.rsplit("/", 1)[-1]].append(path)
     mentioned = set()
     for token in re.findall(r"[\w./-]+", query):
         token = token.strip("./")
-        if token in files:
+        if "." not in token and "/" not in token:
+            continue
+        if db.execute("SELECT 1 FROM files WHERE path = ?", (token,)).fetchone():
             mentioned.add(token)
-        elif "." in token and len(by_name.get(token, [])) == 1:
-            mentioned.add(by_name[token][0])
+            continue
+        named = db.execute("SELECT path FROM files WHERE name = ? LIMIT 2", (token,)).fetchall()
+        if len(named) == 1:
+            mentioned.add(named[0][0])
     return sorted(mentioned)
 
 
-def _personalised_pagerank(graph: dict[str, Any], seeds: dict[str, float]) -> dict[str, float]:
-    """Random walk with restart to ``seeds`` over import and reference edges (both directions)."""
+def _personalised_pagerank(db: sqlite3.Connection, seeds: dict[str, float]) -> dict[str, float]:
+    """A few steps of a random walk with restart to ``seeds`` over the import and reference links.
+
+    Only the heaviest ``FRONTIER`` files carry their mass on at each step, so a query
+    costs the same in a repository of ten thousand files as in one of a hundred.
+    """
     if not seeds:
         return {}
-    neighbours: dict[str, dict[str, float]] = defaultdict(dict)
-    for edge in graph["edges"]:
-        if edge["type"] not in ("imports", "references"):
-            continue
-        a, b = edge["from"], edge["to"]
-        weight = 1.0 if edge["type"] == "imports" else math.log1p(edge.get("weight", 1))
-        neighbours[a][b] = neighbours[a].get(b, 0.0) + weight
-        neighbours[b][a] = neighbours[b].get(a, 0.0) + 0.5 * weight
+    neighbours: dict[str, list[tuple[str, float]]] = {}
+
+    def links(path: str) -> list[tuple[str, float]]:
+        if path not in neighbours:
+            neighbours[path] = db.execute(
+                "SELECT target, weight FROM links WHERE source = ? ORDER BY target", (path,)
+            ).fetchall()
+        return neighbours[path]
+
     total = sum(seeds.values()) or 1.0
     restart = {path: value / total for path, value in seeds.items()}
     rank = dict(restart)
     for _ in range(ITERATIONS):
         step: dict[str, float] = defaultdict(float)
-        for path, mass in rank.items():
-            out = neighbours.get(path)
+        carried = sorted(rank.items(), key=lambda item: (-item[1], item[0]))
+        for path, mass in carried[:FRONTIER]:
+            out = links(path)
             if not out:
                 step[path] += (1 - RESTART) * mass
                 continue
-            out_total = sum(out.values())
-            for target, weight in out.items():
+            out_total = sum(weight for _, weight in out)
+            for target, weight in out:
                 step[target] += (1 - RESTART) * mass * weight / out_total
         for path, value in restart.items():
             step[path] += RESTART * value
@@ -274,11 +376,9 @@ def _personalised_pagerank(graph: dict[str, Any], seeds: dict[str, float]) -> di
     return {path: max(0.0, value - RESTART * restart.get(path, 0.0)) for path, value in rank.items()}
 
 
-def _prior(file: dict[str, Any], newest: int) -> float:
+def _prior(churn: int | None, last: int | None, newest: int) -> float:
     """1 plus a little for files that change often and changed lately (``newest``: the last commit's time)."""
-    churn = file.get("churn") or 0
-    boost = 0.05 * math.log1p(churn)
-    last = file.get("last_commit")
+    boost = 0.05 * math.log1p(churn or 0)
     if last and newest:
         age_days = max(0.0, (newest - last) / 86_400)
         boost += 0.05 / (1 + age_days / 30)

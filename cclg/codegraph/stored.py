@@ -43,8 +43,20 @@ def cache_path(store: Store, root: Path) -> Path:
     return store.root / "active" / "codegraphs" / f"{graph_name(root)}.cache.json"
 
 
-def text_index_path(store: Store, root: Path) -> Path:
-    return store.root / "active" / "codegraphs" / f"{graph_name(root)}.text.sqlite"
+def search_index_path(store: Store, root: Path) -> Path:
+    """The graph as the ranking reads it (``cclg.codegraph.rank``)."""
+    return store.root / "active" / "codegraphs" / f"{graph_name(root)}.search.sqlite"
+
+
+def find_search_index(store: Store, folder: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """(repository root, its search index) for ``folder``; a ``UsageError`` when it was never indexed."""
+    root = repository_root(folder)
+    if not Path(folder).is_dir():
+        raise UsageError(f"no such folder: {folder}")
+    path = search_index_path(store, root)
+    if not path.is_file():
+        raise UsageError(f"no code graph for {root}; run `cclg code-index {root}` first")
+    return root, path
 
 
 def read_graph(store: Store, root: Path) -> dict[str, Any]:
