@@ -137,10 +137,10 @@ def handle(
     elif event in ("pre-compact", "post-compact"):
         # The compact record: what the session was doing and which memories it had
         # been given, so nothing is lost with the compacted transcript.
-        events = store.session_events(session_id)[-50:]
+        events = store.session_events(session_id)
         summary = {
             "trigger": payload.get("trigger"),
-            "recent_prompts": _recent_prompts(store, session_id, 5, events),
+            "recent_prompts": _recent_prompts(store, session_id, 5, events[-50:]),
             "loaded_memory_ids": _loaded_memory_ids(events),
             "compact_summary": _text(payload.get("compact_summary", "")),
         }
