@@ -23,14 +23,14 @@ import os
 import re
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from fnmatch import fnmatch
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from cclg.codegraph.languages import language_of, missing_grammars, query
 from cclg.codegraph.parse import parse_source
-from cclg.codegraph.rank import search_index_is_usable, update_search_index
+from cclg.codegraph.rank import SearchIndexWriter, search_index_is_usable, text_body
 from cclg.codegraph.resolve import resolve_imports
 from cclg.codegraph.stored import cache_path, graph_path, read_graph, search_index_path
 from cclg.errors import UsageError
@@ -228,6 +228,10 @@ def _ignored(path: str, is_folder: bool, patterns: list[tuple[str, bool, bool]])
 # ---------------------------------------------------------------- parsing, with the cache
 
 
+def _names(facts: dict[str, Any] | None) -> list[str]:
+    return [d["name"] for d in (facts or {}).get("definitions", [])]
+
+
 def _read(path: Path) -> bytes | None:
     try:
         return path.read_bytes()
@@ -244,31 +248,35 @@ def _content_hash(data: bytes) -> str:
     return hashlib.sha1(data, usedforsecurity=False).hexdigest()
 
 
-def _parse_one(job: tuple[str, str, bytes]) -> tuple[str, dict[str, Any] | None]:
+def _parse_one(job: tuple[str, str, bytes]) -> tuple[str, dict[str, Any] | None, str]:
+    """A file's facts and the body of its search text (both costly, so both done in the workers)."""
     path, language, data = job
-    return path, parse_source(language, data)
+    facts = parse_source(language, data)
+    return path, facts, text_body(data) if facts is not None else ""
 
 
-def _parse_all(jobs: list[tuple[str, str, bytes]], progress: Progress | None) -> dict[str, dict[str, Any] | None]:
-    results: dict[str, dict[str, Any] | None] = {}
+def _parse_all(
+    jobs: list[tuple[str, str, bytes]], progress: Progress | None
+) -> Iterator[tuple[str, dict[str, Any] | None, str]]:
+    """Each job's (path, facts, search text) as it is done: in worker processes when there are many."""
+    done = 0
     if len(jobs) >= PARALLEL_FROM and (os.cpu_count() or 1) > 1:
         import multiprocessing
 
         for language in {language for _, language, _ in jobs}:
             query(language)  # compiled once here; the forked workers inherit it
-
         with multiprocessing.get_context("fork").Pool(min(os.cpu_count() or 2, 8)) as pool:
-            for path, facts in pool.imap_unordered(_parse_one, jobs, chunksize=16):
-                results[path] = facts
+            for result in pool.imap_unordered(_parse_one, jobs, chunksize=16):
+                done += 1
                 if progress:
-                    progress(len(results), len(jobs))
-        return results
+                    progress(done, len(jobs))
+                yield result
+        return
     for job in jobs:
-        path, facts = _parse_one(job)
-        results[path] = facts
+        done += 1
         if progress:
-            progress(len(results), len(jobs))
-    return results
+            progress(done, len(jobs))
+        yield _parse_one(job)
 
 
 def _load_cache(path: Path) -> dict[str, Any]:
@@ -330,40 +338,44 @@ def build_graph(
             jobs.append((path, language, data))
         else:
             cache[path]["facts"] = None
-    for path, facts in _parse_all(jobs, progress).items():
-        cache[path]["facts"] = facts
+    # The search text is written while the workers parse (the main process would only wait).
     index_file = search_index_path(store, repo.root)
     rebuild = not search_index_is_usable(index_file, len(old_cache))
-    contents = {path: data for path, _, data in jobs}
-    documents: dict[str, tuple[list[str], bytes | None]] = {}
-    for path, _, _ in listed:
-        if not (rebuild or path in changed):
-            continue
-        facts = cache[path].get("facts")
-        text = None if facts is None else contents.get(path) or _read(repo.root / path)
-        documents[path] = ([d["name"] for d in (facts or {}).get("definitions", [])], text)
-
-    head = repo.git_info()
-    git_info = None if head is None else {**head, "max_commits": max_commits}
-    removed = set(old_cache) - {path for path, _, _ in listed}
-    previous = _previous_graph(store, repo.root)
-    previous_git = None if previous is None or previous.get("git") is None else dict(previous["git"])
-    if previous_git is not None:
-        previous_git.pop("commits_read", None)
-    if not changed and not removed and not rebuild and previous is not None and previous_git == git_info:
-        # Nothing changed since the last build: the stored graph stands (cheap warm runs).
-        previous["summary"] = _summary(previous, 0, start)
-        if cache != old_cache:  # only mtimes moved
-            with store.lock():
-                store.write_file(cache_file, _cache_bytes(cache))
-        return previous
-    per_file_churn, pairs, commits = repo.churn(max_commits)
-    graph = _assemble(repo, listed, cache, per_file_churn, pairs)
-    graph["git"] = None if git_info is None else {**git_info, "commits_read": commits}
-    graph["summary"] = _summary(graph, len(jobs), start)
+    keep = {path for path, _, _ in listed}
+    writer = SearchIndexWriter(index_file, rebuild=rebuild, keep=keep, replaced=changed)
+    try:
+        for path, facts, body in _parse_all(jobs, progress):
+            cache[path]["facts"] = facts
+            writer.add(path, _names(facts), body)
+        parsed = {path for path, _, _ in jobs}
+        for path in sorted(keep - parsed):
+            if rebuild or path in changed:  # not parsed now: unchanged (the index is rebuilt) or unparseable
+                facts = cache[path].get("facts")
+                writer.add(path, _names(facts), text_body(_read(repo.root / path)) if facts is not None else "")
+        head = repo.git_info()
+        git_info = None if head is None else {**head, "max_commits": max_commits}
+        previous = _previous_graph(store, repo.root)
+        previous_git = None if previous is None or previous.get("git") is None else dict(previous["git"])
+        if previous_git is not None:
+            previous_git.pop("commits_read", None)
+        unchanged = not changed and not (set(old_cache) - keep) and not rebuild and previous_git == git_info
+        if previous is not None and unchanged:
+            # Nothing changed since the last build: the stored graph stands (cheap warm runs).
+            writer.finish(None)
+            previous["summary"] = _summary(previous, 0, start)
+            if cache != old_cache:  # only mtimes moved
+                with store.lock():
+                    store.write_file(cache_file, _cache_bytes(cache))
+            return previous
+        per_file_churn, pairs, commits = repo.churn(max_commits)
+        graph = _assemble(repo, listed, cache, per_file_churn, pairs)
+        graph["git"] = None if git_info is None else {**git_info, "commits_read": commits}
+        graph["summary"] = _summary(graph, len(jobs), start)
+    except BaseException:
+        writer.abandon()
+        raise
+    writer.finish(graph)
     with store.lock():
-        keep = {path for path, _, _ in listed}
-        update_search_index(index_file, documents, keep, rebuild=rebuild, graph=graph)
         store.write_file(cache_file, _cache_bytes(cache))
         store.write_file(graph_path(store, repo.root), (json.dumps(graph, ensure_ascii=False) + "\n").encode())
         graph_path(store, repo.root).with_suffix(".refreshing").unlink(missing_ok=True)  # the hook's marker

@@ -87,49 +87,60 @@ def _connect(path: Path) -> sqlite3.Connection:
     return db
 
 
-def update_search_index(
-    path: Path,
-    documents: dict[str, tuple[list[str], bytes | None]],
-    keep: set[str],
-    *,
-    rebuild: bool,
-    graph: dict[str, Any] | None,
-) -> None:
-    """Bring the search index in step with a build.
+def text_body(content: bytes | None) -> str:
+    """A file's contents as the text index stores them: identifiers split (the slow part, done by
+    the parse workers)."""
+    return split_identifiers(content[:MAX_TEXT_CHARS].decode("utf-8", errors="replace")) if content else ""
 
-    ``documents`` maps the files whose content changed to (defined names, content
-    or None when not parsed); files not in ``keep`` are dropped from the text;
-    with ``rebuild`` the text is written afresh. With ``graph`` (the build changed
-    something), the tables of files, symbols and links are replaced from it.
+
+class SearchIndexWriter:
+    """One build's changes to the search index, in one transaction.
+
+    Text rows are added as files are parsed (``add``); ``finish(graph)`` replaces
+    the tables of files, symbols and links from the new graph (when the build
+    changed anything) and commits. The index is a projection the next build can
+    rebuild, so it is written without fsyncs; a torn one fails the usability check.
     """
-    db = _connect(path)
-    try:
-        with db:
-            if rebuild:
-                db.execute("DELETE FROM files_text")
-            else:
-                stored = {row[0] for row in db.execute("SELECT file FROM files_text")}
-                for gone in sorted((stored - keep) | (stored & set(documents))):
-                    db.execute("DELETE FROM files_text WHERE file = ?", (gone,))
-            db.executemany(
-                "INSERT INTO files_text (file, path, names, body) VALUES (?, ?, ?, ?)",
-                (
-                    (
-                        file,
-                        split_identifiers(file.replace("/", " ").replace(".", " ")),
-                        split_identifiers(" ".join(names)),
-                        split_identifiers(content[:MAX_TEXT_CHARS].decode("utf-8", errors="replace"))
-                        if content
-                        else "",
-                    )
-                    for file, (names, content) in sorted(documents.items())
-                ),
-            )
+
+    def __init__(self, path: Path, *, rebuild: bool, keep: set[str], replaced: set[str]) -> None:
+        self.db = _connect(path)
+        self.db.execute("PRAGMA synchronous = OFF")
+        self.db.execute("BEGIN")
+        if rebuild:
+            self.db.execute("DELETE FROM files_text")
+        else:
+            stored = {row[0] for row in self.db.execute("SELECT file FROM files_text")}
+            for gone in sorted((stored - keep) | (stored & replaced)):
+                self.db.execute("DELETE FROM files_text WHERE file = ?", (gone,))
+
+    def add(self, file: str, names: list[str], body: str) -> None:
+        """The text of one file: its path, the names it defines, its body (``text_body``)."""
+        self.db.execute(
+            "INSERT INTO files_text (file, path, names, body) VALUES (?, ?, ?, ?)",
+            (
+                file,
+                split_identifiers(file.replace("/", " ").replace(".", " ")),
+                split_identifiers(" ".join(names)),
+                body,
+            ),
+        )
+
+    def finish(self, graph: dict[str, Any] | None) -> None:
+        try:
             if graph is not None:
-                _write_structure(db, graph)
-            db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (TEXT_SCHEMA,))
-    finally:
-        db.close()
+                _write_structure(self.db, graph)
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (TEXT_SCHEMA,))
+            self.db.execute("COMMIT")
+        finally:
+            self.db.close()
+
+    def abandon(self) -> None:
+        """Drop this build's changes (nothing happens if ``finish`` already ran)."""
+        try:
+            self.db.execute("ROLLBACK")
+            self.db.close()
+        except sqlite3.ProgrammingError:  # already closed by finish
+            pass
 
 
 def _write_structure(db: sqlite3.Connection, graph: dict[str, Any]) -> None:
