@@ -968,3 +968,21 @@ def test_a_file_that_becomes_minified_loses_its_old_text(store: Store, tmp_path:
     graph = build_graph(store, repo.root)
     assert by_path(graph)["a.py"]["parsed"] is False
     assert search(store, graph, "zebra unique") == []
+
+
+def test_only_names_spelled_like_code_count_as_written_names() -> None:
+    from cclg.codegraph.rank import code_names
+
+    assert code_names("ignore/types: add Rocq .v files") == set(), "plain words are not names"
+    assert code_names("InvoiceCalculator rounds totals wrong") == {"InvoiceCalculator"}
+    assert code_names("handle parse_args() and `load` in HTTPServer") == {"parse_args", "load", "HTTPServer"}
+
+
+def test_commit_subject_components_name_parts_of_the_code() -> None:
+    from cclg.codegraph.rank import subject_components
+
+    assert subject_components("ignore/types: add Rocq .v files") == [["ignore", "types"]]
+    assert subject_components("ignore,globset: increase pool capacity") == [["ignore"], ["globset"]]
+    assert subject_components("fix(parser): handle errors") == [["parser"]]
+    assert subject_components("Fix the bug: stuff") == [], "a sentence before a colon is not a component"
+    assert subject_components("no colon here") == []

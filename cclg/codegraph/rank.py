@@ -248,8 +248,8 @@ def _rank(db: sqlite3.Connection, query: str, words: list[str], limit: int) -> l
             base[path] += score / top
             why[path].append("its text matches the task")
 
-    written = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", query))
-    matched_symbols = _symbol_matches(db, words, written)
+    subject = _COMPONENTS.sub("", query, count=1)  # "fix(parser): ..." calls nothing named fix
+    matched_symbols = _symbol_matches(db, words, code_names(subject))
     for path, (score, names) in matched_symbols.items():
         base[path] += score
         why[path].append(f"defines {', '.join(names[:3])}")
@@ -257,6 +257,12 @@ def _rank(db: sqlite3.Connection, query: str, words: list[str], limit: int) -> l
     for path in _mentioned(db, query):
         base[path] += 2.0
         why[path].append("named in the task")
+
+    components = subject_components(query)
+    if components:
+        for path in _in_components(db, components):
+            base[path] += 1.0
+            why[path].append("in the part of the code the task names")
 
     seeds = dict(sorted(base.items(), key=lambda item: (-item[1], item[0]))[:SEEDS])
     spread = _personalised_pagerank(db, seeds)
@@ -333,6 +339,53 @@ def _symbol_matches(db: sqlite3.Connection, words: list[str], written: set[str])
     return found
 
 
+_CODE_NAME = re.compile(
+    r"`([^`]+)`"  # written in backticks
+    r"|\b([A-Za-z_][A-Za-z0-9_]*)\("  # called: name(
+    r"|\b([A-Za-z0-9]*[a-z0-9][A-Z][A-Za-z0-9]*|[A-Za-z0-9]*_[A-Za-z0-9_]*[A-Za-z0-9]|[A-Z]{2,}[a-z][A-Za-z0-9]*)\b"
+)
+_COMPONENTS = re.compile(r"^\s*([\w./,\- ]+?)(?:\(([\w./,\- ]+)\))?!?:\s")
+
+
+def code_names(query: str) -> set[str]:
+    """Names the task spells the way code does: ``snake_case``, ``camelCase``, ``HTTPServer``,
+    in backticks or called with ``(``. Plain words ("add", "types") are not among them."""
+    names = set()
+    for match in _CODE_NAME.finditer(query):
+        for group in match.groups():
+            if group:
+                names.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", group))
+    return names
+
+
+def subject_components(query: str) -> list[list[str]]:
+    """The parts of the code a commit-style subject names before its colon: ``ignore/types: ...``
+    gives [["ignore", "types"]], ``ignore,globset: ...`` [["ignore"], ["globset"]], ``fix(parser): ...``
+    [["parser"]]. Each component is a list of path words that must all appear in a file's path."""
+    match = _COMPONENTS.match(query)
+    if not match:
+        return []
+    text = match.group(2) or match.group(1)
+    if match.group(2) is None and " " in text.strip():
+        return []  # "Fix the bug: ..." is a sentence, not a component
+    components = []
+    for part in re.split(r"[, ]+", text):
+        words = [w.lower() for w in re.split(r"[/.\-]+", part) if w]
+        if words:
+            components.append(words)
+    return components
+
+
+def _in_components(db: sqlite3.Connection, components: list[list[str]]) -> list[str]:
+    """Files whose path words (split at ``/ _ - .``) hold every word of one of ``components``."""
+    found = []
+    for (path,) in db.execute("SELECT path FROM files ORDER BY path"):
+        segments = set(re.split(r"[/_.\-]+", path.lower()))
+        if any(all(word in segments for word in words) for words in components):
+            found.append(path)
+    return found if len(found) <= 50 else []  # a component everything is in says nothing
+
+
 def _mentioned(db: sqlite3.Connection, query: str) -> list[str]:
     """Files the task names by path or by file name (a name shared by several files names none)."""
     mentioned = set()
@@ -343,10 +396,21 @@ def _mentioned(db: sqlite3.Connection, query: str) -> list[str]:
         if db.execute("SELECT 1 FROM files WHERE path = ?", (token,)).fetchone():
             mentioned.add(token)
             continue
+        if "/" in token and "." not in token.rsplit("/", 1)[-1]:  # a path without its extension
+            suffix = db.execute(
+                "SELECT path FROM files WHERE path LIKE ? ESCAPE '\\' LIMIT 2", ("%" + _like(token) + ".%",)
+            ).fetchall()
+            if len(suffix) == 1:
+                mentioned.add(suffix[0][0])
+                continue
         named = db.execute("SELECT path FROM files WHERE name = ? LIMIT 2", (token,)).fetchall()
         if len(named) == 1:
             mentioned.add(named[0][0])
     return sorted(mentioned)
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _personalised_pagerank(db: sqlite3.Connection, seeds: dict[str, float]) -> dict[str, float]:
