@@ -949,3 +949,53 @@ def test_code_index_and_code_search_through_mcp(served: Served, tmp_path: Path) 
     assert "not proof of what the code does" in found.structured_content["pack"]
     nowhere = served.call("cclg_code_index", {"repo": str(tmp_path / "nowhere")})
     assert nowhere.is_error and "no such folder" in text_of(nowhere)
+
+
+# ---------------------------------------------------------------- streamable HTTP
+
+
+def test_streamable_http_serves_the_same_tools_on_loopback(served: Served, tmp_path: Path) -> None:
+    import socket
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cclg.mcp_server",
+            "--root",
+            str(served.store.root),
+            "--transport",
+            "streamable-http",
+            "--port",
+            str(port),
+        ],
+        env={**os.environ, **server_env(tmp_path / "home", served.store.root, tmp_path)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # wait for the port to open
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None, "the HTTP server did not start"
+                time.sleep(0.1)
+
+        async def session() -> tuple[list[str], CallToolResult]:
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                names = [tool.name for tool in (await client.list_tools()).tools]
+                return names, await client.call_tool("cclg_search", {"query": "deploys"})
+
+        names, result = anyio.run(session)
+        assert sorted(names) == sorted(t.name for t in served.list_tools())
+        direct = served.call("cclg_search", {"query": "deploys"})
+        assert not result.is_error and result.structured_content == direct.structured_content
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
