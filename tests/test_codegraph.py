@@ -544,6 +544,9 @@ PLAIN_FOLDER: dict[str, str | bytes] = {
     "vendor/y.go": "package y\n\nfunc Y() {}\n",
     "build/out.py": "def out(): pass\n",
     ".venv/lib/site.py": "def site(): pass\n",
+    "myenv/pyvenv.cfg": "home = /usr/bin\n",  # a virtualenv under any name
+    "myenv/lib/tool.py": "def tool(): pass\n",
+    "venv/__init__.py": "def create(): pass\n",  # a package that happens to be called venv (the stdlib has one)
     "notes.txt": "not source\n",
 }
 
@@ -553,16 +556,16 @@ def test_a_plain_folder_honours_gitignore_and_skips_vendored_trees(store: Store,
     write_tree(folder, PLAIN_FOLDER)
     graph = build_graph(store, folder)
     assert graph["git"] is None
-    assert sorted(by_path(graph)) == ["main.py", "pkg/keep.go"]
-    assert {s["name"] for s in graph["symbols"]} == {"main", "Keep"}
+    assert sorted(by_path(graph)) == ["main.py", "pkg/keep.go", "venv/__init__.py"]
+    assert {s["name"] for s in graph["symbols"]} == {"main", "Keep", "create"}
     for file in graph["files"]:
         assert (file["churn"], file["last_commit"], file["authors"]) == (0, None, 0)
     assert not [e for e in graph["edges"] if e["type"] == "co_change"]
     repository = Repository(folder)
     assert repository.git is None and repository.root == folder.resolve()
-    assert repository.files() == ["main.py", "pkg/keep.go"]
+    assert repository.files() == ["main.py", "pkg/keep.go", "venv/__init__.py"]
     assert repository.churn() == ({}, Counter(), 0)
-    assert graph["summary"]["languages"] == {"go": 1, "python": 1}
+    assert graph["summary"]["languages"] == {"go": 1, "python": 2}
 
 
 def test_untracked_files_are_indexed_and_ignored_ones_are_not(store: Store, tmp_path: Path) -> None:

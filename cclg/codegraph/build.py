@@ -59,8 +59,6 @@ SKIPPED_FOLDERS = frozenset(
         "target",
         "out",
         ".venv",
-        "venv",
-        "env",
         "__pycache__",
         ".tox",
         ".nox",
@@ -190,7 +188,11 @@ def _walk(root: Path) -> Iterable[str]:
         relative = Path(folder).relative_to(root).as_posix()
         relative = "" if relative == "." else relative + "/"
         subfolders[:] = sorted(
-            d for d in subfolders if d not in SKIPPED_FOLDERS and not _ignored(relative + d, True, ignore)
+            d
+            for d in subfolders
+            if d not in SKIPPED_FOLDERS
+            and not _ignored(relative + d, True, ignore)
+            and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))  # a virtualenv, whatever its name
         )
         for name in names:
             path = relative + name
