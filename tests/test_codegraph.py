@@ -989,3 +989,18 @@ def test_commit_subject_components_name_parts_of_the_code() -> None:
     assert subject_components("fix(parser): handle errors") == [["parser"]]
     assert subject_components("Fix the bug: stuff") == [], "a sentence before a colon is not a component"
     assert subject_components("no colon here") == []
+
+
+def test_a_folder_its_enclosing_repository_ignores_is_indexed_on_its_own(store: Store, tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "tool")
+    repo.commit({".gitignore": "/versions\n", "tool.py": "def tool(): pass\n"})
+    library = tmp_path / "tool" / "versions" / "lib"
+    write_tree(library, {"json/decoder.py": "def decode(): pass\n"})
+    graph = build_graph(store, library)
+    assert graph["root"] == str(library.resolve()) and graph["git"] is None
+    assert sorted(by_path(graph)) == ["json/decoder.py"]
+    result = CliRunner().invoke(
+        cli, ["--root", str(store.root), "code-search", "decode json", "--repo", str(library), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["files"][0]["path"] == "json/decoder.py"

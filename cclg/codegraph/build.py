@@ -96,6 +96,10 @@ class Repository:
             if self.git.working_tree_dir is None:
                 raise UsageError(f"{folder} is a bare git repository; index a work tree")
             self.root = Path(self.git.working_tree_dir).resolve()
+            if folder != self.root and self.git.ignored(str(folder)):
+                # A folder the enclosing repository ignores (an installed library inside a
+                # tool's checkout, say) is not part of it: index it as a plain folder.
+                self.git, self.root = None, folder
         except ImportError:  # gitpython missing: index as a plain folder
             self.git = None
         except Exception as error:  # not a repository (git.InvalidGitRepositoryError, NoSuchPathError)

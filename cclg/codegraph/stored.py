@@ -50,13 +50,14 @@ def search_index_path(store: Store, root: Path) -> Path:
 
 def find_search_index(store: Store, folder: str | os.PathLike[str]) -> tuple[Path, Path]:
     """(repository root, its search index) for ``folder``; a ``UsageError`` when it was never indexed."""
-    root = repository_root(folder)
     if not Path(folder).is_dir():
         raise UsageError(f"no such folder: {folder}")
-    path = search_index_path(store, root)
-    if not path.is_file():
-        raise UsageError(f"no code graph for {root}; run `cclg code-index {root}` first")
-    return root, path
+    root = repository_root(folder)
+    for candidate in (root, Path(folder).resolve()):  # the folder itself, if it was indexed on its own
+        path = search_index_path(store, candidate)
+        if path.is_file():
+            return candidate, path
+    raise UsageError(f"no code graph for {root}; run `cclg code-index {root}` first")
 
 
 def read_graph(store: Store, root: Path) -> dict[str, Any]:
