@@ -97,8 +97,14 @@ def build_server(store: Store, *, dotted_names: bool = False) -> MCPServer:
         ),
     )
 
-    def register(verb: str, fn: Callable[..., dict[str, Any]], description: str, annotations: ToolAnnotations) -> None:
-        for prefix in ("cclg", "memory"):
+    def register(
+        verb: str,
+        fn: Callable[..., dict[str, Any]],
+        description: str,
+        annotations: ToolAnnotations,
+        prefixes: tuple[str, ...] = ("cclg", "memory"),
+    ) -> None:
+        for prefix in prefixes:
             server.add_tool(
                 _library_errors(fn),
                 name=f"{prefix}{sep}{verb}",
@@ -329,27 +335,20 @@ def build_server(store: Store, *, dotted_names: bool = False) -> MCPServer:
     register("resolve", memory_resolve, "Settle a conflict with one memory that says what is true now.", DESTRUCTIVE)
     register("audit", memory_audit, "The audit log, newest first: every change to the store.", READ_ONLY)
     # The code graph's tools have no memory_ alias: the CCLG standard names none.
-    for verb, fn, description, hints in (
-        (
-            "code_index",
-            code_index,
-            "Index a repository's code graph (files, symbols, imports, churn) into the store; reruns parse changes.",
-            ADDITIVE_IDEMPOTENT,
-        ),
-        (
-            "code_search",
-            code_search,
-            "Which files of an indexed repository to read first for a task, with key symbols and why.",
-            READ_ONLY,
-        ),
-    ):
-        server.add_tool(
-            _library_errors(fn),
-            name=f"cclg{sep}{verb}",
-            description=description,
-            annotations=hints,
-            structured_output=True,
-        )
+    register(
+        "code_index",
+        code_index,
+        "Index a repository's code graph (files, symbols, imports, churn) into the store; reruns parse changes.",
+        ADDITIVE_IDEMPOTENT,
+        prefixes=("cclg",),
+    )
+    register(
+        "code_search",
+        code_search,
+        "Which files of an indexed repository to read first for a task, with key symbols and why.",
+        READ_ONLY,
+        prefixes=("cclg",),
+    )
     return server
 
 
