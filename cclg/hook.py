@@ -177,8 +177,15 @@ def _record_and_answer(
     pack: dict[str, Any] = {"memory_nodes": [], "suppressed_nodes": []}
     context = None
     failure: Exception | None = None
+    codegraph = ""
+    if include_codegraph:
+        try:
+            codegraph = codegraph_context(store, payload.get("cwd"), query, agent)
+        except Exception:  # the memories still go out; the failure is logged
+            import traceback
+
+            _log_failure(str(store.root), f"{event} (code graph)", traceback.format_exc())
     try:
-        codegraph = codegraph_context(store, payload.get("cwd"), query, agent) if include_codegraph else ""
         pack, context = _fit_context(store, query, session_id, project, agent, codegraph)
     except Exception as error:
         failure = error

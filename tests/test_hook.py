@@ -242,6 +242,21 @@ def test_include_codegraph_appends_the_files_to_read_first(store: Store, tmp_pat
     )
 
 
+def test_a_broken_code_graph_does_not_cost_the_memories(store: Store, memories: dict, tmp_path: Path) -> None:
+    from cclg.codegraph.build import build_graph
+    from cclg.codegraph.stored import search_index_path
+
+    repo = _git_repo(tmp_path / "shop")
+    build_graph(store, repo)
+    search_index_path(store, repo).write_bytes(b"not a database")
+    prompt = claude_prompt("how do deploys go out?", cwd=str(repo))
+    result = run_hook(store.root, "user-prompt", prompt, "--include-codegraph")
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Deploys go out from CI" in context and "## Code graph" not in context
+    failures = read_jsonl(store.root / "audit" / "hook_failures.jsonl").records
+    assert failures and failures[-1]["event"] == "user_prompt (code graph)"
+
+
 BAD_INPUTS = [
     b"",
     b"garbage",
