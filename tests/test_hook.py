@@ -257,6 +257,34 @@ def test_a_broken_code_graph_does_not_cost_the_memories(store: Store, memories: 
     assert failures and failures[-1]["event"] == "user_prompt (code graph)"
 
 
+def test_the_hook_refreshes_a_stale_code_graph_in_the_background(store: Store, tmp_path: Path) -> None:
+    import time
+
+    from cclg.codegraph.build import build_graph
+    from cclg.codegraph.stored import graph_path, search_index_path
+
+    repo = _git_repo(tmp_path / "shop")
+    build_graph(store, repo)
+    graph_file = graph_path(store, repo)
+    (repo / "billing" / "refunds.py").write_text("def issue_refund(invoice):\n    return invoice\n")
+    subprocess.run(["git", "add", "."], cwd=repo, check=True)
+    stale = time.time() - 100
+    os.utime(graph_file, (stale, stale))  # git's index is newer than the graph, whatever the clock's grain
+    prompt = claude_prompt("InvoiceCalculator rounds totals wrong", cwd=str(repo))
+    result = run_hook(store.root, "user-prompt", prompt, "--include-codegraph")
+    assert json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"], "this prompt uses the graph as it is"
+    deadline = time.monotonic() + 60
+    while graph_file.with_suffix(".refreshing").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not graph_file.with_suffix(".refreshing").exists(), "the background re-index finished"
+    assert graph_file.stat().st_mtime >= (repo / ".git" / "index").stat().st_mtime
+    from cclg.codegraph.rank import rank_files
+
+    assert rank_files(search_index_path(store, repo), "issue_refund")[0]["path"] == "billing/refunds.py"
+    again = run_hook(store.root, "user-prompt", prompt, "--include-codegraph")
+    assert again.returncode == 0 and not graph_file.with_suffix(".refreshing").exists(), "a current graph is left alone"
+
+
 BAD_INPUTS = [
     b"",
     b"garbage",

@@ -369,9 +369,10 @@ def build_graph(
             # Nothing changed since the last build: the stored graph stands (cheap warm runs).
             writer.finish(None)
             previous["summary"] = _summary(previous, 0, start)
-            if cache != old_cache:  # only mtimes moved
-                with store.lock():
+            with store.lock():
+                if cache != old_cache:  # only mtimes moved
                     store.write_file(cache_file, _cache_bytes(cache))
+                _mark_current(graph_path(store, repo.root))
             return previous
         per_file_churn, pairs, commits = repo.churn(max_commits)
         graph = _assemble(repo, listed, cache, per_file_churn, pairs)
@@ -384,8 +385,15 @@ def build_graph(
     with store.lock():
         store.write_file(cache_file, _cache_bytes(cache))
         store.write_file(graph_path(store, repo.root), (json.dumps(graph, ensure_ascii=False) + "\n").encode())
-        graph_path(store, repo.root).with_suffix(".refreshing").unlink(missing_ok=True)  # the hook's marker
+        _mark_current(graph_path(store, repo.root))
     return graph
+
+
+def _mark_current(graph_file: Path) -> None:
+    """The graph is now current: its modification time says so (the hook compares it with
+    git's index to decide on a refresh), and the hook's refresh marker goes."""
+    os.utime(graph_file)
+    graph_file.with_suffix(".refreshing").unlink(missing_ok=True)
 
 
 def _summary(graph: dict[str, Any], parsed: int, start: float) -> dict[str, Any]:
