@@ -276,7 +276,7 @@ def _fit_context(
             max_tokens=None if budget_tokens is None else max(0, budget_tokens),
         )
         if not pack["memory_nodes"] and not pack["suppressed_nodes"]:
-            return pack, codegraph.lstrip("\n") if "## Code graph" in codegraph else None
+            return pack, codegraph.lstrip("\n") if codegraph.startswith("\n## Code graph") else None
         rendered = prompt_markdown(pack)
         context = FRAME + rendered + codegraph
         tokens = 0 if max_tokens is None else estimate_tokens(context)
