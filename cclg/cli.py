@@ -69,6 +69,17 @@ def _text_arg(value: str) -> str:
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of TOML.")
 
 
+def _where(session_id: str | None, project: str | None, workspace: str | None) -> search.Where:
+    return search.Where(session_id=session_id, project=project, workspace=workspace)
+
+
+session_option = click.option(
+    "--session", "--session-id", "session_id", help="Include this session's overlay memories."
+)
+project_option = click.option("--project", help="Only memories of this project (or of no project).")
+workspace_option = click.option("--workspace", help="Only memories of this workspace (or of no workspace).")
+
+
 @click.group(cls=CclgGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--root",
@@ -329,9 +340,9 @@ def cite(ctx: click.Context, memory_id: str, as_json: bool) -> None:
 @cli.command()
 @click.argument("query")
 @click.option("--limit", type=click.IntRange(min=1), default=5, show_default=True)
-@click.option("--session", "--session-id", "session_id", help="Include this session's overlay memories.")
-@click.option("--project", help="Only memories of this project (or of no project).")
-@click.option("--workspace", help="Only memories of this workspace (or of no workspace).")
+@session_option
+@project_option
+@workspace_option
 @json_option
 @click.pass_context
 def recall(
@@ -347,8 +358,7 @@ def recall(
 
     Example: cclg recall "how do deploys go out" --limit 3
     """
-    where = search.Where(session_id=session_id, project=project, workspace=workspace)
-    _emit(api.recall(_store(ctx), query, where=where, limit=limit), as_json)
+    _emit(api.recall(_store(ctx), query, where=_where(session_id, project, workspace), limit=limit), as_json)
 
 
 @cli.command()
@@ -441,17 +451,6 @@ def doctor_command(ctx: click.Context, repair: bool, as_json: bool) -> None:
         click.echo("ok: no findings" if report.ok else f"{len(report.findings)} finding(s)")
     if not report.ok:
         sys.exit(1)
-
-
-def _where(session_id: str | None, project: str | None, workspace: str | None) -> search.Where:
-    return search.Where(session_id=session_id, project=project, workspace=workspace)
-
-
-session_option = click.option(
-    "--session", "--session-id", "session_id", help="Include this session's overlay memories."
-)
-project_option = click.option("--project", help="Only memories of this project (or of no project).")
-workspace_option = click.option("--workspace", help="Only memories of this workspace (or of no workspace).")
 
 
 @cli.command("search")

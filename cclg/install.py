@@ -327,7 +327,7 @@ def _register_codex(path: Path, root: str | None, dry_run: bool) -> Change:
         ]
     )
     new_text = f"{text.rstrip()}\n\n{block}\n" if text.strip() else f"{block}\n"
-    _check_codex_edit(path, new_text, expect_ours=True)
+    _check_codex_edit(path, data, new_text, expect_ours=True)
     written = not dry_run
     backup = _write_text(path, new_text) if written else None
     return Change(path=path, added=[_mcp_line(mcp_arguments(root))], removed=[], backup=backup, written=written)
@@ -339,7 +339,7 @@ def _unregister_codex(path: Path, dry_run: bool) -> Change:
     if existing is None or not _is_our_server(existing):
         return Change(path=path, added=[], removed=[], backup=None, written=False)
     new_text = _without_codex_table(path, text)
-    _check_codex_edit(path, new_text, expect_ours=False)
+    _check_codex_edit(path, data, new_text, expect_ours=False)
     written = not dry_run
     backup = _write_text(path, new_text) if written else None
     return Change(path=path, added=[], removed=[_mcp_line(existing.get("args", []))], backup=backup, written=written)
@@ -369,11 +369,10 @@ def _is_our_subtable(line: str) -> bool:
     return line.strip().startswith(f"[mcp_servers.{MCP_NAME}.")
 
 
-def _check_codex_edit(path: Path, new_text: str, *, expect_ours: bool) -> None:
+def _check_codex_edit(path: Path, old: dict[str, Any], new_text: str, *, expect_ours: bool) -> None:
     """The edited text must parse, and differ from the old only in our table."""
     import tomllib
 
-    _, old = _read_toml(path)
     try:
         new = tomllib.loads(new_text)
     except tomllib.TOMLDecodeError as exc:

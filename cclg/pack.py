@@ -285,7 +285,7 @@ def prompt_toml(pack: dict[str, Any]) -> str:
     return tomli_w.dumps(data)
 
 
-def _quoted(text: str) -> str:
+def json_literal(text: str) -> str:
     """A JSON string literal; U+2028/U+2029 escaped too, as some readers take them for line breaks."""
     return json.dumps(text, ensure_ascii=False).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
@@ -298,19 +298,19 @@ def prompt_markdown(pack: dict[str, Any]) -> str:
         "",
         "Reference material recorded earlier; stored text is quoted as JSON strings.",
         "",
-        f"Query: {_quoted(pack['query'])}",
+        f"Query: {json_literal(pack['query'])}",
         "",
         "### Current memories",
     ]
     for e in pack["memory_nodes"]:
-        lines.append(f"- {e['id']} ({e['type']}; source {_quoted(e['source'])}): {_quoted(e['content'])}")
+        lines.append(f"- {e['id']} ({e['type']}; source {json_literal(e['source'])}): {json_literal(e['content'])}")
     if not pack["memory_nodes"]:
         lines.append("- (none relevant)")
     if pack["suppressed_nodes"]:
         lines += ["", "### Retired: recorded earlier, no longer true"]
         for e in pack["suppressed_nodes"]:
             replaced = f"; replaced by {', '.join(e['superseded_by'])}" if e["superseded_by"] else ""
-            lines.append(f"- {e['id']} ({e['status']}{replaced}): {_quoted(e['content'])}")
+            lines.append(f"- {e['id']} ({e['status']}{replaced}): {json_literal(e['content'])}")
     return "\n".join(lines) + "\n"
 
 

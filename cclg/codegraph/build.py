@@ -45,34 +45,29 @@ CO_CHANGE_MIN = 3  # two files changed together in at least this many commits ge
 CO_CHANGE_MAX_FILES = 30  # commits touching more files (mass renames, reformatting) say nothing
 REFERENCE_MAX_DEFINERS = 5  # a name defined in more files than this links nothing: too common
 PARALLEL_FROM = 200  # parse in worker processes when at least this many files need parsing
-SKIPPED_FOLDERS = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "node_modules",
-        "vendor",
-        "third_party",
-        "third-party",
-        "dist",
-        "build",
-        "target",
-        "out",
-        ".venv",
-        "__pycache__",
-        ".tox",
-        ".nox",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        "site-packages",
-        ".next",
-        "coverage",
-    }
-)
-
-# In a git repository tracked files are indexed, except under these (other people's code).
+# Other people's code: skipped everywhere, even when a git repository tracks it.
 VENDORED_FOLDERS = frozenset({"node_modules", "vendor", "third_party", "third-party"})
+# Outside git, also version-control data and generated or tool trees (virtualenvs
+# are recognised by their pyvenv.cfg, whatever their name).
+SKIPPED_FOLDERS = VENDORED_FOLDERS | {
+    ".git",
+    ".hg",
+    ".svn",
+    "dist",
+    "build",
+    "target",
+    "out",
+    ".venv",
+    "__pycache__",
+    ".tox",
+    ".nox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    "site-packages",
+    ".next",
+    "coverage",
+}
 
 Progress = Callable[[int, int], None]
 

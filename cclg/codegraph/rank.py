@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from cclg.text import STOPWORDS
@@ -150,9 +150,8 @@ def _write_structure(db: sqlite3.Connection, graph: dict[str, Any]) -> None:
         "INSERT INTO files VALUES (?, ?, ?, ?)",
         ((f["path"], f["path"].rsplit("/", 1)[-1], f["churn"], f["last_commit"]) for f in graph["files"]),
     )
-    definers: dict[str, int] = defaultdict(int)
-    for name, paths in _definers(graph).items():
-        definers[name] = len(paths)
+    # How many files define each name (a name defined everywhere says little).
+    definers = Counter(name for name, _ in {(s["name"], s["path"]) for s in graph["symbols"]})
     words: list[tuple[str, int]] = []
     rows = []
     for number, symbol in enumerate(graph["symbols"], 1):
@@ -183,13 +182,6 @@ def _write_structure(db: sqlite3.Connection, graph: dict[str, Any]) -> None:
     newest = max((f.get("last_commit") or 0 for f in graph["files"]), default=0)
     db.execute("INSERT OR REPLACE INTO meta VALUES ('newest', ?)", (newest,))
     db.execute("INSERT OR REPLACE INTO meta VALUES ('files', ?)", (len(graph["files"]),))
-
-
-def _definers(graph: dict[str, Any]) -> dict[str, set[str]]:
-    found: dict[str, set[str]] = defaultdict(set)
-    for symbol in graph["symbols"]:
-        found[symbol["name"]].add(symbol["path"])
-    return found
 
 
 def search_index_is_usable(path: Path, expected_files: int) -> bool:
@@ -463,21 +455,15 @@ def _prior(churn: int | None, last: int | None, newest: int) -> float:
 # ---------------------------------------------------------------- the CodeGraphPack
 
 
-def estimate_tokens(text: str) -> int:
-    """About four characters per token for code and English (the pack's estimate)."""
-    return math.ceil(len(text) / 4)
-
-
 def render_pack(files: list[dict[str, Any]], *, max_tokens: int = 800) -> str:
     """The CodeGraphPack as Markdown: files to read first, their key symbols and why, under ``max_tokens``.
 
     Paths, names and signatures come from the repository, so each is shown as a
-    JSON string literal: nothing in them can open a heading or end the list.
+    JSON string literal, as the memory pack shows stored text: nothing in them can
+    open a heading or end the list. Tokens are estimated as the memory pack does.
     """
-    import json
-
-    def quoted(text: str) -> str:
-        return json.dumps(text, ensure_ascii=False).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    from cclg.pack import estimate_tokens
+    from cclg.pack import json_literal as quoted
 
     lines = [
         "## Code graph: files to read first",
