@@ -372,15 +372,15 @@ def build_graph(
         per_file_churn, pairs, commits = repo.churn(max_commits)
         graph = _assemble(repo, listed, cache, per_file_churn, pairs)
         graph["git"] = None if git_info is None else {**git_info, "commits_read": commits}
-        graph["summary"] = _summary(graph, len(jobs), start)
     except BaseException:
         writer.abandon()
         raise
     writer.finish(graph)
     with store.lock():
         store.write_file(cache_file, _cache_bytes(cache))
-        store.write_file(graph_path(store, repo.root), (json.dumps(graph, ensure_ascii=False) + "\n").encode())
+        store.write_file(graph_path(store, repo.root), _graph_bytes(graph))
         _mark_current(graph_path(store, repo.root))
+    graph["summary"] = _summary(graph, len(jobs), start)  # the run's figures, not stored with the graph
     return graph
 
 
@@ -403,8 +403,12 @@ def _summary(graph: dict[str, Any], parsed: int, start: float) -> dict[str, Any]
     }
 
 
+def _graph_bytes(graph: dict[str, Any]) -> bytes:
+    return (json.dumps(graph, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+
 def _cache_bytes(cache: dict[str, Any]) -> bytes:
-    return (json.dumps({"schema_version": CACHE_SCHEMA, "files": cache}) + "\n").encode()
+    return (json.dumps({"schema_version": CACHE_SCHEMA, "files": cache}, separators=(",", ":")) + "\n").encode()
 
 
 def _previous_graph(store: Store, root: Path) -> dict[str, Any] | None:

@@ -152,10 +152,11 @@ def _write_structure(db: sqlite3.Connection, graph: dict[str, Any]) -> None:
     )
     # How many files define each name (a name defined everywhere says little).
     definers = Counter(name for name, _ in {(s["name"], s["path"]) for s in graph["symbols"]})
+    parts_of = {name: query_words(name.replace("_", " ")) for name in definers}
     words: list[tuple[str, int]] = []
     rows = []
     for number, symbol in enumerate(graph["symbols"], 1):
-        parts = query_words(symbol["name"].replace("_", " "))
+        parts = parts_of[symbol["name"]]
         rows.append(
             (
                 number,
