@@ -4,12 +4,25 @@
 the repository (``demo-store/``) can be regenerated and compared byte for byte.
 It holds an old project decision that a ``refine`` patch superseded, the new
 active decision (``relations.refines``) and the edge between them, two more
-current memories, raw evidence, and a session whose prompt event reached
-``sessions/``, ``raw/`` and ``audit/``.
+current memories, raw evidence, a session whose prompt event reached
+``sessions/``, ``raw/`` and ``audit/``, and the code graph of a small sample
+project (``active/codegraphs/``).
+
+The sample project is committed into a scratch git repository with fixed
+authors and dates, so its history (commit ids included) is the same on every
+machine; it is indexed like any repository, and the graph is stored with the
+project's name, ``demo-project``, as its root instead of the scratch folder's
+path. Generating the demo store therefore needs ``git``.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from cclg import api, ledger, sessions
@@ -29,6 +42,169 @@ Notes from the design review where the memory layout was agreed.
 - Every change is a MemoryPatch in `patches/`.
 - Hooks hand the agent only current memories and the code graph, as `additionalContext`.
 """
+
+
+# The sample project's history: (author, unix time, subject, files written).
+DEMO_PROJECT_ROOT = "demo-project"
+DEMO_PROJECT_HISTORY: list[tuple[str, int, str, dict[str, str]]] = [
+    (
+        "Ada",
+        1_782_723_600,  # 2026-06-29T09:00:00Z, the day before the store
+        "Add the task model and its JSON store",
+        {
+            "tasks/__init__.py": '"""A tiny task list."""\n',
+            "tasks/model.py": (
+                "class Task:\n"
+                "    def __init__(self, title, done=False):\n"
+                "        self.title = title\n"
+                "        self.done = done\n"
+                "\n"
+                "    def to_dict(self):\n"
+                '        return {"title": self.title, "done": self.done}\n'
+            ),
+            "tasks/store.py": (
+                "import json\n"
+                "\n"
+                "from tasks.model import Task\n"
+                "\n"
+                "\n"
+                "def load_tasks(path):\n"
+                "    with open(path) as handle:\n"
+                '        return [Task(item["title"], item["done"]) for item in json.load(handle)]\n'
+                "\n"
+                "\n"
+                "def save_tasks(path, tasks):\n"
+                '    with open(path, "w") as handle:\n'
+                "        json.dump([task.to_dict() for task in tasks], handle)\n"
+            ),
+        },
+    ),
+    (
+        "Ada",
+        1_782_727_200,
+        "Add the command line: list and add tasks",
+        {
+            "tasks/cli.py": (
+                "import sys\n"
+                "\n"
+                "from tasks.model import Task\n"
+                "from tasks.store import load_tasks, save_tasks\n"
+                "\n"
+                "\n"
+                "def main(path, argv=sys.argv[1:]):\n"
+                "    tasks = load_tasks(path)\n"
+                '    if argv[:1] == ["add"]:\n'
+                '        tasks.append(Task(" ".join(argv[1:])))\n'
+                "        save_tasks(path, tasks)\n"
+                "    for task in tasks:\n"
+                '        print(("[x] " if task.done else "[ ] ") + task.title)\n'
+            ),
+        },
+    ),
+    (
+        "Grace",
+        1_782_730_800,
+        "Add a web page that lists the tasks",
+        {
+            "web/api.js": (
+                "export async function fetchTasks() {\n"
+                '  const response = await fetch("/tasks");\n'
+                "  return response.json();\n"
+                "}\n"
+            ),
+            "web/page.js": (
+                'import { fetchTasks } from "./api.js";\n'
+                "\n"
+                "export async function renderTaskList(element) {\n"
+                "  const tasks = await fetchTasks();\n"
+                '  element.innerHTML = tasks.map((task) => `<li>${task.title}</li>`).join("");\n'
+                "}\n"
+            ),
+        },
+    ),
+    (
+        "Grace",
+        1_782_734_400,
+        "Keep non-ASCII task titles readable in the saved file",
+        {
+            "tasks/store.py": (
+                "import json\n"
+                "\n"
+                "from tasks.model import Task\n"
+                "\n"
+                "\n"
+                "def load_tasks(path):\n"
+                '    with open(path, encoding="utf-8") as handle:\n'
+                '        return [Task(item["title"], item["done"]) for item in json.load(handle)]\n'
+                "\n"
+                "\n"
+                "def save_tasks(path, tasks):\n"
+                '    with open(path, "w", encoding="utf-8") as handle:\n'
+                "        json.dump([task.to_dict() for task in tasks], handle, ensure_ascii=False)\n"
+            ),
+        },
+    ),
+]
+
+# Git without anyone's configuration: the same commits on every machine.
+_GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "LC_ALL": "C"}
+_GIT_LEAKS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_CEILING_DIRECTORIES")
+
+
+@contextmanager
+def _isolated_git() -> Iterator[None]:
+    """Within this block, git (ours and gitpython's) runs without system or user configuration."""
+    saved = dict(os.environ)
+    for name in _GIT_LEAKS:
+        os.environ.pop(name, None)
+    os.environ.update(_GIT_ENV)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _write_demo_project(root: Path) -> None:
+    """The sample project as a git repository with its fixed history."""
+
+    def git(*args: str, author: str = "Ada", when: int = 0) -> None:
+        env = dict(os.environ)
+        for role in ("AUTHOR", "COMMITTER"):
+            env[f"GIT_{role}_NAME"] = author
+            env[f"GIT_{role}_EMAIL"] = f"{author.lower()}@example.com"
+            env[f"GIT_{role}_DATE"] = f"@{when} +0000"
+        done = subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise UsageError(f"git {args[0]} failed while writing the demo project: {done.stderr.strip()}")
+
+    git("-c", "init.defaultBranch=main", "init", "-q")
+    for author, when, subject, files in DEMO_PROJECT_HISTORY:
+        for name, text in files.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_bytes(text.encode("utf-8"))
+        git("add", "--", *files)
+        git("commit", "-q", "--no-verify", "--no-gpg-sign", "-m", subject, author=author, when=when)
+
+
+def _add_demo_code_graph(store: Store) -> None:
+    """Index the sample project and keep its graph, rooted at ``demo-project``, in the store."""
+    from cclg.codegraph.build import _graph_bytes, build_graph
+    from cclg.codegraph.stored import cache_path, graph_path, search_index_path
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="cclg-demo-") as scratch, _isolated_git():
+            root = Path(scratch).resolve() / DEMO_PROJECT_ROOT
+            root.mkdir()
+            _write_demo_project(root)
+            graph = build_graph(store, root)
+            for made in (graph_path(store, root), cache_path(store, root), search_index_path(store, root)):
+                made.unlink(missing_ok=True)
+    except FileNotFoundError as error:  # no git on PATH
+        raise UsageError(f"the demo store's code graph needs git: {error}") from error
+    graph.pop("summary")
+    graph["root"] = DEMO_PROJECT_ROOT
+    store.write_file(graph_path(store, Path(DEMO_PROJECT_ROOT)), _graph_bytes(graph))
 
 
 def build_demo_store(path: Path) -> Store:
@@ -84,4 +260,5 @@ def build_demo_store(path: Path) -> Store:
             "user_prompt",
             {"prompt": "How does cclg deliver memory to the agent?", "session_id": DEMO_SESSION},
         )
+        _add_demo_code_graph(store)
     return store

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from datetime import datetime, timezone
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from cclg.cli import cli
+from cclg.codegraph.stored import graph_name
+from cclg.demo import DEMO_PROJECT_HISTORY
 from cclg.doctor import diagnose
 from cclg.ledger import effective_view
 from cclg.store import Store
@@ -56,3 +60,29 @@ def test_demo_store_refuses_a_non_empty_folder(tmp_path: Path) -> None:
     (tmp_path / "full" / "keep.txt").write_text("x")
     result = CliRunner().invoke(cli, ["demo-store", str(tmp_path / "full")])
     assert result.exit_code == 2 and "not empty" in result.stderr
+
+
+def test_demo_store_holds_the_sample_projects_code_graph() -> None:
+    (path,) = (REPO / "demo-store" / "active" / "codegraphs").glob("*.json")
+    graph = json.loads(path.read_text("utf-8"))
+    assert path.name == f"{graph_name(Path('demo-project'))}.json"
+    assert graph["schema_version"] == "cclg.code_graph.v0.1" and graph["root"] == "demo-project"
+    assert graph["git"]["branch"] == "main" and graph["git"]["commits_read"] == len(DEMO_PROJECT_HISTORY)
+    assert graph["git"]["dirty"] is False and "summary" not in graph
+    files = {f["path"]: f for f in graph["files"]}
+    assert sorted(files) == sorted({name for *_, written in DEMO_PROJECT_HISTORY for name in written})
+    assert (files["tasks/store.py"]["churn"], files["tasks/store.py"]["authors"]) == (2, 2)
+    assert files["web/page.js"]["language"] == "javascript"
+    imports = {(e["from"], e["to"]) for e in graph["edges"] if e["type"] == "imports"}
+    assert imports == {
+        ("tasks/cli.py", "tasks/model.py"),
+        ("tasks/cli.py", "tasks/store.py"),
+        ("tasks/store.py", "tasks/model.py"),
+        ("web/page.js", "web/api.js"),
+    }
+    names = {(s["path"], s["name"]) for s in graph["symbols"]}
+    assert {("tasks/model.py", "Task"), ("tasks/store.py", "save_tasks"), ("web/api.js", "fetchTasks")} <= names
+    # The graph was made after the project's last commit.
+    newest_commit = max(f["last_commit"] for f in graph["files"])
+    generated = datetime.fromisoformat(graph["generated_at"])
+    assert datetime.fromtimestamp(newest_commit, timezone.utc) < generated

@@ -143,7 +143,10 @@ class Repository:
                 "git",
                 "-c",
                 "core.quotePath=false",  # file names as they are, not octal-escaped
+                "-c",
+                "log.showSignature=false",  # a user's setting would put signature checks into the output
                 "log",
+                "--no-color",
                 f"--max-count={max_commits}",
                 "--no-merges",
                 "--no-renames",
