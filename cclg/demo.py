@@ -17,7 +17,6 @@ path. Generating the demo store therefore needs ``git``.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import tempfile

@@ -296,6 +296,74 @@ def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | 
     return PatchResult(patch=patch, changed_nodes=list(nodes.values()))
 
 
+def record_conflict(
+    store: Store, local_id: str, incoming: MemoryNode, *, reason: str, source: Source | None = None
+) -> PatchResult:
+    """Keep a differing version of a memory beside the local one, both waiting for a decision.
+
+    Used when a container brings a memory whose id is known here but whose content
+    differs: nothing is overwritten. The incoming version is written as a new node
+    (a new id; ``metadata.imported_id`` keeps its own) in ``conflict_pending``,
+    contradicting the local one, by one ``create`` patch. The local node moves to
+    ``conflict_pending`` too when the lattice allows it (a live memory is no longer
+    sure truth); the patch records its prior status, so rolling the patch back
+    undoes the whole flag. ``cclg conflicts`` lists the pair, ``cclg resolve`` settles it.
+    """
+    with store.lock():
+        local = _read_target(store, local_id)
+        stamp = now_iso()
+        patch_id = new_id("patch")
+        data = incoming.to_dict()
+        data.update(id=new_id("mem"), status="conflict_pending", updated_at=stamp)
+        data["relations"] = {**data["relations"], "contradicts": [*incoming.relations["contradicts"], local.id]}
+        data["metadata"] = {
+            **data["metadata"],
+            "created_by": "import",
+            "patch_id": patch_id,
+            "imported_id": incoming.id,
+        }
+        node = MemoryNode.from_dict(data)
+        flag_local = "conflict_pending" in lattice.TRANSITIONS[local.status]
+        patch = MemoryPatch(
+            id=patch_id,
+            operation="create",
+            target_ids=[],
+            new_node_ids=[node.id],
+            reason=reason,
+            new_content=node.content,
+            source=source or Source(label="import"),
+            confidence=node.confidence,
+            resolution_policy={"rule": "import_conflict", "auto_applied": False, "requires_review": True},
+            prior_states={local.id: local.status} if flag_local else {},
+            created_at=stamp,
+            applied_at=stamp,
+        )
+        edge = MemoryEdge(
+            id=new_id("edge"),
+            from_id=node.id,
+            to_id=local.id,
+            type="contradicts",
+            created_at=stamp,
+            source_patch_id=patch_id,
+        )
+        store.write_node(node, new=True)
+        store.write_edge(edge)
+        store.write_patch(patch)  # the commit point
+        records = [audit_record("node_written", node_id=node.id, patch_id=patch_id), _patch_audit(patch)]
+        records.append(audit_record("edge_written", edge_id=edge.id, patch_id=patch_id))
+        if flag_local:
+            _set_status(local, "conflict_pending", stamp)
+            if node.id not in local.relations["contradicts"]:
+                local.relations["contradicts"].append(node.id)
+            store.write_node(local)
+            records.append(
+                audit_record("node_status_changed", node_id=local.id, status=local.status, patch_id=patch_id)
+            )
+        store.audit_many(records)
+        refresh_index(store, [node.id, local.id], [patch_id])
+    return PatchResult(patch=patch, new_nodes=[node], edges=[edge], changed_nodes=[local] if flag_local else [])
+
+
 def refresh_index(store: Store, node_ids: list[str], patch_ids: list[str]) -> None:
     """Bring the search index up to date after a write (under the store lock).
 
@@ -492,6 +560,9 @@ def expected_statuses(nodes: dict[str, MemoryNode], patches: list[MemoryPatch]) 
             continue
         for node_id in patch.new_node_ids:
             expected[node_id] = lattice.INITIAL_STATUSES if patch.operation == "create" else LIVE_STATUSES
+        if patch.operation == "create":  # a create with prior states flagged those nodes (record_conflict)
+            for node_id in patch.prior_states:
+                expected[node_id] = frozenset({"conflict_pending"})
         if rule.target_status is not None:
             for node_id in patch.target_ids:
                 expected[node_id] = frozenset({rule.target_status})

@@ -727,14 +727,16 @@ class MemoryPatch(Record):
         return _ordered("memory_patch", values, optional=("rollback_of",))
 
     @classmethod
-    def from_dict(cls, data: Any, where: str = "<patch>") -> MemoryPatch:
+    def from_dict(cls, data: Any, where: str = "<patch>", *, check_operation: bool = True) -> MemoryPatch:
+        """``check_operation=False`` reads an operation outside the closed set as it is (a container
+        loaded without validation); computing an effective view over it then raises."""
         r = _Reader(data, where, "memory_patch")
         r.check_fields("memory_patch")
         r.const("schema_version", fmt.PATCH_SCHEMA)
         # The operation is checked against the closed set: an unknown one is an
         # error, never read as a harmless no-op (see cclg.lattice).
         operation = r.data.get("operation")
-        if operation not in fmt.PATCH_OPERATIONS:
+        if not isinstance(operation, str) or (check_operation and operation not in fmt.PATCH_OPERATIONS):
             r.problem("operation", f"must be one of {', '.join(fmt.PATCH_OPERATIONS)}; got {operation!r}")
         prior = r.field("prior_states", "dict", {})
         for node_id, status in prior.items():

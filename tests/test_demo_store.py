@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -85,4 +85,4 @@ def test_demo_store_holds_the_sample_projects_code_graph() -> None:
     # The graph was made after the project's last commit.
     newest_commit = max(f["last_commit"] for f in graph["files"])
     generated = datetime.fromisoformat(graph["generated_at"])
-    assert datetime.fromtimestamp(newest_commit, timezone.utc) < generated
+    assert datetime.fromtimestamp(newest_commit, UTC) < generated
