@@ -189,6 +189,83 @@ def import_jsonl(ctx: click.Context, path: str, as_json: bool) -> None:
     _emit(result.to_dict(), as_json)
 
 
+@cli.command("export")
+@click.argument("out")
+@click.option("--session", "session_ids", multiple=True, help="Only this session's record in @sessions (repeatable).")
+@click.option("--force", is_flag=True, help="Replace OUT if it exists.")
+@click.pass_context
+def export_command(ctx: click.Context, out: str, session_ids: tuple[str, ...], force: bool) -> None:
+    """Write the store's whole ledger into one portable .cclg container ('-' writes stdout).
+
+    Nodes, patches and edges always travel whole; --session narrows only the
+    session records. The file is checksummed and other runtimes can load it.
+
+    Example: cclg export backup.cclg
+    """
+    from cclg.container import export_store
+
+    text = export_store(_store(ctx), session_ids or None)
+    if out == "-":
+        sys.stdout.write(text)
+        return
+    path = Path(out)
+    if path.is_dir():
+        raise UsageError(f"{out} is a folder; give a file name such as {Path(out) / 'memory.cclg'}")
+    try:
+        _store(ctx).write_file(path, text.encode("utf-8"), replace=force)
+    except FileExistsError:
+        raise UsageError(f"{out} exists; pass --force to replace it") from None
+    except FileNotFoundError:
+        raise UsageError(f"no folder {path.parent} to write {path.name} into") from None
+    header = json.loads(text.split("\n", 2)[1])
+    summary = ", ".join(f"{n} {name}" for name, n in header["counts"].items())
+    click.echo(f"wrote {out}: {summary} (sha256 {header['content_sha256'][:12]})")
+
+
+@cli.command("open")
+@click.argument("file")
+@click.option("--session", "session_id", help="The effective view as this session sees it (with its overlay).")
+@click.option("--no-validate", is_flag=True, help="Skip record validation (framing, checksum, auth are still checked).")
+@json_option
+def open_command(file: str, session_id: str | None, no_validate: bool, as_json: bool) -> None:
+    """Check a .cclg container and describe it, without touching any store ('-' reads stdin).
+
+    Shows the header, the record counts, warnings (unknown sections) and the ids
+    of the effective view: the memories that are current truth in it.
+
+    Example: cclg open backup.cclg --json
+    """
+    from cclg.container import load_container, read_text
+
+    container = load_container(read_text(file), validate=not no_validate)
+    _emit(container.describe(session_id), as_json)
+    for warning in container.warnings:
+        click.echo(f"warning: {warning}", err=True)
+
+
+@cli.command("import")
+@click.argument("file")
+@click.option("--dry-run", is_flag=True, help="Report what would happen; write nothing.")
+@json_option
+@click.pass_context
+def import_command(ctx: click.Context, file: str, dry_run: bool, as_json: bool) -> None:
+    """Bring a .cclg container's records into the store ('-' reads stdin).
+
+    Known records are skipped. A known memory whose content differs is not
+    overwritten: both versions wait in conflict_pending (see `cclg conflicts`,
+    settle with `cclg resolve`). The file is checked in full before anything is written.
+
+    Example: cclg import backup.cclg --dry-run
+    """
+    from cclg.container import import_container, load_container, read_text
+
+    container = load_container(read_text(file))
+    report = import_container(_store(ctx), container, dry_run=dry_run)
+    for warning in container.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    _emit(report.to_dict(), as_json)
+
+
 @cli.command()
 @click.argument("operation", type=click.Choice(fmt.PATCH_OPERATIONS))
 @click.option("--target", "targets", multiple=True, help="Memory id to change (repeatable); for rollback, a patch id.")

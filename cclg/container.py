@@ -120,12 +120,12 @@ def write_container(
     *,
     generated_at: str | None = None,
 ) -> str:
-    """The text of a container holding these records (each section in id order)."""
-    sections = {
-        "nodes": sorted(nodes, key=lambda r: r.id),
-        "patches": sorted(patches, key=lambda r: r.id),
-        "edges": sorted(edges, key=lambda r: r.id),
-        "sessions": sorted(sessions, key=lambda r: r.id),
+    """The text of a container holding these records, in the order given."""
+    sections: dict[str, list[Any]] = {
+        "nodes": list(nodes),
+        "patches": list(patches),
+        "edges": list(edges),
+        "sessions": list(sessions),
     }
     body: list[str] = []
     for name in SECTIONS:
@@ -157,7 +157,10 @@ def export_store(store: Store, session_ids: Iterable[str] | None = None) -> str:
         if missing:
             raise UsageError(f"no session {', '.join(sorted(missing))} in {store.root}")
         sessions = [s for s in sessions if s.id in wanted]
-    return write_container(store.load_nodes().values(), store.load_patches(), store.load_edges(), sessions)
+    nodes = sorted(store.load_nodes().values(), key=lambda n: n.id)
+    edges = sorted(store.load_edges(), key=lambda e: e.id)
+    sessions = sorted(sessions, key=lambda s: s.id)
+    return write_container(nodes, store.load_patches(), edges, sessions)  # patches in ledger order
 
 
 # ---------------------------------------------------------------- reading
@@ -426,13 +429,14 @@ def import_container(store: Store, container: Container, *, dry_run: bool = Fals
             else:
                 differing.append((local, node))
         fresh: dict[str, list[Any]] = {"nodes": new_nodes}
-        for name, records, known in (
+        known_here: list[tuple[str, list[Any], dict[str, Any]]] = [
             ("patches", container.patches, local_patches),
             ("edges", container.edges, local_edges),
             ("sessions", container.sessions, local_sessions),
-        ):
+        ]
+        for name, brought, known in known_here:
             fresh[name] = []
-            for record in records:
+            for record in brought:
                 if record.id not in known:
                     fresh[name].append(record)
                     continue

@@ -1,20 +1,13 @@
-"""Compatibility with the reference implementation (cclg 0.2.3): its demo store and conformance vectors."""
+"""Compatibility with the reference implementation (cclg 0.2.3): its demo store.
+
+Its conformance vectors are loaded as containers in ``tests/test_container.py``."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-import pytest
-
 from cclg.doctor import diagnose
-from cclg.errors import UnknownPatchOperationError, ValidationError
 from cclg.ledger import effective_view
-from cclg.records import MemoryNode, MemoryPatch, Source
+from cclg.records import Source
 from cclg.store import Store
-from tests.conftest import DATA
-
-CONFORMANCE = DATA / "reference-conformance"
 
 
 def test_reference_store_is_doctor_clean(reference_store: Store) -> None:
@@ -49,53 +42,3 @@ def test_reference_store_accepts_our_writes(reference_store: Store) -> None:
     assert diagnose(reference_store).findings == []
     view = {n.id for n in effective_view(reference_store.load_nodes().values(), reference_store.load_patches())}
     assert added.new_nodes[0].id in view and "mem_efe299fc91f9" not in view
-
-
-def sections(path: Path) -> dict[str, list[dict]]:
-    lines = path.read_text(encoding="utf-8").split("\n")
-    assert lines[0] == "CCLG\t0.1"
-    result: dict[str, list[dict]] = {}
-    current = None
-    for line in lines[2:]:
-        if line.startswith("@"):
-            current = result.setdefault(line[1:], [])
-        elif line:
-            assert current is not None
-            current.append(json.loads(line))
-    return result
-
-
-POSITIVE = sorted(p.stem for p in CONFORMANCE.glob("0[1-6]_*.cclg"))
-
-
-@pytest.mark.parametrize("name", POSITIVE)
-def test_conformance_effective_view(name: str) -> None:
-    expected = json.loads((CONFORMANCE / f"{name}.expected.json").read_text())
-    body = sections(CONFORMANCE / f"{name}.cclg")
-    nodes = [MemoryNode.from_dict(n, where=f"{name} @nodes") for n in body["nodes"]]
-    patches = [MemoryPatch.from_dict(p, where=f"{name} @patches") for p in body["patches"]]
-    view = effective_view(nodes, patches, session_id=expected["session_id"])
-    assert sorted(n.id for n in view) == sorted(expected["effective_view_node_ids"])
-
-
-def test_conformance_unknown_operation_is_refused_at_load_and_in_the_view() -> None:
-    body = sections(CONFORMANCE / "07_unknown_patch_operation.cclg")
-    with pytest.raises(ValidationError, match="operation"):
-        MemoryPatch.from_dict(body["patches"][0], where="07 @patches")
-    nodes = [MemoryNode.from_dict(n) for n in body["nodes"]]
-    raw = body["patches"][0]
-    unvalidated = MemoryPatch(
-        id=raw["id"],
-        operation=raw["operation"],
-        target_ids=raw["target_ids"],
-        new_node_ids=raw["new_node_ids"],
-        reason=raw["reason"],
-        new_content=raw["new_content"],
-        source=Source(label="x"),
-        confidence=1.0,
-        resolution_policy=raw["resolution_policy"],
-        created_at=raw["created_at"],
-        applied_at=raw["applied_at"],
-    )
-    with pytest.raises(UnknownPatchOperationError, match="archive"):
-        effective_view(nodes, [unvalidated])

@@ -39,7 +39,7 @@ from cclg.records import (
 
 DATA = Path(__file__).parent / "data"
 DEMO_STORE = DATA / "reference-demo-store"
-CONFORMANCE = DATA / "reference-conformance"
+CONFORMANCE = Path(__file__).parent / "conformance"
 
 KINDS: dict[str, tuple[str, Any]] = {
     "nodes": ("memory_node", MemoryNode),
