@@ -4,10 +4,14 @@ Its conformance vectors are loaded as containers in ``tests/test_container.py``.
 
 from __future__ import annotations
 
+import json
+
+from cclg.container import export_store, load_container
 from cclg.doctor import diagnose
 from cclg.ledger import effective_view
 from cclg.records import Source
 from cclg.store import Store
+from tests.conftest import DATA
 
 
 def test_reference_store_is_doctor_clean(reference_store: Store) -> None:
@@ -42,3 +46,21 @@ def test_reference_store_accepts_our_writes(reference_store: Store) -> None:
     assert diagnose(reference_store).findings == []
     view = {n.id for n in effective_view(reference_store.load_nodes().values(), reference_store.load_patches())}
     assert added.new_nodes[0].id in view and "mem_efe299fc91f9" not in view
+
+
+def test_our_export_of_the_reference_store_is_the_reference_container(reference_store: Store) -> None:
+    """The reference implementation packed its demo store into ``reference-demo-store.cclg``;
+    ours must write the same file (only the generation time differs), and read it back."""
+    theirs = (DATA / "reference-demo-store.cclg").read_text("utf-8")
+    ours = export_store(reference_store)
+
+    def without_time(text: str) -> list[str]:
+        lines = text.split("\n")
+        header = json.loads(lines[1])
+        del header["generated_at"]
+        return [lines[0], json.dumps(header), *lines[2:]]
+
+    assert without_time(ours) == without_time(theirs)
+    container = load_container(theirs)
+    store_view = effective_view(reference_store.load_nodes().values(), reference_store.load_patches())
+    assert [n.id for n in container.effective_view()] == [n.id for n in store_view]
