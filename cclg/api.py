@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cclg import format as fmt
-from cclg import ledger
+from cclg import guard, ledger
 from cclg.errors import NotFoundError, UsageError, ValidationError
 from cclg.lattice import INITIAL_STATUSES
 from cclg.ledger import PatchResult, create_nodes, effective_view
@@ -356,6 +356,8 @@ def patch(
 
 def keep_raw(store: Store, data: bytes, name: str) -> dict[str, Any]:
     """``cclg raw``: keep bytes verbatim as evidence (content-addressed, never overwritten)."""
+    # latin-1 maps every byte to one character: binary files scan without errors, offsets stay byte offsets.
+    guard.refuse_secrets({"raw": data.decode("latin-1"), "name": name}, f"keeping {name}")
     stored, written = store.write_raw(data, name)
     return {"path": stored, "bytes": len(data), "written": written}
 

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from cclg import format as fmt
-from cclg import ledger
+from cclg import guard, ledger
 from cclg.errors import UsageError, ValidationError
 from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Record, Session, now_iso, sha256_hex
 from cclg.store import Store, audit_record
@@ -61,8 +61,6 @@ RECORD_VERSIONS = {
     "session": fmt.SESSION_SCHEMA,
 }
 HEADER_KEYS = ("container", "format_id", "versions", "sections", "counts", "generated_at", "content_sha256")
-# Platform credentials belong to whatever envelope carries a container, never inside it.
-FORBIDDEN_KEYS = frozenset({"org_id", "user_id", "bucket", "collection", "api_key", "apikey", "token", "access_token"})
 
 
 class ContainerError(ValidationError):
@@ -289,20 +287,9 @@ def _check_counts(header: dict[str, Any], found: dict[str, list[tuple[int, str]]
 
 
 def _refuse_auth_keys(value: Any, where: str) -> None:
-    found = sorted(_auth_keys(value))
+    found = sorted(guard.auth_keys(value))
     if found:
         raise ContainerError(f"{where} carries the auth field(s) {', '.join(found)}, which a container never holds")
-
-
-def _auth_keys(value: Any) -> set[str]:
-    if isinstance(value, dict):
-        keys = {key for key in value if key in FORBIDDEN_KEYS}
-        for item in value.values():
-            keys |= _auth_keys(item)
-        return keys
-    if isinstance(value, list):
-        return set().union(*(_auth_keys(item) for item in value)) if value else set()
-    return set()
 
 
 def _read_records(
@@ -410,9 +397,14 @@ def import_container(store: Store, container: Container, *, dry_run: bool = Fals
       move), so a container whose statuses were never written through is read
       the same way by the store as by ``Container.effective_view``.
 
-    Everything is audited. A dry run reads the store and writes nothing.
+    A container holding a secret anywhere is refused whole, before anything is
+    written. Everything is audited. A dry run reads the store and writes nothing.
     """
     report = ImportReport(dry_run)
+    guard.refuse_secrets(
+        {f"@{name} {record.id}": record.to_dict() for name in SECTIONS for record in getattr(container, name)},
+        "the import",
+    )
     with store.lock():
         local_nodes = store.load_nodes()
         local_patches = {p.id: p for p in store.load_patches()}

@@ -82,10 +82,12 @@ def handle(
     event: str, payload: dict[str, Any], agent: str, root: str | None, include_codegraph: bool = False
 ) -> str | None:
     """Do the event's work; return the context for the model, or None."""
-    from cclg import sessions
+    from cclg import guard, sessions
     from cclg.records import is_valid_session_id
     from cclg.store import Store
 
+    # Secrets in prompts and tool output are redacted before anything reaches disk.
+    payload, _ = guard.redact_value(payload)
     store = Store.open(root)
     session_id = payload.get("session_id")
     if not is_valid_session_id(session_id):

@@ -19,7 +19,7 @@ import sqlite3
 from collections.abc import Iterable
 from datetime import datetime
 
-from cclg import lattice
+from cclg import guard, lattice
 from cclg.errors import IllegalPatchError, NotFoundError, UsageError
 from cclg.index import note_changes
 from cclg.lattice import LIVE_STATUSES, RULES, rule_for
@@ -36,6 +36,10 @@ from cclg.records import (
     parse_time,
 )
 from cclg.store import Store, audit_record, patch_order
+
+TYPE_CHECKING = False  # typing costs the hook start-up time
+if TYPE_CHECKING:
+    from typing import Any
 
 PRECEDENCE_RANK = {"session": 0, "project": 1, "workspace": 2, "global": 3}
 
@@ -77,6 +81,8 @@ def create_nodes(
     """
     if not nodes:
         raise UsageError("nothing to create")
+    guard.refuse_secrets({"reason": reason, "new_content": new_content or ""}, "the create")
+    guard.refuse_secrets({n.id: _guarded_fields(n) for n in nodes} if len(nodes) > 1 else _guarded_fields(nodes[0]))
     if new_content is None:
         if len(nodes) != 1:
             raise UsageError("a multi-node create needs a new_content description")
@@ -131,6 +137,9 @@ def apply_patch(
     contents = [c for c in (contents or [])]
     if not reason.strip():
         raise UsageError("a patch needs a reason")
+    guard.refuse_secrets(
+        {"reason": reason, "content": contents, "source": source.to_dict() if source else {}}, "the patch"
+    )
     _check_shape(operation, rule, target_ids, contents)
 
     with store.lock():
@@ -373,6 +382,17 @@ def refresh_index(store: Store, node_ids: list[str], patch_ids: list[str]) -> No
     """
     with contextlib.suppress(sqlite3.Error):
         note_changes(store, node_ids, patch_ids)
+
+
+def _guarded_fields(node: MemoryNode) -> dict[str, Any]:
+    """The parts of a node a person or an agent writes (ids, times and vocabularies cannot hold secrets)."""
+    return {
+        "content": node.content,
+        "key": node.key or "",
+        "tags": node.tags,
+        "source": node.source.to_dict(),
+        "metadata": node.metadata,
+    }
 
 
 def _check_shape(operation: str, rule: lattice.Rule, target_ids: list[str], contents: list[str]) -> None:
