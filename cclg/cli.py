@@ -189,6 +189,35 @@ def import_jsonl(ctx: click.Context, path: str, as_json: bool) -> None:
     _emit(result.to_dict(), as_json)
 
 
+@cli.command("scan")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--store", "in_store", is_flag=True, help="Scan the store's own files instead of PATHS.")
+@click.option("--redact", is_flag=True, help="With --store: replace each secret found with [REDACTED:rule].")
+@json_option
+@click.pass_context
+def scan_command(ctx: click.Context, paths: tuple[Path, ...], in_store: bool, redact: bool, as_json: bool) -> None:
+    """Report secrets (API keys, tokens, private keys, passwords) in files or in the store.
+
+    Exits 1 when any is found, 0 when none. Only the first four characters of a
+    secret are shown. --store --redact rewrites the store's files without them
+    (one audited repair per file) and rebuilds the search index.
+
+    Example: cclg scan --store    or    cclg scan ./notes
+    """
+    if redact and not in_store:
+        raise UsageError("--redact works on the store only: cclg scan --store --redact")
+    if in_store == bool(paths):
+        raise UsageError("give PATHS to scan, or --store")
+    store = _store(ctx) if in_store else None
+    found = api.scan_secrets([store.root] if store else list(paths))
+    result: dict[str, Any] = {"secrets": found}
+    if redact and store is not None and found:
+        result["redacted"] = api.redact_store(store)
+    _emit(result, as_json)
+    if found and not redact:
+        ctx.exit(1)
+
+
 @cli.command("export")
 @click.argument("out")
 @click.option("--session", "session_ids", multiple=True, help="Only this session's record in @sessions (repeatable).")

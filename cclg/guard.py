@@ -276,3 +276,10 @@ def auth_keys(value: Any) -> set[str]:
             found |= auth_keys(item)
         return found
     return set()
+
+
+def scan_bytes(data: bytes) -> list[tuple[int, Match]]:
+    """(line number, match) for each secret in a file's bytes (binary files too: latin-1 maps
+    every byte to one character, so nothing fails to decode and offsets stay byte offsets)."""
+    text = data.decode("latin-1")
+    return [(text.count("\n", 0, match.start) + 1, match) for match in scan(text)]

@@ -82,7 +82,9 @@ def create_nodes(
     if not nodes:
         raise UsageError("nothing to create")
     guard.refuse_secrets({"reason": reason, "new_content": new_content or ""}, "the create")
-    guard.refuse_secrets({n.id: _guarded_fields(n) for n in nodes} if len(nodes) > 1 else _guarded_fields(nodes[0]))
+    guard.refuse_secrets(
+        {n.id: _guarded_fields(n) for n in nodes} if len(nodes) > 1 else _guarded_fields(nodes[0]), "the memory"
+    )
     if new_content is None:
         if len(nodes) != 1:
             raise UsageError("a multi-node create needs a new_content description")
