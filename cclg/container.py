@@ -45,7 +45,7 @@ from typing import Any
 from cclg import format as fmt
 from cclg import guard, ledger
 from cclg.errors import UsageError, ValidationError
-from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Record, Session, now_iso, sha256_hex
+from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Record, Session, content_hash, now_iso, sha256_hex
 from cclg.store import Store, audit_record
 
 MAGIC = "CCLG"
@@ -60,6 +60,7 @@ RECORD_VERSIONS = {
     "edge": fmt.EDGE_SCHEMA,
     "session": fmt.SESSION_SCHEMA,
 }
+SINGULAR = {"nodes": "node", "patches": "patch", "edges": "edge", "sessions": "session"}
 HEADER_KEYS = ("container", "format_id", "versions", "sections", "counts", "generated_at", "content_sha256")
 
 
@@ -276,6 +277,12 @@ def _check_counts(header: dict[str, Any], found: dict[str, list[tuple[int, str]]
         if not isinstance(entry, dict) or "name" not in entry or "count" not in entry:
             raise ContainerError("the header's sections must be objects with a name and a count")
         listed[entry["name"]] = entry["count"]
+    for where, declared in (("counts", header["counts"]), ("sections", listed)):
+        for name, count in declared.items():
+            if name not in found:
+                raise ContainerError(f"the header's {where} lists @{name}, which the body does not have")
+            if not isinstance(count, int) or isinstance(count, bool):
+                raise ContainerError(f"the header's {where} gives @{name} a count of {count!r}, not a number")
     for name, lines in found.items():
         for where, declared in (("counts", header["counts"]), ("sections", listed)):
             if name not in declared:
@@ -335,6 +342,8 @@ def _reference_problems(
     node_ids = {n.id for n in nodes}
     patch_ids = {p.id for p in patches}
     for node in nodes:
+        if node.stored_hash is not None and node.stored_hash != content_hash(node.content):
+            problems.append(f"node {node.id}: metadata.content_hash does not match its content (edited by hand?)")
         for kind, others in node.relations.items():
             problems += [
                 f"node {node.id}: relations.{kind} names {o}, which is not in the container"
@@ -412,11 +421,13 @@ def import_container(store: Store, container: Container, *, dry_run: bool = Fals
         local_sessions = {s.id: s for s in store.load_sessions()}
         new_nodes: list[MemoryNode] = []
         differing: list[tuple[MemoryNode, MemoryNode]] = []
+        # Versions kept beside a local memory by an earlier import of a differing copy.
+        kept_beside = {(n.metadata.get("imported_id"), n.content) for n in local_nodes.values()}
         for node in container.nodes:
             local = local_nodes.get(node.id)
             if local is None:
                 new_nodes.append(node)
-            elif local.content == node.content:
+            elif local.content == node.content or (node.id, node.content) in kept_beside:
                 report.skipped["nodes"].append(node.id)
             else:
                 differing.append((local, node))
@@ -434,7 +445,9 @@ def import_container(store: Store, container: Container, *, dry_run: bool = Fals
                     continue
                 report.skipped[name].append(record.id)
                 if known[record.id].to_dict() != record.to_dict():
-                    report.notes.append(f"{name[:-1]} {record.id} differs from the local one; the local one is kept")
+                    report.notes.append(
+                        f"{SINGULAR[name]} {record.id} differs from the local one; the local one is kept"
+                    )
         for name in SECTIONS:
             report.added[name] = [record.id for record in fresh[name]]
         changed = _replay_statuses(

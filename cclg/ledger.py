@@ -279,6 +279,15 @@ def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | 
                 _unlink(nodes[node_id], root.new_node_ids)
             else:
                 link_replacements(nodes[node_id], [n for n in nodes.values() if n.id in root.new_node_ids])
+        if root.operation == "create":  # a conflict flag (record_conflict): its contradicts links follow it
+            for node_id in root.prior_states:
+                links = nodes[node_id].relations["contradicts"] if node_id in nodes else None
+                if links is None:
+                    continue
+                if depth % 2 == 0:
+                    links[:] = [n for n in links if n not in root.new_node_ids]
+                else:
+                    links.extend(n for n in root.new_node_ids if n not in links)
         patch = MemoryPatch(
             id=new_id("patch"),
             operation="rollback",
