@@ -15,22 +15,25 @@ from typing import Any
 
 from cclg import format as fmt
 from cclg import guard, ledger
-from cclg.errors import NotFoundError, UsageError, ValidationError
+from cclg.errors import IllegalPatchError, NotFoundError, UsageError, ValidationError
+from cclg.index import Index, open_index
 from cclg.index import connect as connect_index
 from cclg.lattice import INITIAL_STATUSES
 from cclg.ledger import PatchResult, create_nodes, effective_view
 from cclg.records import (
     MemoryNode,
     MemoryPatch,
+    Record,
     Scope,
     Source,
     content_hash,
     dumps,
     is_valid_id,
     new_node,
+    normalize_text,
     retrieval_for,
 )
-from cclg.search import Where, search
+from cclg.search import Where, bm25, search
 from cclg.sessions import note_overlay
 from cclg.store import Store, audit_record, read_jsonl
 
@@ -102,13 +105,115 @@ def build_node(
     )
 
 
-def add_memory(store: Store, content: str, *, source: str, reason: str | None = None, **fields: Any) -> PatchResult:
-    """``cclg add``: one new memory, written with its ``create`` patch."""
+# Statuses of content that was thrown out: adding it again needs ``force``.
+THROWN_OUT = ("forgotten", "discarded")
+SIMILAR_RATIO = 0.85  # how alike two texts must be (difflib ratio, normalised) to be reported as near-duplicates
+
+
+class AddResult(Record):
+    """What ``add_memory`` did: the memory (the new one, or the existing one the content
+    duplicates), the patch that wrote it, and near-duplicates worth patching instead."""
+
+    def __init__(
+        self,
+        node: MemoryNode,
+        patch: MemoryPatch | None = None,
+        duplicate_of: str | None = None,
+        similar: list[dict[str, str]] | None = None,
+    ) -> None:
+        self.node = node
+        self.patch = patch
+        self.new_nodes = [node] if patch is not None else []  # what was written
+        self.duplicate_of = duplicate_of
+        self.similar = [] if similar is None else similar
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node.to_dict(),
+            "patch_id": None if self.patch is None else self.patch.id,
+            "duplicate_of": self.duplicate_of,
+            "similar": self.similar,
+        }
+
+
+def add_memory(
+    store: Store, content: str, *, source: str, reason: str | None = None, force: bool = False, **fields: Any
+) -> AddResult:
+    """``cclg add``: one new memory, written with its ``create`` patch.
+
+    - Content whose canonical hash equals a current memory of the same scope is
+      not written again: the existing memory comes back (``duplicate_of``).
+    - Content that was forgotten or discarded is refused, naming the patch that
+      threw it out, unless ``force``: a thrown-out claim does not quietly return.
+      Both checks use the index's content hashes, not a scan.
+    - Current memories of the same scope with the same key or very similar text
+      are listed in ``similar``: patching one of them is usually what was meant.
+    """
     node = build_node(content, source=source, **fields)
-    result = create_nodes(store, [node], reason=reason or f"added from {source}", source=node.source)
-    if node.scope.session:
-        note_overlay(store, node.scope.session, node.id)
-    return result
+    ledger.refuse_node_secrets([node])  # before the duplicate check: a secret is refused, not matched
+    with store.lock():
+        index = open_index(store)
+        try:
+            existing = _same_content(store, index, node, force)
+            if existing is not None:
+                return AddResult(existing, duplicate_of=existing.id)
+            similar = _similar(index, node)
+        finally:
+            index.close()
+        result = create_nodes(store, [node], reason=reason or f"added from {source}", source=node.source)
+        if node.scope.session:
+            note_overlay(store, node.scope.session, node.id)
+    return AddResult(node, result.patch, similar=similar)
+
+
+def _same_content(store: Store, index: Index, node: MemoryNode, force: bool) -> MemoryNode | None:
+    """The current memory of the same scope with the same content; ``IllegalPatchError`` for
+    thrown-out content (unless ``force``)."""
+    thrown_out = []
+    for node_id, status, current, record in index.same_content(content_hash(node.content)):
+        other = MemoryNode.from_dict(json.loads(record), where=f"nodes/{node_id}.json")
+        if current and other.scope.to_dict() == node.scope.to_dict():
+            return other
+        if status in THROWN_OUT:
+            thrown_out.append(other)
+    if thrown_out and not force:
+        other = thrown_out[0]
+        patches = [store.read_patch(p) for p in index.patches_targeting(other.id)]
+        last = max(patches, key=lambda p: (p.created_at, p.id), default=None)
+        how = "" if last is None else f" by {last.id} ({last.operation}, {last.created_at[:10]}: {last.reason})"
+        raise IllegalPatchError(
+            f"refused: this content was {other.status}{how} as {other.id}; "
+            "add it again with --force if it is true after all"
+        )
+    return None
+
+
+SIMILAR_CHARS = 2_000  # the near-duplicate check looks at this much of each text
+
+
+def _similar(index: Index, node: MemoryNode) -> list[dict[str, str]]:
+    where = Where(session_id=node.scope.session, project=node.scope.project, workspace=node.scope.workspace)
+    text = normalize_text(node.content[:SIMILAR_CHARS]).lower()
+    found = []
+    for hit in bm25(index, text, where, limit=5):
+        other = hit.node
+        if other.scope.to_dict() != node.scope.to_dict():
+            continue
+        other_text = normalize_text(other.content[:SIMILAR_CHARS]).lower()
+        if node.key is not None and other.key == node.key:
+            found.append({"id": other.id, "why": f"same key {node.key!r}"})
+        elif difflib.SequenceMatcher(None, text, other_text).ratio() >= SIMILAR_RATIO:
+            found.append({"id": other.id, "why": "very similar text"})
+    if node.key is not None and not any(f["why"].startswith("same key") for f in found):
+        for other in _current_with_key(index, node.key):
+            if other.scope.to_dict() == node.scope.to_dict():
+                found.append({"id": other.id, "why": f"same key {node.key!r}"})
+    return found
+
+
+def _current_with_key(index: Index, key: str) -> list[MemoryNode]:
+    rows = index.db.execute("SELECT id, record FROM nodes WHERE key = ? AND current = 1 ORDER BY id", (key,))
+    return [MemoryNode.from_dict(json.loads(record), where=f"nodes/{node_id}.json") for node_id, record in rows]
 
 
 @dataclass
@@ -359,7 +464,10 @@ def patch(
     if operation == "create":
         if len(contents) != 1 or targets:
             raise UsageError("create takes one content and no target")
-        return add_memory(store, contents[0], source=source, reason=reason, confidence=confidence)
+        added = add_memory(store, contents[0], source=source, reason=reason, confidence=confidence)
+        if added.patch is None:
+            raise UsageError(f"{added.duplicate_of} already holds this content; nothing was written")
+        return PatchResult(patch=added.patch, new_nodes=added.new_nodes)
     ids = [resolve_node_id(store, t) for t in targets]
     return ledger.apply_patch(
         store, operation, ids, reason=reason, contents=contents, source=Source(label=source), confidence=confidence
@@ -369,7 +477,7 @@ def patch(
 def keep_raw(store: Store, data: bytes, name: str) -> dict[str, Any]:
     """``cclg raw``: keep bytes verbatim as evidence (content-addressed, never overwritten)."""
     # latin-1 maps every byte to one character: binary files scan without errors, offsets stay byte offsets.
-    guard.refuse_secrets({"raw": data.decode("latin-1"), "name": name}, f"keeping {name}")
+    guard.refuse_secrets({"raw": data.decode("latin-1"), "name": name}, f"keeping {guard.redact(name)[0]}")
     stored, written = store.write_raw(data, name)
     return {"path": stored, "bytes": len(data), "written": written}
 

@@ -124,6 +124,7 @@ def init(ctx: click.Context) -> None:
 @click.option("--priority", default="normal", show_default=True, help="low, normal, high, ...")
 @click.option("--scope", multiple=True, metavar="KEY=VALUE", help=f"Scope ({', '.join(fmt.SCOPE_KEYS)}); repeatable.")
 @click.option("--tag", multiple=True, help="A tag; repeatable.")
+@click.option("--force", is_flag=True, help="Add it even if the same content was forgotten or discarded before.")
 @json_option
 @click.pass_context
 def add(
@@ -137,9 +138,14 @@ def add(
     priority: str,
     scope: tuple[str, ...],
     tag: tuple[str, ...],
+    force: bool,
     as_json: bool,
 ) -> None:
     """Add a memory (written with its `create` patch).
+
+    Content already stored in the same scope is not written twice (the existing
+    memory is shown); content that was forgotten is refused unless --force; close
+    memories (same key, very similar text) are named so you can patch them instead.
 
     Example: cclg add --type project_decision --content "Tests run with pytest -q" --source user --key test.command
     """
@@ -154,8 +160,17 @@ def add(
         priority=priority,
         scope=api.parse_scope(list(scope)),
         tags=list(tag),
+        force=force,
     )
-    _emit(result.new_nodes[0].to_dict(), as_json)
+    _emit(result.to_dict(), as_json)
+    if result.duplicate_of:
+        click.echo(f"note: {result.duplicate_of} already holds this content; nothing was written", err=True)
+    for other in result.similar:
+        click.echo(
+            f"note: {other['id']} is close ({other['why']}); to replace it instead: "
+            f"cclg patch supersede --target {other['id']} --content ... --reason ...",
+            err=True,
+        )
 
 
 @cli.command()

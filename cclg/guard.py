@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 FORBIDDEN_KEYS = frozenset({"org_id", "user_id", "bucket", "collection", "api_key", "apikey", "token", "access_token"})
 
 PREVIEW_CHARS = 4
-GENERIC_MIN_ENTROPY = 3.0  # bits per character a generic ``password=`` value needs to count as a secret
-GENERIC_MIN_LENGTH = 8
 
 
 class SecretError(ValidationError):
@@ -41,23 +39,40 @@ class SecretError(ValidationError):
 
 
 class Rule:
-    """One kind of secret: a pattern (group ``secret`` is the part to hide, else the whole match)
-    and the literal keywords of which one must occur for the pattern to be tried."""
+    """One kind of secret: a pattern (group ``secret`` is the part to hide, else the whole match),
+    the literal keywords of which one must occur for the pattern to be tried, and how far
+    before and after a keyword a match can start and end."""
 
-    def __init__(self, name: str, description: str, pattern: str, keywords: tuple[str, ...], flags: int = 0) -> None:
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        pattern: str,
+        keywords: tuple[str, ...],
+        flags: int = 0,
+        *,
+        before: int = 80,
+        after: int = 400,
+        min_entropy: float = 0.0,
+    ) -> None:
         self.name = name
         self.description = description
         self.pattern = re.compile(pattern, flags)
         self.keywords = keywords
         self.ignore_case = bool(flags & re.IGNORECASE)
+        self.before = before
+        self.after = after
+        self.min_entropy = min_entropy  # for the looser rules: a value below it is no secret
 
 
-# Assignments: `db_password = "..."`, `dbPassword: '...'`, `DB_PASSWORD=...`, `"password": "..."`.
-# The name must end with the word (``tokenizer`` or ``password_hash`` is no secret).
+# Assignments: `db_password = "..."`, `dbPassword: '...'`, `DB_PASSWORD=...`, `"password": "..."`,
+# and the same with escaped quotes (JSON inside a shell command). The name must end with
+# the word (``tokenizer`` or ``password_hash`` is no secret).
 _SECRET_NAME = (
     r"[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|pwd|secret|token|credentials?"
     r"|(?:api|access|private|secret|auth|signing|encryption|master)[_-]?key)(?![A-Za-z0-9])"
 )
+_QUOTE = r"(?:\\?[\"'])?"
 
 RULES: tuple[Rule, ...] = (
     Rule(
@@ -66,71 +81,145 @@ RULES: tuple[Rule, ...] = (
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:.|\n){0,8000}?"
         r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|$)",
         ("PRIVATE KEY",),
+        before=40,
+        after=8200,
     ),
     Rule(
         "aws_access_key_id",
         "an AWS access key id",
         r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b",
         ("AKIA", "ASIA", "ABIA", "ACCA"),
+        before=0,
+        after=20,
     ),
     Rule(
         "aws_secret_access_key",
         "an AWS secret access key",
-        r"(?i:aws)[A-Za-z0-9_.-]{0,20}(?i:secret)[A-Za-z0-9_.-]{0,20}[\"']?\s*[:=]\s*[\"']?(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
+        r"(?i:aws)[A-Za-z0-9_.-]{0,20}(?i:secret)[A-Za-z0-9_.-]{0,20}"
+        + _QUOTE
+        + r"\s*[:=]\s*"
+        + _QUOTE
+        + r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
         ("aws", "AWS", "Aws"),
+        before=0,
+        after=120,
     ),
     Rule(
         "github_token",
         "a GitHub token",
         r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{60,255})\b",
-        ("gh", "github_pat_"),
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        before=0,
+        after=270,
     ),
-    Rule("gitlab_token", "a GitLab token", r"\bgl(?:pat|dt|ptt|rt|cbt|oas)-[A-Za-z0-9_-]{20,}", ("gl",)),
-    Rule("slack_token", "a Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", ("xox",)),
+    Rule(
+        "gitlab_token",
+        "a GitLab token",
+        r"\bgl(?:pat|dt|ptt|rt|cbt|oas)-[A-Za-z0-9_-]{20,}",
+        ("glpat-", "gldt-", "glptt-", "glrt-", "glcbt-", "gloas-"),
+        before=0,
+    ),
+    Rule("slack_token", "a Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", ("xox",), before=0),
     Rule(
         "slack_webhook",
         "a Slack webhook URL",
         r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/_-]{20,}",
         ("hooks.slack.com",),
+        before=10,
     ),
-    Rule("stripe_key", "a Stripe key", r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{20,}\b", ("_live_", "_test_")),
-    Rule("anthropic_key", "an Anthropic API key", r"\bsk-ant-[a-z]{3,10}\d{2}-[A-Za-z0-9_-]{80,}", ("sk-ant-",)),
+    Rule(
+        "stripe_key",
+        "a Stripe key",
+        r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{20,}\b",
+        ("sk_live_", "sk_test_", "rk_live_", "rk_test_", "pk_live_", "pk_test_"),
+        before=0,
+    ),
+    Rule(
+        "anthropic_key",
+        "an Anthropic API key",
+        r"\bsk-ant-[a-z]{3,10}\d{2}-[A-Za-z0-9_-]{80,}",
+        ("sk-ant-",),
+        before=0,
+    ),
     Rule(
         "openai_key",
         "an OpenAI API key",
         r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}|\bsk-[A-Za-z0-9]{48}\b",
         ("sk-",),
+        before=0,
     ),
-    Rule("google_api_key", "a Google API key", r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])", ("AIza",)),
+    Rule(
+        "google_api_key",
+        "a Google API key",
+        r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])",
+        ("AIza",),
+        before=0,
+        after=45,
+    ),
     Rule(
         "jwt",
         "a JSON Web Token",
         r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
         ("eyJ",),
+        before=0,
+        after=4000,
+    ),
+    Rule(
+        "bearer_token",
+        "a bearer token",
+        r"\b[Bb]earer\s+(?P<secret>[A-Za-z0-9._~+/-]{20,}=*)",
+        ("earer",),
+        before=2,
+        after=2100,
+        min_entropy=3.0,
     ),
     Rule(
         "database_url",
         "a database URL with a password",
-        r"\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver|clickhouse)://[^\s:/@]+:(?P<secret>[^\s@/]{3,})@",
+        r"\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver|clickhouse)"
+        r"://[^\s:/@]+:(?P<secret>[^\s@/]{3,})@",
         ("://",),
+        before=20,
+        after=300,
+    ),
+    Rule(
+        "url_password",
+        "a URL with a password",
+        r"\b(?:https?|ftps?|sftp|ssh|git|smtps?|ldaps?)://[^\s:/@]+:(?P<secret>[^\s@/]{8,})@",
+        ("://",),
+        before=10,
+        after=300,
+        min_entropy=3.0,
     ),
     Rule(
         "generic_secret",
         "a password, secret or token assignment",
-        r"(?<![A-Za-z0-9_.-])[\"']?" + _SECRET_NAME + r"[\"']?\s*(?::=|=>|[:=])\s*[\"']?(?P<secret>[^\s\"',;`]{8,200})",
+        r"(?<![A-Za-z0-9_.-])"
+        + _QUOTE
+        + _SECRET_NAME
+        + _QUOTE
+        + r"\s*(?::=|=>|[:=])\s*"
+        + _QUOTE
+        + r"(?P<secret>[^\s\"',;`\\]{8,200})",
         ("pass", "pwd", "secret", "token", "key", "credential"),
         re.IGNORECASE,
+        before=100,
+        after=300,
+        min_entropy=3.0,
     ),
 )
 
-_HEX_DIGEST = re.compile(r"[0-9a-fA-F]{7,64}")  # git SHAs and hashes (md5, sha1, sha256)
+_GIT_SHA = re.compile(r"[0-9a-f]{40}")  # a commit id, whatever it is called
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _PLACEHOLDER = re.compile(
     r"(?i)(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%\(?[A-Za-z_]*\)?s|\{\{.*\}\}|<[^>]*>|\[REDACTED[^\]]*\]"
-    r"|(?:x+|\*+|\.+|-+|_+|#+)|(?:your|my|example|sample|dummy|fake|test|changeme|placeholder|redacted)[A-Za-z0-9_-]*"
-    r"|(?:none|null|true|false|undefined|password|secret|token|string|str|bytes|int)|os\.environ.*|process\.env.*"
-    r"|env\(.*|getenv\(.*|[A-Za-z_][A-Za-z0-9_]*\(.*|self\.[A-Za-z0-9_.]+|[A-Za-z_]+\.[A-Za-z_][A-Za-z0-9_.]*)"
+    r"|(?:x+|\*+|\.+|-+|_+|#+)"
+    r"|(?:your|my|example|sample|dummy|fake|test|changeme|placeholder|redacted)(?:[_-]?[a-z]+)*"
+    r"|(?:none|null|true|false|undefined|password|secret|token|string|str|bytes|int))"
 )
+# Code that names a value rather than holding one: calls, subscripts, attributes, annotations,
+# bare identifiers (letters and underscores only).
+_CODE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?:[(\[].*)?|[(\[].*)|[A-Za-z_]+")
 
 
 class Match:
@@ -157,19 +246,43 @@ def entropy(value: str) -> float:
 
 
 def _looks_harmless(rule: Rule, value: str) -> bool:
-    """Known false positives of the looser rules."""
-    if rule.name == "generic_secret":
-        if _PLACEHOLDER.fullmatch(value) or _HEX_DIGEST.fullmatch(value) or _UUID.fullmatch(value):
-            return True
-        return len(value) < GENERIC_MIN_LENGTH or entropy(value) < GENERIC_MIN_ENTROPY
-    if rule.name == "database_url":
-        return bool(_PLACEHOLDER.fullmatch(value))
-    return False
+    """Known false positives: placeholders, code, commit ids, UUIDs, documentation examples."""
+    if "EXAMPLE" in value:  # AWS's documented example keys (AKIAIOSFODNN7EXAMPLE, ...)
+        return True
+    if rule.name in ("generic_secret", "database_url", "url_password") and _PLACEHOLDER.fullmatch(value):
+        return True
+    if rule.name == "generic_secret" and (
+        _CODE.fullmatch(value) or _GIT_SHA.fullmatch(value) or _UUID.fullmatch(value)
+    ):
+        return True
+    return rule.min_entropy > 0 and entropy(value) < rule.min_entropy
+
+
+def _windows(haystack: str, rule: Rule, length: int) -> list[tuple[int, int]]:
+    """Stretches of the text around the rule's keywords (merged where they touch)."""
+    positions: list[int] = []
+    for keyword in rule.keywords:
+        at = haystack.find(keyword)
+        while at != -1:
+            positions.append(at)
+            at = haystack.find(keyword, at + 1)
+    windows: list[tuple[int, int]] = []
+    for at in sorted(positions):
+        low, high = max(0, at - rule.before), min(length, at + rule.after)
+        if windows and low <= windows[-1][1]:
+            windows[-1] = (windows[-1][0], max(windows[-1][1], high))
+        else:
+            windows.append((low, high))
+    return windows
 
 
 def scan(text: str) -> list[Match]:
-    """Every secret in ``text``, in order of position, none overlapping."""
-    found: list[Match] = []
+    """Every secret in ``text``, in order of position, none overlapping.
+
+    Each rule's pattern runs only around its keywords, so text without them costs
+    one substring search per keyword.
+    """
+    found: dict[tuple[int, int], Match] = {}
     lowered: str | None = None
     for rule in RULES:
         if rule.ignore_case:
@@ -177,16 +290,14 @@ def scan(text: str) -> list[Match]:
             haystack = lowered
         else:
             haystack = text
-        if not any(keyword in haystack for keyword in rule.keywords):
-            continue
-        for hit in rule.pattern.finditer(text):
-            group = "secret" if "secret" in rule.pattern.groupindex and hit.group("secret") else 0
-            start, end = hit.span(group)
-            if not _looks_harmless(rule, text[start:end]):
-                found.append(Match(rule, start, end, text))
-    found.sort(key=lambda m: (m.start, -m.end))
+        for low, high in _windows(haystack, rule, len(text)):
+            for hit in rule.pattern.finditer(text, low, high):
+                group = "secret" if "secret" in rule.pattern.groupindex and hit.group("secret") else 0
+                start, end = hit.span(group)
+                if (start, end) not in found and not _looks_harmless(rule, text[start:end]):
+                    found[(start, end)] = Match(rule, start, end, text)
     kept: list[Match] = []
-    for match in found:  # the first (and longest) of overlapping matches wins
+    for match in sorted(found.values(), key=lambda m: (m.start, -m.end)):  # the first, longest match wins
         if not kept or match.start >= kept[-1].end:
             kept.append(match)
     return kept
@@ -257,8 +368,9 @@ def _strings(where: str, value: Any) -> list[tuple[str, str]]:
     if isinstance(value, dict):
         pairs = []
         for key, item in value.items():
-            pairs += _strings(f"{where}.{key}", key) if isinstance(key, str) else []
-            pairs += _strings(f"{where}.{key}", item)
+            shown = redact(key)[0] if isinstance(key, str) else key  # a secret used as a key is not echoed
+            pairs += _strings(f"{where}.{shown}", key) if isinstance(key, str) else []
+            pairs += _strings(f"{where}.{shown}", item)
         return pairs
     return []
 

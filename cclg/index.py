@@ -26,12 +26,12 @@ from pathlib import Path
 
 from cclg.errors import ValidationError
 from cclg.lattice import RULES, undone_patches
-from cclg.records import MemoryNode, MemoryPatch, parse_time
+from cclg.records import MemoryNode, MemoryPatch, content_hash, parse_time
 from cclg.store import Store
 from cclg.text import tokens
 
 INDEX_FILE = "index.sqlite"
-SCHEMA_VERSION = "cclg.index.v1"
+SCHEMA_VERSION = "cclg.index.v2"
 # cclg.text keeps these characters inside a term; the FTS tokenizer must too.
 PRECEDENCE = {"session": 0, "project": 1, "workspace": 2, "global": 3}
 MMAP_BYTES = 1 << 30
@@ -43,6 +43,7 @@ CREATE TABLE IF NOT EXISTS nodes (
     id TEXT UNIQUE NOT NULL,
     status TEXT NOT NULL,
     key TEXT,
+    hash TEXT NOT NULL,
     level INTEGER NOT NULL,
     session TEXT,
     project TEXT,
@@ -59,6 +60,7 @@ CREATE TABLE IF NOT EXISTS nodes (
     record TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS nodes_key ON nodes(key);
+CREATE INDEX IF NOT EXISTS nodes_hash ON nodes(hash);
 CREATE INDEX IF NOT EXISTS nodes_current ON nodes(current);
 CREATE INDEX IF NOT EXISTS nodes_session ON nodes(session) WHERE session IS NOT NULL;
 CREATE INDEX IF NOT EXISTS nodes_pinned ON nodes(id) WHERE pinned = 1;
@@ -195,12 +197,13 @@ class Index:
             return  # an unreadable record is doctor's business; search simply does not see it
         ends = parse_time(node.effective_until).timestamp() if node.effective_until else None
         cursor = self.db.execute(
-            "INSERT INTO nodes (id, status, key, level, session, project, workspace, created, updated, starts, ends,"
-            " pinned, mtime_ns, size, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO nodes (id, status, key, hash, level, session, project, workspace, created, updated, starts,"
+            " ends, pinned, mtime_ns, size, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 node.id,
                 node.status,
                 node.key,
+                content_hash(node.content),
                 PRECEDENCE[node.scope.level],
                 node.scope.session,
                 node.scope.project,
@@ -276,6 +279,20 @@ class Index:
             "UPDATE nodes SET current = (status IN ('active', 'active_session') AND retired = 0)"
             " WHERE id IN (SELECT id FROM affected)"
         )
+
+    def same_content(self, digest: str) -> list[tuple[str, str, bool, str]]:
+        """(id, status, current, record) of every node whose content hash is ``digest``."""
+        rows = self.db.execute(
+            "SELECT id, status, current, record FROM nodes WHERE hash = ? ORDER BY id", (digest,)
+        ).fetchall()
+        return [(node_id, status, bool(current), record) for node_id, status, current, record in rows]
+
+    def patches_targeting(self, node_id: str) -> list[str]:
+        """Ids of the patches that name ``node_id`` as a target."""
+        rows = self.db.execute(
+            "SELECT patch_id FROM patch_nodes WHERE node_id = ? AND role = 'target' ORDER BY patch_id", (node_id,)
+        )
+        return [row[0] for row in rows]
 
     def rebuild(self) -> int:
         """Forget everything and read every file again; returns the number of nodes."""

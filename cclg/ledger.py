@@ -37,10 +37,6 @@ from cclg.records import (
 )
 from cclg.store import Store, audit_record, patch_order
 
-TYPE_CHECKING = False  # typing costs the hook start-up time
-if TYPE_CHECKING:
-    from typing import Any
-
 PRECEDENCE_RANK = {"session": 0, "project": 1, "workspace": 2, "global": 3}
 
 
@@ -82,9 +78,7 @@ def create_nodes(
     if not nodes:
         raise UsageError("nothing to create")
     guard.refuse_secrets({"reason": reason, "new_content": new_content or ""}, "the create")
-    guard.refuse_secrets(
-        {n.id: _guarded_fields(n) for n in nodes} if len(nodes) > 1 else _guarded_fields(nodes[0]), "the memory"
-    )
+    refuse_node_secrets(nodes)
     if new_content is None:
         if len(nodes) != 1:
             raise UsageError("a multi-node create needs a new_content description")
@@ -232,6 +226,7 @@ def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | 
     refused when a later patch has touched the same memories (undo that one first)
     or when the patch is already undone.
     """
+    guard.refuse_secrets({"reason": reason, "source": source.to_dict() if source else {}}, "the rollback")
     with store.lock():
         undone = store.read_patch(patch_id)
         rule_for(undone.operation)
@@ -395,15 +390,15 @@ def refresh_index(store: Store, node_ids: list[str], patch_ids: list[str]) -> No
         note_changes(store, node_ids, patch_ids)
 
 
-def _guarded_fields(node: MemoryNode) -> dict[str, Any]:
-    """The parts of a node a person or an agent writes (ids, times and vocabularies cannot hold secrets)."""
-    return {
-        "content": node.content,
-        "key": node.key or "",
-        "tags": node.tags,
-        "source": node.source.to_dict(),
-        "metadata": node.metadata,
-    }
+def refuse_node_secrets(nodes: list[MemoryNode]) -> None:
+    """``SecretError`` when any field of these nodes holds a secret (retrieval keys are derived from
+    the content, so they are left out: a secret there would be reported twice)."""
+    fields = {}
+    for node in nodes:
+        data = node.to_dict()
+        del data["retrieval"]
+        fields[node.id if len(nodes) > 1 else "memory"] = data
+    guard.refuse_secrets(fields, "the memory" if len(nodes) == 1 else "the memories")
 
 
 def _check_shape(operation: str, rule: lattice.Rule, target_ids: list[str], contents: list[str]) -> None:

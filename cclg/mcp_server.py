@@ -223,7 +223,7 @@ def build_server(store: Store, *, dotted_names: bool = False) -> MCPServer:
             scope=api.parse_scope(scope),
             tags=list(tags),
         )
-        return result.new_nodes[0].to_dict()
+        return result.to_dict()
 
     def memory_patch(
         operation: Annotated[str, Field(json_schema_extra={"enum": list(fmt.PATCH_OPERATIONS)})],
@@ -317,7 +317,13 @@ def build_server(store: Store, *, dotted_names: bool = False) -> MCPServer:
     register(
         "pack", memory_pack, "Compile the ActiveMemoryPack: current memories for a task, under a budget.", READ_ONLY
     )
-    register("add", memory_add, "Record a new memory: one self-contained statement with its source.", ADDITIVE)
+    register(
+        "add",
+        memory_add,
+        "Record a new memory: one self-contained statement with its source. Content already stored comes back as "
+        "duplicate_of; content that was forgotten is refused; close memories are listed in similar (patch those).",
+        ADDITIVE,
+    )
     register(
         "patch",
         memory_patch,

@@ -28,9 +28,10 @@ def root(store: Store) -> Path:
 
 
 def add(root: Path, content: str, *extra: str) -> dict:
-    node = run_json(root, "add", "--content", content, "--source", "user", *extra)
-    assert isinstance(node, dict)
-    return node
+    """The memory ``cclg add --json`` wrote."""
+    result = run_json(root, "add", "--content", content, "--source", "user", *extra)
+    assert isinstance(result, dict) and result["patch_id"] is not None
+    return result["node"]
 
 
 def test_init_creates_layout_and_is_idempotent(tmp_path: Path) -> None:
@@ -312,7 +313,11 @@ def test_doctor_json_and_exit_code(root: Path) -> None:
     result = run(root, "doctor", "--json")
     assert result.exit_code == 1
     report = json.loads(result.stdout)
-    assert [f["check"] for f in report["findings"]] == ["content hash matches content"]
+    # The hand edit also leaves the search index (built by add's duplicate check) behind the file.
+    assert [f["check"] for f in report["findings"]] == [
+        "content hash matches content",
+        "the search index agrees with the files",
+    ]
 
 
 def test_search_only_returns_current_truth_unless_asked(root: Path) -> None:

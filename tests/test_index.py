@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cclg import doctor
-from cclg.api import add_memory
+from cclg.api import add_memory, build_node
 from cclg.cli import cli
 from cclg.errors import IllegalPatchError
 from cclg.index import INDEX_FILE, connect, index_path, open_index
@@ -86,11 +86,18 @@ def write_by_hand(store: Store, node: MemoryNode) -> Path:
     return path
 
 
+def write(store: Store, content: str, **fields: Any) -> MemoryNode:
+    """A memory written through the ledger alone (``cclg add`` reads the index first, for duplicates)."""
+    node = build_node(content, source="test", **fields)
+    create_nodes(store, [node], reason="test")
+    return node
+
+
 @pytest.fixture
 def seeded(store: Store) -> Store:
-    add(store, "Tests run with pytest -q", key="test.command")
-    add(store, "Deploys go out on Fridays after review")
-    add(store, "The cache lives in /var/cache/app")
+    write(store, "Tests run with pytest -q", key="test.command")
+    write(store, "Deploys go out on Fridays after review")
+    write(store, "The cache lives in /var/cache/app")
     return store
 
 
@@ -105,6 +112,12 @@ def test_index_is_created_on_first_read_and_agrees_with_the_files(seeded: Store)
     assert indexed_rows(seeded) == file_rows(seeded)
     assert len(indexed_rows(seeded)) == 3
     assert index_findings(seeded) == []
+
+
+def test_add_reads_the_index_for_duplicates_so_it_builds_one(store: Store) -> None:
+    add(store, "Tests run with pytest -q")
+    assert index_path(store).exists()
+    assert index_findings(store) == []
 
 
 def test_open_index_with_nothing_changed_rereads_nothing(seeded: Store) -> None:
@@ -510,10 +523,9 @@ def test_index_view_equals_the_reference_effective_view(
 
 def test_an_index_that_cannot_be_written_is_built_in_memory(store: Store) -> None:
     """A store whose index file cannot be created (here: a folder in its place) still searches correctly."""
-    from cclg.api import add_memory
     from cclg.search import search
 
-    node = add_memory(store, "Releases are tagged from the main branch", source="test").new_nodes[0]
     (store.root / "index.sqlite").mkdir()
+    node = add_memory(store, "Releases are tagged from the main branch", source="test").new_nodes[0]
     assert [h.id for h in search(store, "releases tagged main branch", mode="bm25")] == [node.id]
     assert (store.root / "index.sqlite").is_dir()

@@ -459,7 +459,7 @@ def test_unknown_target_is_refused(store: Store) -> None:
 )
 def test_one_illegal_target_refuses_the_whole_patch(store: Store, legal: str, illegal: str, operation: str) -> None:
     good = node_in(store, legal)
-    bad = node_in(store, illegal)
+    bad = node_in(store, illegal, "another fact")
     contents = [] if operation in STATUS_ONLY else ["merged"]
     refused(store, IllegalPatchError, operation, [good, bad], contents=contents)
     refused(store, IllegalPatchError, operation, [bad, good], contents=contents)
@@ -906,7 +906,11 @@ def test_doctor_finds_and_repairs_a_hand_edit_of_a_status_restored_by_rollback(s
     assert_healthy(store)
     edit_status(store, target, STATUS_ONLY[operation])  # as if the rollback had not happened
     findings = doctor.diagnose(store).findings
-    assert [(f.check, f.path) for f in findings] == [(LEDGER_CHECK, f"nodes/{target}.json")]
+    # The hand edit also leaves the search index (built by add's duplicate check) behind the file.
+    assert [(f.check, f.path) for f in findings] == [
+        (LEDGER_CHECK, f"nodes/{target}.json"),
+        (doctor.INDEX, "index.sqlite"),
+    ]
     doctor.repair(store)
     assert status_of(store, target) == "active"
     assert_healthy(store)
@@ -916,7 +920,10 @@ def test_doctor_finds_a_node_retired_by_hand_without_a_patch(store: Store) -> No
     target = add(store, "a fact")
     edit_status(store, target, "superseded")
     findings = doctor.diagnose(store).findings
-    assert [(f.check, f.path) for f in findings] == [(LEDGER_CHECK, f"nodes/{target}.json")]
+    assert [(f.check, f.path) for f in findings] == [
+        (LEDGER_CHECK, f"nodes/{target}.json"),
+        (doctor.INDEX, "index.sqlite"),
+    ]
 
 
 def test_store_view_drops_a_node_past_its_effective_until(store: Store) -> None:

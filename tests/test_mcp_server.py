@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -417,7 +418,7 @@ def test_cite_is_the_library_citation_by_id_or_prefix(served: Served) -> None:
 
 def test_add_writes_a_node_the_store_reads_back(served: Served) -> None:
     store = served.store
-    plain = served.ok("cclg_add", {"content": "The changelog lives in CHANGES.md"})
+    plain = served.ok("cclg_add", {"content": "The changelog lives in CHANGES.md"})["node"]
     node = store.read_node(plain["id"])
     assert node.to_dict() == plain
     assert node.source.label == "mcp" and node.status == "active" and node.type == "memory"
@@ -435,7 +436,7 @@ def test_add_writes_a_node_the_store_reads_back(served: Served) -> None:
             "scope": {"project": "cclg"},
             "tags": ["release", "git"],
         },
-    )
+    )["node"]
     node = store.read_node(full["id"])
     assert node.to_dict() == full
     assert (node.type, node.key, node.confidence, node.tags) == (
@@ -530,7 +531,7 @@ def test_resolve_settles_a_conflict(served: Served) -> None:
 
 def test_audit_is_newest_first_and_includes_the_writes_just_made(served: Served) -> None:
     store = served.store
-    node = served.ok("cclg_add", {"content": "The audit test wrote this"})
+    node = served.ok("cclg_add", {"content": "The audit test wrote this"})["node"]
     raw = served.ok("cclg_raw", {"content": "audit evidence", "name": "audit.txt"})
     got = served.ok("cclg_audit", {"limit": 10})
     assert got == {"records": api.audit_log(store, limit=10)}
@@ -612,19 +613,22 @@ def test_cli_and_mcp_pack_alike(served: Served) -> None:
     assert got["memory_nodes"], "the pack is not trivially empty"
 
 
-def test_cli_and_mcp_add_write_the_same_records(served: Served) -> None:
+def test_cli_and_mcp_add_write_the_same_records(served: Served, tmp_path: Path) -> None:
+    # The CLI adds to a copy of the store taken before the MCP add: in the same store the
+    # second add would be a duplicate (which test_add_of_stored_content_returns_the_existing_memory covers).
     store = served.store
+    twin = Store.open(shutil.copytree(store.root, tmp_path / "twin"))
     fields: dict[str, Any] = {
         "content": "The docs build with mkdocs build --strict",
         "type": "project_fact",
         "key": "docs.build",
     }
     fields |= {"quote": "mkdocs build --strict", "confidence": 0.9, "scope": {"project": "cclg"}, "tags": ["docs"]}
-    start = audit_count(store)
-    through_mcp = served.ok("cclg_add", fields)
-    mcp_audit, start = new_audit(store, start), audit_count(store)
+    start, twin_start = audit_count(store), audit_count(twin)
+    through_mcp = served.ok("cclg_add", fields)["node"]
+    mcp_audit = new_audit(store, start)
     through_cli = cli_run(
-        store.root,
+        twin.root,
         "add",
         "--content",
         fields["content"],
@@ -643,24 +647,33 @@ def test_cli_and_mcp_add_write_the_same_records(served: Served) -> None:
         "--tag",
         "docs",
         "--json",
-    )
-    cli_audit = new_audit(store, start)
+    )["node"]
+    cli_audit = new_audit(twin, twin_start)
     assert through_mcp["id"] != through_cli["id"]
     assert normalise(through_mcp) == normalise(through_cli)
     assert store.read_node(through_mcp["id"]).to_dict() == through_mcp
-    assert store.read_node(through_cli["id"]).to_dict() == through_cli
+    assert twin.read_node(through_cli["id"]).to_dict() == through_cli
     assert normalise(mcp_audit) == normalise(cli_audit) and [r["event"] for r in mcp_audit] == [
         "node_written",
         "patch_written",
     ]
-    patches = [api.history(store, node_id=n["id"])[0].to_dict() for n in (through_mcp, through_cli)]
+    patches = [api.history(s, node_id=n["id"])[0].to_dict() for s, n in ((store, through_mcp), (twin, through_cli))]
     assert normalise(patches[0]) == normalise(patches[1])
+
+
+def test_add_of_stored_content_returns_the_existing_memory(served: Served) -> None:
+    first = served.ok("cclg_add", {"content": "The caf\u00e9 wiki says staging deploys need the VPN"})
+    # The same text in another Unicode normal form (e + combining accent): the same canonical hash.
+    again = served.ok("cclg_add", {"content": "The cafe\u0301 wiki says staging deploys need the VPN"})
+    assert again["duplicate_of"] == first["node"]["id"] and again["patch_id"] is None
+    assert again["node"] == first["node"]
 
 
 def test_cli_and_mcp_patch_write_the_same_records(served: Served) -> None:
     store = served.store
     targets = [
-        api.add_memory(store, "Logs rotate weekly", source="user", tags=["ops"]).new_nodes[0].id for _ in range(2)
+        api.add_memory(store, f"Logs rotate weekly on host {i}", source="user", tags=["ops"]).new_nodes[0].id
+        for i in range(2)
     ]
     start = audit_count(store)
     through_mcp = served.ok(
@@ -717,7 +730,7 @@ def test_cli_and_mcp_keep_raw_at_the_same_address(served: Served, tmp_path: Path
 
 def test_cli_and_mcp_resolve_write_the_same_records(served: Served) -> None:
     store = served.store
-    mcp_pair, cli_pair = make_conflict(store, "Retros"), make_conflict(store, "Retros")
+    mcp_pair, cli_pair = make_conflict(store, "Retros"), make_conflict(store, "Retro meetings")
     start = audit_count(store)
     through_mcp = served.ok(
         "cclg_resolve",
@@ -837,8 +850,8 @@ def test_concurrent_writes_through_mcp_cli_and_another_process_all_land(served: 
             process.kill()
     assert process.returncode == 0, errors
     assert [r.is_error for r in results] == [False] * 10, [text_of(r) for r in results if r.is_error]
-    mcp_ids = [r.structured_content["id"] for r in results if r.structured_content]
-    assert len(set(mcp_ids)) == 10 and len({n["id"] for n in through_cli}) == 5
+    mcp_ids = [r.structured_content["node"]["id"] for r in results if r.structured_content]
+    assert len(set(mcp_ids)) == 10 and len({n["node"]["id"] for n in through_cli}) == 5
 
     nodes = store.load_nodes()
     assert len(nodes) == nodes_before + 25
@@ -867,7 +880,7 @@ def test_the_server_writes_only_inside_its_store(served: Served, tmp_path_factor
     store = served.store
     top = tmp_path_factory.getbasetemp()
     before = files_outside(top, store.root)
-    node = served.ok("cclg_add", {"content": "Sandboxed memory", "scope": {"workspace": "w"}})
+    node = served.ok("cclg_add", {"content": "Sandboxed memory", "scope": {"workspace": "w"}})["node"]
     served.ok(
         "cclg_patch",
         {"operation": "expand", "targets": [node["id"]], "contents": ["Sandboxed memory, more"], "reason": "r"},
