@@ -84,14 +84,29 @@ def build_node(
     scope: Scope | None = None,
     tags: list[str] | None = None,
     created_by: str = "manual",
+    trust: str = guard.DEFAULT_TRUST,
+    sensitivity: str = guard.DEFAULT_SENSITIVITY,
+    retention: str = guard.DEFAULT_RETENTION,
 ) -> MemoryNode:
-    """A new node from user-level arguments, checked like a record read from disk."""
+    """A new node from user-level arguments, checked like a record read from disk.
+
+    Trust, sensitivity and retention go to metadata (untrusted, internal and
+    optional unless the caller says otherwise: only the user's own surface, the
+    CLI, says trusted). ``create_nodes`` flags content that reads as instructions.
+    """
     if not content.strip():
         raise UsageError("content must not be empty")
     if not source.strip():
         raise UsageError("a memory needs a source label (where did this come from?)")
     if type not in fmt.NODE_TYPES:
         raise UsageError(f"unknown type {type!r}; use one of {', '.join(fmt.NODE_TYPES)}")
+    guard.check_labels(trust, sensitivity, retention)
+    metadata: dict[str, Any] = {
+        "created_by": created_by,
+        "trust": trust,
+        "sensitivity": sensitivity,
+        "retention": retention,
+    }
     return new_node(
         content,
         type=type,
@@ -101,7 +116,7 @@ def build_node(
         priority=priority,
         tags=tags,
         source=Source(label=source, quote=quote),
-        metadata={"created_by": created_by},
+        metadata=metadata,
     )
 
 
@@ -239,6 +254,9 @@ def parse_import_line(value: Any, number: int, where: str) -> MemoryNode:
                 "memory (only current ones; move history with a .cclg container)"
             )
         node.metadata.setdefault("content_hash", content_hash(node.content))
+        # An imported file cannot vouch for itself: trust is at most untrusted.
+        trust, _, _ = guard.labels(node.metadata)
+        node.metadata["trust"] = guard.least_trusted(trust, "untrusted")
         return node
     if not isinstance(value, dict):
         raise ValidationError(f"{where} line {number}: must be a JSON object")
@@ -452,9 +470,11 @@ def patch(
     reason: str,
     source: str = "manual",
     confidence: float = 1.0,
+    max_trust: str = "trusted",
 ) -> PatchResult:
     """``cclg patch``: one patch operation. For ``rollback`` the one target is a patch id;
-    ``create`` takes one content and no target; the others take memory ids (or prefixes)."""
+    ``create`` takes one content and no target; the others take memory ids (or prefixes).
+    New memories are trusted at most ``max_trust`` (MCP callers pass ``untrusted``)."""
     if operation not in fmt.PATCH_OPERATIONS:
         raise UsageError(f"unknown patch operation {operation!r}; use one of {', '.join(fmt.PATCH_OPERATIONS)}")
     if operation == "rollback":
@@ -464,13 +484,20 @@ def patch(
     if operation == "create":
         if len(contents) != 1 or targets:
             raise UsageError("create takes one content and no target")
-        added = add_memory(store, contents[0], source=source, reason=reason, confidence=confidence)
+        added = add_memory(store, contents[0], source=source, reason=reason, confidence=confidence, trust=max_trust)
         if added.patch is None:
             raise UsageError(f"{added.duplicate_of} already holds this content; nothing was written")
         return PatchResult(patch=added.patch, new_nodes=added.new_nodes)
     ids = [resolve_node_id(store, t) for t in targets]
     return ledger.apply_patch(
-        store, operation, ids, reason=reason, contents=contents, source=Source(label=source), confidence=confidence
+        store,
+        operation,
+        ids,
+        reason=reason,
+        contents=contents,
+        source=Source(label=source),
+        confidence=confidence,
+        max_trust=max_trust,
     )
 
 
@@ -593,14 +620,28 @@ def conflicts(store: Store) -> list[dict[str, Any]]:
 
 
 def resolve(
-    store: Store, targets: list[str], *, content: str, reason: str, source: str = "manual", confidence: float = 1.0
+    store: Store,
+    targets: list[str],
+    *,
+    content: str,
+    reason: str,
+    source: str = "manual",
+    confidence: float = 1.0,
+    max_trust: str = "trusted",
 ) -> PatchResult:
     """``cclg resolve``: settle a conflict with one memory that says what is true now
     (a ``resolve_conflict`` patch: the targets are retired, the new memory resolves them)."""
     if not targets:
         raise UsageError("resolve needs the ids of the memories in conflict")
     return patch(
-        store, "resolve_conflict", targets, contents=[content], reason=reason, source=source, confidence=confidence
+        store,
+        "resolve_conflict",
+        targets,
+        contents=[content],
+        reason=reason,
+        source=source,
+        confidence=confidence,
+        max_trust=max_trust,
     )
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from cclg import __version__, api, doctor, ledger, search
+from cclg import __version__, api, doctor, guard, ledger, search
 from cclg import format as fmt
 from cclg import install as install_mod
 from cclg.errors import CclgError, UsageError, ValidationError
@@ -124,6 +124,23 @@ def init(ctx: click.Context) -> None:
 @click.option("--priority", default="normal", show_default=True, help="low, normal, high, ...")
 @click.option("--scope", multiple=True, metavar="KEY=VALUE", help=f"Scope ({', '.join(fmt.SCOPE_KEYS)}); repeatable.")
 @click.option("--tag", multiple=True, help="A tag; repeatable.")
+@click.option(
+    "--trust", type=click.Choice(guard.TRUST), default="trusted", show_default=True, help="You wrote it: trusted."
+)
+@click.option(
+    "--sensitivity",
+    type=click.Choice(guard.SENSITIVITY),
+    default=guard.DEFAULT_SENSITIVITY,
+    show_default=True,
+    help="confidential is packed only where the store allows; restricted never.",
+)
+@click.option(
+    "--retention",
+    type=click.Choice(guard.RETENTION),
+    default=guard.DEFAULT_RETENTION,
+    show_default=True,
+    help="required memories are packed first, whatever the query.",
+)
 @click.option("--force", is_flag=True, help="Add it even if the same content was forgotten or discarded before.")
 @json_option
 @click.pass_context
@@ -138,6 +155,9 @@ def add(
     priority: str,
     scope: tuple[str, ...],
     tag: tuple[str, ...],
+    trust: str,
+    sensitivity: str,
+    retention: str,
     force: bool,
     as_json: bool,
 ) -> None:
@@ -160,6 +180,9 @@ def add(
         priority=priority,
         scope=api.parse_scope(list(scope)),
         tags=list(tag),
+        trust=trust,
+        sensitivity=sensitivity,
+        retention=retention,
         force=force,
     )
     _emit(result.to_dict(), as_json)

@@ -223,7 +223,8 @@ def build_demo_store(path: Path) -> Store:
             type="project_decision",
             key="demo.memory.delivery",
             priority="high",
-        ).new_nodes[0]
+            trust="trusted",  # the user's own words, as `cclg add` records them
+        ).node
         ledger.apply_patch(
             store,
             "refine",
@@ -243,6 +244,7 @@ def build_demo_store(path: Path) -> Store:
             type="benchmark_requirement",
             key="demo.benchmark.gates",
             priority="high",
+            trust="trusted",
         )
         sessions.start_session(
             store, DEMO_SESSION, agent="codex", workspace="local", project="cclg", branch_name="main"
@@ -252,6 +254,7 @@ def build_demo_store(path: Path) -> Store:
             "This overlay memory is visible only in packs for demo-session.",
             source="demo:session-overlay",
             scope=api.parse_scope(["workspace=local", "project=cclg", "agent=codex", f"session={DEMO_SESSION}"]),
+            trust="trusted",
         )
         sessions.record_event(
             store,

@@ -395,3 +395,80 @@ def scan_bytes(data: bytes) -> list[tuple[int, Match]]:
     every byte to one character, so nothing fails to decode and offsets stay byte offsets)."""
     text = data.decode("latin-1")
     return [(text.count("\n", 0, match.start) + 1, match) for match in scan(text)]
+
+
+# ---------------------------------------------------------------- trust, sensitivity, retention
+
+# Kept in a node's metadata (where the format allows extra data), from most to least trusted /
+# least to most sensitive / most to least kept.
+TRUST = ("trusted", "untrusted", "quarantined")
+SENSITIVITY = ("public", "internal", "confidential", "restricted")
+RETENTION = ("required", "preferred", "optional")
+# A memory nobody vouched for is untrusted: only the user (the CLI) says "trusted".
+DEFAULT_TRUST = "untrusted"
+DEFAULT_SENSITIVITY = "internal"
+DEFAULT_RETENTION = "optional"
+
+
+def labels(metadata: dict[str, Any]) -> tuple[str, str, str]:
+    """(trust, sensitivity, retention) of a node's metadata, defaults filled in. A value outside
+    the vocabulary (a hand edit) is read the cautious way: quarantined, restricted."""
+    trust = metadata.get("trust", DEFAULT_TRUST)
+    sensitivity = metadata.get("sensitivity", DEFAULT_SENSITIVITY)
+    retention = metadata.get("retention", DEFAULT_RETENTION)
+    return (
+        trust if trust in TRUST else "quarantined",
+        sensitivity if sensitivity in SENSITIVITY else "restricted",
+        retention if retention in RETENTION else DEFAULT_RETENTION,
+    )
+
+
+def least_trusted(*levels: str) -> str:
+    return max(levels, key=TRUST.index)
+
+
+def check_labels(trust: str | None = None, sensitivity: str | None = None, retention: str | None = None) -> None:
+    """``UsageError`` for a value outside its vocabulary."""
+    from cclg.errors import UsageError
+
+    for name, value, allowed in (
+        ("trust", trust, TRUST),
+        ("sensitivity", sensitivity, SENSITIVITY),
+        ("retention", retention, RETENTION),
+    ):
+        if value is not None and value not in allowed:
+            raise UsageError(f"unknown {name} {value!r}; use one of {', '.join(allowed)}")
+
+
+# ---------------------------------------------------------------- stored text is data
+
+# Text that talks to the model instead of stating a fact. Flagged on write, labelled in packs.
+_INSTRUCTION_LIKE = re.compile(
+    r"(?i)\b(?:ignore|disregard|forget|override)\s+(?:(?:all|any|the|your|every|of)\s+)*"
+    r"(?:previous|prior|above|earlier|preceding|system|original|other)\s+"
+    r"(?:instructions?|prompts?|messages?|rules?|directions?|guidelines?)"
+    r"|\byou\s+are\s+now\b|\bfrom\s+now\s+on,?\s+you\b|\bnew\s+(?:system\s+)?instructions?\s*:"
+    r"|\b(?:reveal|print|show|repeat)\s+(?:your|the)\s+(?:system|developer)\s+prompt\b"
+    r"|\bdo\s+not\s+(?:tell|inform|alert)\s+the\s+user\b"
+    r"|<\s*/?\s*(?:system|instructions?|memory|assistant)\s*>|\[/?(?:system|inst)\]"
+)
+
+
+def instruction_flags(text: str) -> list[str]:
+    """``["instruction_like"]`` when ``text`` reads as instructions to the model."""
+    return ["instruction_like"] if _INSTRUCTION_LIKE.search(text) else []
+
+
+# Characters that do not show: controls (not tab, newline or carriage return), format characters (zero-width,
+# bidirectional overrides and isolates, the BOM, soft hyphen), line and paragraph separators,
+# and the tag block that can smuggle invisible ASCII.
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f"
+    "\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
+)
+
+
+def reveal(text: str) -> str:
+    """``text`` with each invisible character shown as ``[U+XXXX]``: what a pack hands the
+    model is what a person reading the pack sees."""
+    return _INVISIBLE.sub(lambda m: f"[U+{ord(m.group()):04X}]", text)

@@ -287,6 +287,7 @@ def _fit_context(
         share = (max_chars - len(extra)) / max(len(rendered), 1)
         if max_tokens is not None:
             share = min(share, (max_tokens - estimate_tokens(extra)) / max(estimate_tokens(rendered), 1))
+        share *= 0.95  # a margin, so a few rounds always converge
         budget_chars = int(budget_chars * share) - 1
         if budget_tokens is not None:
             budget_tokens = int(budget_tokens * share) - 1

@@ -79,6 +79,8 @@ def create_nodes(
         raise UsageError("nothing to create")
     guard.refuse_secrets({"reason": reason, "new_content": new_content or ""}, "the create")
     refuse_node_secrets(nodes)
+    for node in nodes:
+        flag_instructions(node)
     if new_content is None:
         if len(nodes) != 1:
             raise UsageError("a multi-node create needs a new_content description")
@@ -118,8 +120,12 @@ def apply_patch(
     contents: list[str] | None = None,
     source: Source | None = None,
     confidence: float = 1.0,
+    max_trust: str = "trusted",
 ) -> PatchResult:
     """Apply one patch (any operation but ``create`` and ``rollback``, which have their own functions).
+
+    New nodes inherit the first target's trust, sensitivity and retention; their trust is
+    at most ``max_trust`` (an MCP caller cannot raise trust by rewording a memory).
 
     Refuses, before writing anything, an unknown target, a target whose status
     the lattice does not let the operation move, and content that is missing
@@ -150,6 +156,12 @@ def apply_patch(
         stamp = now_iso()
         patch_id = new_id("patch")
         first = targets[0]
+        trust, sensitivity, retention = guard.labels(first.metadata)
+        inherited = {
+            "trust": guard.least_trusted(trust, max_trust),
+            "sensitivity": sensitivity,
+            "retention": retention,
+        }
         new_nodes = []
         for index, content in enumerate(contents):
             key = first.key
@@ -166,8 +178,9 @@ def apply_patch(
                 source=_new_node_source(patch_id, reason, source),
                 created_at=stamp,
                 status="active_session" if first.status == "active_session" else "active",
-                metadata={"created_by": "patch", "patch_id": patch_id},
+                metadata={"created_by": "patch", "patch_id": patch_id, **inherited},
             )
+            flag_instructions(node)
             node.relations["supersedes"] = list(target_ids)
             if rule.relation:
                 node.relations[rule.relation] = list(target_ids)
@@ -388,6 +401,13 @@ def refresh_index(store: Store, node_ids: list[str], patch_ids: list[str]) -> No
     """
     with contextlib.suppress(sqlite3.Error):
         note_changes(store, node_ids, patch_ids)
+
+
+def flag_instructions(node: MemoryNode) -> None:
+    """Mark (``metadata.flags``) a new node whose content reads as instructions to the model."""
+    flags = guard.instruction_flags(node.content)
+    if flags:
+        node.metadata["flags"] = sorted({*node.metadata.get("flags", []), *flags})
 
 
 def refuse_node_secrets(nodes: list[MemoryNode]) -> None:

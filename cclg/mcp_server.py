@@ -28,7 +28,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
-from cclg import __version__, api, search
+from cclg import __version__, api, guard, search
 from cclg import format as fmt
 from cclg.errors import CclgError, UsageError
 from cclg.pack import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, compile_pack
@@ -211,7 +211,29 @@ def build_server(store: Store, *, dotted_names: bool = False) -> MCPServer:
             dict[str, str | None] | None, Field(description=f"Scope keys: {', '.join(fmt.SCOPE_KEYS)}.")
         ] = None,
         tags: Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=50)] = [],  # noqa: B006
+        trust: Annotated[
+            str,
+            Field(
+                json_schema_extra={"enum": ["untrusted", "quarantined"]},
+                description="An MCP caller cannot mark a memory trusted; only the user can (cclg add).",
+            ),
+        ] = "untrusted",
+        sensitivity: Annotated[
+            str,
+            Field(
+                json_schema_extra={"enum": list(guard.SENSITIVITY)},
+                description="confidential is packed only where the store allows; restricted never.",
+            ),
+        ] = guard.DEFAULT_SENSITIVITY,
+        retention: Annotated[
+            str,
+            Field(json_schema_extra={"enum": list(guard.RETENTION)}, description="required memories are packed first."),
+        ] = guard.DEFAULT_RETENTION,
     ) -> dict[str, Any]:
+        if trust == "trusted":
+            raise UsageError(
+                "an MCP caller cannot mark a memory trusted; the user can, with `cclg add --trust trusted`"
+            )
         result = api.add_memory(
             store,
             content,
@@ -222,6 +244,9 @@ def build_server(store: Store, *, dotted_names: bool = False) -> MCPServer:
             confidence=confidence,
             scope=api.parse_scope(scope),
             tags=list(tags),
+            trust=trust,
+            sensitivity=sensitivity,
+            retention=retention,
         )
         return result.to_dict()
 
@@ -247,6 +272,7 @@ def build_server(store: Store, *, dotted_names: bool = False) -> MCPServer:
             reason=reason,
             source=source,
             confidence=confidence,
+            max_trust="untrusted",
         )
         return result.to_dict()
 
@@ -282,7 +308,9 @@ def build_server(store: Store, *, dotted_names: bool = False) -> MCPServer:
         reason: Reason,
         source: SourceLabel = "mcp",
     ) -> dict[str, Any]:
-        return api.resolve(store, list(memory_ids), content=content, reason=reason, source=source).to_dict()
+        return api.resolve(
+            store, list(memory_ids), content=content, reason=reason, source=source, max_trust="untrusted"
+        ).to_dict()
 
     def memory_audit(
         limit: Annotated[int, Field(ge=1, le=1_000)] = 50,

@@ -646,6 +646,8 @@ def test_cli_and_mcp_add_write_the_same_records(served: Served, tmp_path: Path) 
         "project=cclg",
         "--tag",
         "docs",
+        "--trust",
+        "untrusted",  # what an MCP add is; the CLI's own default is trusted
         "--json",
     )["node"]
     cli_audit = new_audit(twin, twin_start)
@@ -659,6 +661,18 @@ def test_cli_and_mcp_add_write_the_same_records(served: Served, tmp_path: Path) 
     ]
     patches = [api.history(s, node_id=n["id"])[0].to_dict() for s, n in ((store, through_mcp), (twin, through_cli))]
     assert normalise(patches[0]) == normalise(patches[1])
+
+
+def test_an_mcp_caller_cannot_raise_trust(served: Served) -> None:
+    added = served.ok("cclg_add", {"content": "Agents write memories as untrusted"})["node"]
+    assert added["metadata"]["trust"] == "untrusted"
+    assert "cannot mark a memory trusted" in served.error("cclg_add", {"content": "Trust me", "trust": "trusted"})
+    trusted = api.add_memory(served.store, "The user wrote this one", source="user", trust="trusted").node
+    patched = served.ok(
+        "cclg_patch",
+        {"operation": "refine", "targets": [trusted.id], "contents": ["The user wrote this, reworded"], "reason": "r"},
+    )
+    assert patched["new_nodes"][0]["metadata"]["trust"] == "untrusted"
 
 
 def test_add_of_stored_content_returns_the_existing_memory(served: Served) -> None:
