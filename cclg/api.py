@@ -556,7 +556,7 @@ def redact_store(store: Store) -> list[dict[str, Any]]:
             elif path.suffix == ".json" and relative.split("/")[0] in ("nodes", "patches", "edges", "sessions"):
                 new = _redacted_record(relative, data)
             else:  # raw evidence, kept byte for byte but for the secrets
-                new = guard.redact(data.decode("latin-1"))[0].encode("latin-1")
+                new = guard.redact(data.decode("latin-1"), escaped=True)[0].encode("latin-1")
             store.write_file(path, new)
             changed.append({"file": relative, "rules": sorted({m.rule for _, m in hits}), "secrets": len(hits)})
         if changed:
@@ -580,7 +580,7 @@ def _redacted_json(line: bytes) -> bytes:
     try:
         value = json.loads(line)
     except ValueError:  # not JSON (a torn line): redact it as text
-        return guard.redact(line.decode("latin-1"))[0].encode("latin-1")
+        return guard.redact(line.decode("latin-1"), escaped=True)[0].encode("latin-1")
     return json.dumps(guard.redact_value(value)[0], ensure_ascii=False).encode("utf-8")
 
 

@@ -303,9 +303,20 @@ def scan(text: str) -> list[Match]:
     return kept
 
 
-def redact(text: str) -> tuple[str, list[Match]]:
-    """``text`` with each secret replaced by ``[REDACTED:rule]``, and what was replaced."""
-    matches = scan(text)
+# JSON escapes glue words together (``left it:\\nmongodb+srv://...`` has no word boundary
+# before ``mongodb``): files are scanned with each escape blanked out, offsets unchanged.
+# (Escaped quotes stay: the rules read ``\\"`` as a quote.)
+_JSON_ESCAPE = re.compile(r"\\[nrtbf/]")
+
+
+def _escapes_blanked(text: str) -> str:
+    return _JSON_ESCAPE.sub("  ", text)
+
+
+def redact(text: str, *, escaped: bool = False) -> tuple[str, list[Match]]:
+    """``text`` with each secret replaced by ``[REDACTED:rule]``, and what was replaced.
+    ``escaped``: the text is a file that may hold JSON escapes (see ``scan_bytes``)."""
+    matches = scan(_escapes_blanked(text) if escaped else text)
     if not matches:
         return text, []
     parts, position = [], 0
@@ -394,7 +405,7 @@ def scan_bytes(data: bytes) -> list[tuple[int, Match]]:
     """(line number, match) for each secret in a file's bytes (binary files too: latin-1 maps
     every byte to one character, so nothing fails to decode and offsets stay byte offsets)."""
     text = data.decode("latin-1")
-    return [(text.count("\n", 0, match.start) + 1, match) for match in scan(text)]
+    return [(text.count("\n", 0, match.start) + 1, match) for match in scan(_escapes_blanked(text))]
 
 
 # ---------------------------------------------------------------- trust, sensitivity, retention

@@ -991,3 +991,70 @@ def test_hook_redacts_a_secret_in_escaped_json_of_a_shell_command(store: Store) 
     assert "auth.internal" in Store.open(store.root).session_events_path(SESSION).read_text()
     planted = Planted("escaped_json", "generic_secret", secret, command, command)
     assert leaks(store.root, [planted]) == []
+
+
+# ---------------------------------------------------------------- cclg scan: secrets already on disk
+
+
+def _plant_the_old_way(root: Path, planted: list[Planted], monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Memories and raw evidence written as a store without the guard would have: the secrets
+    reach the files (the guard is switched off for the writes)."""
+    store = Store.open(root)
+    with monkeypatch.context() as off:
+        off.setattr(guard, "refuse_secrets", lambda *_, **__: None)
+        ids = [api.add_memory(store, p.text, source="before the guard").node.id for p in planted]
+        api.keep_raw(store, "\n".join(p.line for p in planted).encode(), "old-notes.txt")
+    return ids
+
+
+def test_scan_reports_secrets_in_the_store_and_redact_removes_every_byte(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "store"
+    Store.init(root)
+    planted = corpus(seed=SEED + 7)
+    ids = _plant_the_old_way(root, planted, monkeypatch)
+    assert leaks(root, planted), "the old-way writes must have put the secrets on disk"
+
+    found = CliRunner().invoke(cli, ["--root", str(root), "scan", "--store", "--json"])
+    assert found.exit_code == 1, found.output
+    report = json.loads(found.stdout)["secrets"]
+    assert {p.rule for p in planted} <= {r["rule"] for r in report}
+    assert all(len(r["preview"]) <= guard.PREVIEW_CHARS + 1 for r in report)
+    assert not any(p.secret[:12] in found.stdout for p in planted)
+
+    fixed = CliRunner().invoke(cli, ["--root", str(root), "scan", "--store", "--redact", "--json"])
+    assert fixed.exit_code == 0, fixed.output
+    redacted = {r["file"] for r in json.loads(fixed.stdout)["redacted"]}
+    assert {f"nodes/{i}.json" for i in ids} <= redacted
+    assert leaks(root, planted) == []
+    clean = CliRunner().invoke(cli, ["--root", str(root), "scan", "--store"])
+    assert clean.exit_code == 0, clean.output
+
+    store = Store.open(root)
+    from cclg.doctor import diagnose
+
+    assert diagnose(store).findings == []
+    audit = [r for r in read_jsonl(store.audit_path).records if r.get("action") == "redact_secrets"]
+    assert {r["file"] for r in audit} == redacted
+    for node_id in ids:  # the memory keeps its id; its hash follows the redacted content
+        node = store.read_node(node_id)
+        assert "[REDACTED:" in node.content and node.metadata["content_hash"] == content_hash(node.content)
+
+
+def test_scan_of_paths_and_its_usage_errors(tmp_path: Path) -> None:
+    planted = corpus(seed=SEED + 8)[:3]
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("nothing here\n" + planted[0].text + "\n")
+    (folder / "sub").mkdir()
+    (folder / "sub" / "b.env").write_text(planted[1].line + "\n")
+    (folder / "clean.txt").write_text("no secrets at all\n")
+    result = CliRunner().invoke(cli, ["scan", str(folder), "--json"])
+    assert result.exit_code == 1
+    hits = json.loads(result.stdout)["secrets"]
+    assert sorted((Path(h["path"]).name, h["line"]) for h in hits) == [("a.md", 2), ("b.env", 1)]
+    assert CliRunner().invoke(cli, ["scan", str(folder / "clean.txt")]).exit_code == 0
+    assert CliRunner().invoke(cli, ["scan"]).exit_code == 2
+    assert CliRunner().invoke(cli, ["scan", str(folder), "--redact"]).exit_code == 2
+    assert CliRunner().invoke(cli, ["scan", str(tmp_path / "missing")]).exit_code == 2
