@@ -219,7 +219,9 @@ _PLACEHOLDER = re.compile(
 )
 # Code that names a value rather than holding one: calls, subscripts, attributes, annotations,
 # bare identifiers (letters and underscores only).
-_CODE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?:[(\[].*)?|[(\[].*)|[A-Za-z_]+")
+_CODE = re.compile(
+    r"\(*[A-Za-z_][A-Za-z0-9_]*(?:(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?:[(\[].*)?|[(\[].*)[)\]]*|[A-Za-z_]+"
+)
 
 
 class Match:
