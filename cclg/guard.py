@@ -57,12 +57,33 @@ class Rule:
     ) -> None:
         self.name = name
         self.description = description
-        self.pattern = re.compile(pattern, flags)
+        self._source, self._flags = pattern, flags
+        self._pattern: re.Pattern[str] | None = None
         self.keywords = keywords
         self.ignore_case = bool(flags & re.IGNORECASE)
         self.before = before
         self.after = after
         self.min_entropy = min_entropy  # for the looser rules: a value below it is no secret
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """Compiled on first use: the hook pays only for the rules whose keywords its text holds."""
+        if self._pattern is None:
+            self._pattern = re.compile(self._source, self._flags)
+        return self._pattern
+
+
+class _Lazy:
+    """A regular expression compiled on first use (compiling them all costs the hook ~10 ms)."""
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self._source, self._flags = source, flags
+        self._pattern: re.Pattern[str] | None = None
+
+    def __call__(self) -> re.Pattern[str]:
+        if self._pattern is None:
+            self._pattern = re.compile(self._source, self._flags)
+        return self._pattern
 
 
 # Assignments: `db_password = "..."`, `dbPassword: '...'`, `DB_PASSWORD=...`, `"password": "..."`,
@@ -209,9 +230,9 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
-_GIT_SHA = re.compile(r"[0-9a-f]{40}")  # a commit id, whatever it is called
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_PLACEHOLDER = re.compile(
+_GIT_SHA = _Lazy(r"[0-9a-f]{40}")  # a commit id, whatever it is called
+_UUID = _Lazy(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_PLACEHOLDER = _Lazy(
     r"(?i)(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%\(?[A-Za-z_]*\)?s|\{\{.*\}\}|<[^>]*>|\[REDACTED[^\]]*\]"
     r"|(?:x+|\*+|\.+|-+|_+|#+)"
     r"|(?:your|my|example|sample|dummy|fake|test|changeme|placeholder|redacted)(?:[_-]?[a-z]+)*"
@@ -219,9 +240,7 @@ _PLACEHOLDER = re.compile(
 )
 # Code that names a value rather than holding one: calls, subscripts, attributes, annotations,
 # bare identifiers (letters and underscores only).
-_CODE = re.compile(
-    r"\(*[A-Za-z_][A-Za-z0-9_]*(?:(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?:[(\[].*)?|[(\[].*)[)\]]*|[A-Za-z_]+"
-)
+_CODE = _Lazy(r"\(*[A-Za-z_][A-Za-z0-9_]*(?:(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?:[(\[].*)?|[(\[].*)[)\]]*|[A-Za-z_]+")
 
 
 class Match:
@@ -251,10 +270,10 @@ def _looks_harmless(rule: Rule, value: str) -> bool:
     """Known false positives: placeholders, code, commit ids, UUIDs, documentation examples."""
     if "EXAMPLE" in value:  # AWS's documented example keys (AKIAIOSFODNN7EXAMPLE, ...)
         return True
-    if rule.name in ("generic_secret", "database_url", "url_password") and _PLACEHOLDER.fullmatch(value):
+    if rule.name in ("generic_secret", "database_url", "url_password") and _PLACEHOLDER().fullmatch(value):
         return True
     if rule.name == "generic_secret" and (
-        _CODE.fullmatch(value) or _GIT_SHA.fullmatch(value) or _UUID.fullmatch(value)
+        _CODE().fullmatch(value) or _GIT_SHA().fullmatch(value) or _UUID().fullmatch(value)
     ):
         return True
     return rule.min_entropy > 0 and entropy(value) < rule.min_entropy
@@ -308,11 +327,11 @@ def scan(text: str) -> list[Match]:
 # JSON escapes glue words together (``left it:\\nmongodb+srv://...`` has no word boundary
 # before ``mongodb``): files are scanned with each escape blanked out, offsets unchanged.
 # (Escaped quotes stay: the rules read ``\\"`` as a quote.)
-_JSON_ESCAPE = re.compile(r"\\[nrtbf/]")
+_JSON_ESCAPE = _Lazy(r"\\[nrtbf/]")
 
 
 def _escapes_blanked(text: str) -> str:
-    return _JSON_ESCAPE.sub("  ", text)
+    return _JSON_ESCAPE().sub("  ", text)
 
 
 def redact(text: str, *, escaped: bool = False) -> tuple[str, list[Match]]:
@@ -456,7 +475,7 @@ def check_labels(trust: str | None = None, sensitivity: str | None = None, reten
 # ---------------------------------------------------------------- stored text is data
 
 # Text that talks to the model instead of stating a fact. Flagged on write, labelled in packs.
-_INSTRUCTION_LIKE = re.compile(
+_INSTRUCTION_LIKE = _Lazy(
     r"(?i)\b(?:ignore|disregard|forget|override)\s+(?:(?:all|any|the|your|every|of)\s+)*"
     r"(?:previous|prior|above|earlier|preceding|system|original|other)\s+"
     r"(?:instructions?|prompts?|messages?|rules?|directions?|guidelines?)"
@@ -469,13 +488,13 @@ _INSTRUCTION_LIKE = re.compile(
 
 def instruction_flags(text: str) -> list[str]:
     """``["instruction_like"]`` when ``text`` reads as instructions to the model."""
-    return ["instruction_like"] if _INSTRUCTION_LIKE.search(text) else []
+    return ["instruction_like"] if _INSTRUCTION_LIKE().search(text) else []
 
 
 # Characters that do not show: controls (not tab, newline or carriage return), format characters (zero-width,
 # bidirectional overrides and isolates, the BOM, soft hyphen), line and paragraph separators,
 # and the tag block that can smuggle invisible ASCII.
-_INVISIBLE = re.compile(
+_INVISIBLE = _Lazy(
     "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f"
     "\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
 )
@@ -484,4 +503,4 @@ _INVISIBLE = re.compile(
 def reveal(text: str) -> str:
     """``text`` with each invisible character shown as ``[U+XXXX]``: what a pack hands the
     model is what a person reading the pack sees."""
-    return _INVISIBLE.sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
+    return _INVISIBLE().sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
