@@ -219,15 +219,18 @@ def main() -> None:
         found_b += covers(matches_b, start, start + len(p.secret)) is not None
     print(f"      found {found_b} / {len(used)} planted secrets ({found_b / len(used):.1%}) in the sprinkled text")
     whole = "".join(text for _, text in files)
-    lowered = whole.lower()
-    print("  time per rule on (a) in one call, one run each (absent keywords: the keyword search only):")
-    for rule in guard.RULES:
-        haystack = lowered if rule.ignore_case else whole
-        start = time.perf_counter()
-        if any(keyword in haystack for keyword in rule.keywords):
-            list(rule.pattern.finditer(whole))
-        seconds = time.perf_counter() - start
-        print(f"    {rule.name:<24} {seconds * 1000:8.1f} ms {size / 1e6 / seconds:9.1f} MB/s")
+    print("  time per rule on (a) in one call, one run each (`scan` with only that rule: keyword search, then")
+    print("  the pattern in the windows around the keywords):")
+    every_rule = guard.RULES
+    try:
+        for rule in every_rule:
+            guard.RULES = (rule,)
+            start = time.perf_counter()
+            guard.scan(whole)
+            seconds = time.perf_counter() - start
+            print(f"    {rule.name:<24} {seconds * 1000:8.1f} ms {size / 1e6 / seconds:9.1f} MB/s")
+    finally:
+        guard.RULES = every_rule
     print()
 
     by_rule: Counter[str] = Counter()

@@ -240,7 +240,7 @@ _PLACEHOLDER = _Lazy(
 )
 # Code that names a value rather than holding one: calls, subscripts, attributes, annotations,
 # bare identifiers (letters and underscores only).
-_CODE = _Lazy(r"\(*[A-Za-z_][A-Za-z0-9_]*(?:(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?:[(\[].*)?|[(\[].*)[)\]]*|[A-Za-z_]+")
+_CODE = _Lazy(r"\(*[A-Za-z_][A-Za-z0-9_]*(?:(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?:[(\[].*)?|[(\[].*)[)\]]*|[A-Za-z_]+[)\]]*")
 
 
 class Match:

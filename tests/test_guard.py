@@ -1058,3 +1058,19 @@ def test_scan_of_paths_and_its_usage_errors(tmp_path: Path) -> None:
     assert CliRunner().invoke(cli, ["scan"]).exit_code == 2
     assert CliRunner().invoke(cli, ["scan", str(folder), "--redact"]).exit_code == 2
     assert CliRunner().invoke(cli, ["scan", str(tmp_path / "missing")]).exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ('SECRET_KEY="k3Jd8s9Lq2Wm4Zx7"', True),  # letters and digits only: still a secret
+        ("API_TOKEN=Zk39dkLq0zPwT6yR", True),
+        ("pwd=Zk39dkLq0zPwT6yR)", True),
+        ("conn = Client(address, authkey=self._authkey)", False),  # code naming a value
+        ("Client(token.address, authkey=authkey)", False),
+        ("pwd = (self.host, 1)", False),
+        ("PseudoToken = Whitespace + group(x)", False),
+    ],
+)
+def test_generic_rule_tells_values_from_code(text: str, found: bool) -> None:
+    assert bool(scan(text)) is found
