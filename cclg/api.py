@@ -17,7 +17,7 @@ from cclg import format as fmt
 from cclg import guard, ledger
 from cclg.errors import IllegalPatchError, NotFoundError, UsageError, ValidationError
 from cclg.index import Index, open_index
-from cclg.index import connect as connect_index
+from cclg.index import connect as connect_index  # a rebuild after redaction needs no sync first
 from cclg.lattice import INITIAL_STATUSES
 from cclg.ledger import PatchResult, create_nodes, effective_view
 from cclg.records import (
