@@ -169,9 +169,11 @@ def add_memory(
     with store.lock():
         index = open_index(store)
         try:
-            existing = _same_content(store, index, node, force)
+            existing, thrown_out = _content_seen(store, index, node)
             if existing is not None:
                 return AddResult(existing, duplicate_of=existing.id)
+            if thrown_out is not None and not force:
+                raise IllegalPatchError(f"refused: {thrown_out}; add it again with --force if it is true after all")
             similar = _similar(index, node)
         finally:
             index.close()
@@ -181,26 +183,23 @@ def add_memory(
     return AddResult(node, result.patch, similar=similar)
 
 
-def _same_content(store: Store, index: Index, node: MemoryNode, force: bool) -> MemoryNode | None:
-    """The current memory of the same scope with the same content; ``IllegalPatchError`` for
-    thrown-out content (unless ``force``)."""
+def _content_seen(store: Store, index: Index, node: MemoryNode) -> tuple[MemoryNode | None, str | None]:
+    """What the index knows of ``node``'s content: the current memory of the same scope that holds
+    it, and, if it was thrown out (forgotten, discarded), how and when."""
     thrown_out = []
     for node_id, status, current, record in index.same_content(content_hash(node.content)):
         other = MemoryNode.from_dict(json.loads(record), where=f"nodes/{node_id}.json")
         if current and other.scope.to_dict() == node.scope.to_dict():
-            return other
+            return other, None
         if status in THROWN_OUT:
             thrown_out.append(other)
-    if thrown_out and not force:
-        other = thrown_out[0]
-        patches = [store.read_patch(p) for p in index.patches_targeting(other.id)]
-        last = max(patches, key=lambda p: (p.created_at, p.id), default=None)
-        how = "" if last is None else f" by {last.id} ({last.operation}, {last.created_at[:10]}: {last.reason})"
-        raise IllegalPatchError(
-            f"refused: this content was {other.status}{how} as {other.id}; "
-            "add it again with --force if it is true after all"
-        )
-    return None
+    if not thrown_out:
+        return None, None
+    other = thrown_out[0]
+    patches = [store.read_patch(p) for p in index.patches_targeting(other.id)]
+    last = max(patches, key=lambda p: (p.created_at, p.id), default=None)
+    how = "" if last is None else f" by {last.id} ({last.operation}, {last.created_at[:10]}: {last.reason})"
+    return None, f"this content was {other.status}{how} as {other.id}"
 
 
 SIMILAR_CHARS = 2_000  # the near-duplicate check looks at this much of each text
@@ -235,12 +234,14 @@ def _current_with_key(index: Index, key: str) -> list[MemoryNode]:
 class ImportResult:
     patch: MemoryPatch | None
     nodes: list[MemoryNode]
+    duplicates: list[dict[str, Any]] | None = None  # {"line", "duplicate_of"}: not written again
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "imported": len(self.nodes),
             "patch_id": self.patch.id if self.patch else None,
             "node_ids": [n.id for n in self.nodes],
+            "duplicates": self.duplicates or [],
         }
 
 
@@ -309,12 +310,15 @@ def parse_import_line(value: Any, number: int, where: str) -> MemoryNode:
         raise ValidationError(f"{where} line {number}: {exc}") from None
 
 
-def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>") -> ImportResult:
+def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>", force: bool = False) -> ImportResult:
     """Import memories from JSON lines, all or nothing.
 
     Every line is checked first; if any is bad, nothing is written and the
-    ``ValidationError`` lists each bad line by number. Otherwise all nodes are
-    written under one ``create`` patch, so ``cclg rollback`` undoes the import.
+    ``ValidationError`` lists each bad line by number. A line whose content is
+    already current in its scope (in the store or earlier in the file) is skipped
+    and reported; content that was forgotten or discarded refuses the import
+    (``IllegalPatchError`` naming the lines) unless ``force``. Otherwise all nodes
+    are written under one ``create`` patch, so ``cclg rollback`` undoes the import.
     """
     try:
         text = data.decode("utf-8")
@@ -344,16 +348,51 @@ def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>") -> ImportR
         nodes.append(node)
     if problems:
         raise ValidationError(f"{len(problems)} bad line(s) in {name}; nothing was imported", problems)
-    if not nodes:
-        return ImportResult(patch=None, nodes=[])
-    result = create_nodes(
-        store,
-        nodes,
-        reason=f"import-jsonl {name}",
-        source=Source(label=f"import:{name}"),
-        new_content=f"imported {len(nodes)} memories from {name}",
-    )
-    return ImportResult(patch=result.patch, nodes=nodes)
+    with store.lock():
+        fresh, duplicates, refused = _new_content_only(store, nodes, {n.id: seen[n.id] for n in nodes})
+        if refused and not force:
+            first = refused[0]
+            raise IllegalPatchError(
+                f"refused: {name} line {first[0]}: {first[1]}"
+                + (f" (and {len(refused) - 1} more line(s))" if len(refused) > 1 else "")
+                + "; nothing was imported; --force imports them anyway"
+            )
+        if not fresh:
+            return ImportResult(patch=None, nodes=[], duplicates=duplicates)
+        result = create_nodes(
+            store,
+            fresh,
+            reason=f"import-jsonl {name}",
+            source=Source(label=f"import:{name}"),
+            new_content=f"imported {len(fresh)} memories from {name}",
+        )
+    return ImportResult(patch=result.patch, nodes=fresh, duplicates=duplicates)
+
+
+def _new_content_only(
+    store: Store, nodes: list[MemoryNode], lines: dict[str, int]
+) -> tuple[list[MemoryNode], list[dict[str, Any]], list[tuple[int, str]]]:
+    """(nodes to write, duplicates skipped, (line, why) of thrown-out content) for an import."""
+    fresh: list[MemoryNode] = []
+    duplicates: list[dict[str, Any]] = []
+    refused: list[tuple[int, str]] = []
+    in_file: dict[tuple[str, str], str] = {}
+    index = open_index(store)
+    try:
+        for node in nodes:
+            line = lines[node.id]
+            mark = (content_hash(node.content), json.dumps(node.scope.to_dict(), sort_keys=True))
+            existing, thrown_out = _content_seen(store, index, node)
+            if existing is not None or mark in in_file:
+                duplicates.append({"line": line, "duplicate_of": existing.id if existing else in_file[mark]})
+                continue
+            if thrown_out is not None:
+                refused.append((line, thrown_out))
+            in_file[mark] = node.id
+            fresh.append(node)
+    finally:
+        index.close()
+    return fresh, duplicates, refused
 
 
 def status(store: Store) -> dict[str, Any]:

@@ -212,18 +212,22 @@ def raw(ctx: click.Context, path: str, name: str | None, as_json: bool) -> None:
 
 @cli.command("import-jsonl")
 @click.argument("path")
+@click.option("--force", is_flag=True, help="Import lines whose content was forgotten or discarded before.")
 @json_option
 @click.pass_context
-def import_jsonl(ctx: click.Context, path: str, as_json: bool) -> None:
+def import_jsonl(ctx: click.Context, path: str, force: bool, as_json: bool) -> None:
     """Import memories from JSON lines ('-' reads stdin), all or nothing.
 
     Each line is a full MemoryNode record or a short line such as
     {"content": "...", "source": "label", "type": "...", "key": "...", "scope": {...}, "tags": [...]}.
-    Bad lines are reported by number and nothing is written.
+    Bad lines are reported by number and nothing is written. Content already
+    current in its scope is skipped and listed; forgotten content needs --force.
 
     Example: cclg import-jsonl seed.jsonl
     """
-    result = api.import_jsonl(_store(ctx), _read_input(path), name="stdin" if path == "-" else Path(path).name)
+    result = api.import_jsonl(
+        _store(ctx), _read_input(path), name="stdin" if path == "-" else Path(path).name, force=force
+    )
     _emit(result.to_dict(), as_json)
 
 

@@ -139,3 +139,36 @@ def test_cli_add_says_what_happened(tmp_path: Path) -> None:
     assert code == 6 and "forgotten" in notes and "--force" in notes
     code, forced, _ = add("--content", "Docs build with mkdocs --strict", "--force")
     assert code == 0 and forced["patch_id"]
+
+
+# ---------------------------------------------------------------- import-jsonl, the bulk add
+
+
+def jsonl(*contents: str) -> bytes:
+    return "\n".join(json.dumps({"content": c, "source": "seed"}) for c in contents).encode()
+
+
+def test_import_skips_content_already_current_and_repeats_within_the_file(store: Store) -> None:
+    known = api.add_memory(store, "Ports: the API listens on 9090", source="user").node
+    result = api.import_jsonl(
+        store, jsonl("Ports: the API listens on 9090", "Logs rotate weekly", "Logs rotate weekly"), name="seed.jsonl"
+    )
+    assert [n.content for n in result.nodes] == ["Logs rotate weekly"]
+    assert result.to_dict()["duplicates"] == [
+        {"line": 1, "duplicate_of": known.id},
+        {"line": 3, "duplicate_of": result.nodes[0].id},
+    ]
+    again = api.import_jsonl(store, jsonl("Logs rotate weekly"), name="seed.jsonl")
+    assert again.patch is None and again.nodes == []
+
+
+def test_import_of_forgotten_content_is_refused_whole_unless_forced(store: Store) -> None:
+    node = api.add_memory(store, "Deploys need two approvals", source="user").node
+    forget = apply_patch(store, "forget", [node.id], reason="policy changed")
+    before = files(store.root)
+    with pytest.raises(IllegalPatchError, match=rf"seed.jsonl line 2: .*{forget.patch.id}"):
+        api.import_jsonl(store, jsonl("A new fact", "Deploys need two approvals"), name="seed.jsonl")
+    assert files(store.root) == before, "all or nothing"
+    forced = api.import_jsonl(store, jsonl("A new fact", "Deploys need two approvals"), name="seed.jsonl", force=True)
+    assert len(forced.nodes) == 2
+    assert diagnose(store).findings == []
