@@ -1,4 +1,11 @@
-"""Guards on what enters the store: secrets, and platform auth fields.
+"""Guards on what enters the store and what leaves it in a pack.
+
+- Secrets (below): found on every write, refused or redacted.
+- Platform auth fields (``FORBIDDEN_KEYS``): never inside records or containers.
+- Trust, sensitivity, retention (``labels``): the vocabulary, the defaults, and
+  the cautious reading of a value outside it.
+- Stored text is data: ``instruction_flags`` marks text that talks to the model,
+  ``reveal`` shows invisible characters before a pack hands text over.
 
 A memory store sees everything an agent sees, credentials pasted into prompts
 and tool output included. ``scan`` finds secrets with curated format rules: each
