@@ -391,6 +391,38 @@ def forget(ctx: click.Context, memory_id: str, reason: str, as_json: bool) -> No
     _emit(result.to_dict(), as_json)
 
 
+@cli.command("label")
+@click.argument("memory_id")
+@click.option("--trust", type=click.Choice(guard.TRUST), help="trusted: you have checked it.")
+@click.option("--sensitivity", type=click.Choice(guard.SENSITIVITY))
+@click.option("--retention", type=click.Choice(guard.RETENTION))
+@click.option("--reason", required=True, help="Why: kept in the patch for the audit trail.")
+@json_option
+@click.pass_context
+def label(
+    ctx: click.Context,
+    memory_id: str,
+    trust: str | None,
+    sensitivity: str | None,
+    retention: str | None,
+    reason: str,
+    as_json: bool,
+) -> None:
+    """Change a memory's trust, sensitivity or retention (an `update` patch: same content, new labels).
+
+    Only here, on your own command line, can a memory become trusted.
+    Example: cclg label mem_01... --trust trusted --reason "checked against the runbook"
+    """
+    chosen = {k: v for k, v in (("trust", trust), ("sensitivity", sensitivity), ("retention", retention)) if v}
+    if not chosen:
+        raise UsageError("give at least one of --trust, --sensitivity, --retention")
+    store = _store(ctx)
+    node_id = api.resolve_node_id(store, memory_id)
+    content = store.read_node(node_id).content
+    result = ledger.apply_patch(store, "update", [node_id], reason=reason, contents=[content], labels=chosen)
+    _emit(result.to_dict(), as_json)
+
+
 @cli.command()
 @click.argument("patch_id")
 @click.option("--reason", default="", help="Why (default: 'rollback of PATCH_ID').")

@@ -121,11 +121,13 @@ def apply_patch(
     source: Source | None = None,
     confidence: float = 1.0,
     max_trust: str = "trusted",
+    labels: dict[str, str] | None = None,
 ) -> PatchResult:
     """Apply one patch (any operation but ``create`` and ``rollback``, which have their own functions).
 
-    New nodes inherit the first target's trust, sensitivity and retention; their trust is
-    at most ``max_trust`` (an MCP caller cannot raise trust by rewording a memory).
+    New nodes inherit the first target's trust, sensitivity and retention, changed by
+    ``labels`` where given; their trust is at most ``max_trust`` (an MCP caller cannot
+    raise trust by rewording a memory).
 
     Refuses, before writing anything, an unknown target, a target whose status
     the lattice does not let the operation move, and content that is missing
@@ -157,11 +159,9 @@ def apply_patch(
         patch_id = new_id("patch")
         first = targets[0]
         trust, sensitivity, retention = guard.labels(first.metadata)
-        inherited = {
-            "trust": guard.least_trusted(trust, max_trust),
-            "sensitivity": sensitivity,
-            "retention": retention,
-        }
+        chosen = {"trust": trust, "sensitivity": sensitivity, "retention": retention, **(labels or {})}
+        guard.check_labels(**chosen)
+        inherited = {**chosen, "trust": guard.least_trusted(chosen["trust"], max_trust)}
         new_nodes = []
         for index, content in enumerate(contents):
             key = first.key

@@ -138,3 +138,23 @@ def test_instruction_like_content_is_flagged_when_written(store: Store) -> None:
     assert store.read_node(node.id).metadata["flags"] == ["instruction_like"]
     plain = api.add_memory(store, "The build ignores the docs folder", source="tool").node
     assert "flags" not in store.read_node(plain.id).metadata
+
+
+def test_the_user_relabels_a_memory_through_the_ledger(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    store, _ = Store.init(root)
+    agent_wrote = api.add_memory(store, "Curlew builds run on the arm64 runners", source="mcp").node
+    assert guard.labels(agent_wrote.metadata)[0] == "untrusted"
+    runner = CliRunner()
+    result = runner.invoke(
+        cli,
+        ["--root", str(root), "label", agent_wrote.id, "--trust", "trusted", "--reason", "checked", "--json"],
+    )
+    assert result.exit_code == 0, result.output
+    (new,) = json.loads(result.stdout)["new_nodes"]
+    assert new["content"] == agent_wrote.content and new["metadata"]["trust"] == "trusted"
+    assert store.read_node(agent_wrote.id).status == "superseded"
+    (entry,) = compile_pack(store, "curlew builds runners")["memory_nodes"]
+    assert entry["id"] == new["id"] and entry["trust"] == "trusted"
+    nothing = runner.invoke(cli, ["--root", str(root), "label", new["id"], "--reason", "r"])
+    assert nothing.exit_code == 2 and "at least one" in nothing.stderr
