@@ -138,9 +138,13 @@ class AddResult(Record):
     ) -> None:
         self.node = node
         self.patch = patch
-        self.new_nodes = [node] if patch is not None else []  # what was written
         self.duplicate_of = duplicate_of
         self.similar = [] if similar is None else similar
+
+    @property
+    def new_nodes(self) -> list[MemoryNode]:
+        """What was written: the memory, or nothing for a duplicate."""
+        return [self.node] if self.patch is not None else []
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -219,15 +223,10 @@ def _similar(index: Index, node: MemoryNode) -> list[dict[str, str]]:
         elif difflib.SequenceMatcher(None, text, other_text).ratio() >= SIMILAR_RATIO:
             found.append({"id": other.id, "why": "very similar text"})
     if node.key is not None and not any(f["why"].startswith("same key") for f in found):
-        for other in _current_with_key(index, node.key):
+        for other in index.current_with_key(node.key):
             if other.scope.to_dict() == node.scope.to_dict():
                 found.append({"id": other.id, "why": f"same key {node.key!r}"})
     return found
-
-
-def _current_with_key(index: Index, key: str) -> list[MemoryNode]:
-    rows = index.db.execute("SELECT id, record FROM nodes WHERE key = ? AND current = 1 ORDER BY id", (key,))
-    return [MemoryNode.from_dict(json.loads(record), where=f"nodes/{node_id}.json") for node_id, record in rows]
 
 
 @dataclass

@@ -52,8 +52,7 @@ MAGIC = "CCLG"
 VERSION = "0.1"
 CONTAINER_ID = "cclg.container.v0.1"
 SECTIONS = ("nodes", "patches", "edges", "sessions")
-# The header's ``versions`` keys (the reference implementation's names) and the record kind of each section.
-SECTION_KINDS = {"nodes": "memory_node", "patches": "memory_patch", "edges": "edge", "sessions": "session"}
+# The header's ``versions``, under the reference implementation's names for the record kinds.
 RECORD_VERSIONS = {
     "memory_node": fmt.NODE_SCHEMA,
     "memory_patch": fmt.PATCH_SCHEMA,

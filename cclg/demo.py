@@ -43,6 +43,28 @@ Notes from the design review where the memory layout was agreed.
 """
 
 
+_STORE_PY = (
+    "import json\n"
+    "\n"
+    "from tasks.model import Task\n"
+    "\n"
+    "\n"
+    "def load_tasks(path):\n"
+    "    with open(path) as handle:\n"
+    '        return [Task(item["title"], item["done"]) for item in json.load(handle)]\n'
+    "\n"
+    "\n"
+    "def save_tasks(path, tasks):\n"
+    '    with open(path, "w") as handle:\n'
+    "        json.dump([task.to_dict() for task in tasks], handle)\n"
+)
+# The fix of the last commit: UTF-8 files, titles kept readable.
+_STORE_PY_UTF8 = (
+    _STORE_PY.replace("open(path)", 'open(path, encoding="utf-8")')
+    .replace('open(path, "w")', 'open(path, "w", encoding="utf-8")')
+    .replace("handle)\n", "handle, ensure_ascii=False)\n")
+)
+
 # The sample project's history: (author, unix time, subject, files written).
 DEMO_PROJECT_ROOT = "demo-project"
 DEMO_PROJECT_HISTORY: list[tuple[str, int, str, dict[str, str]]] = [
@@ -61,21 +83,7 @@ DEMO_PROJECT_HISTORY: list[tuple[str, int, str, dict[str, str]]] = [
                 "    def to_dict(self):\n"
                 '        return {"title": self.title, "done": self.done}\n'
             ),
-            "tasks/store.py": (
-                "import json\n"
-                "\n"
-                "from tasks.model import Task\n"
-                "\n"
-                "\n"
-                "def load_tasks(path):\n"
-                "    with open(path) as handle:\n"
-                '        return [Task(item["title"], item["done"]) for item in json.load(handle)]\n'
-                "\n"
-                "\n"
-                "def save_tasks(path, tasks):\n"
-                '    with open(path, "w") as handle:\n'
-                "        json.dump([task.to_dict() for task in tasks], handle)\n"
-            ),
+            "tasks/store.py": _STORE_PY,
         },
     ),
     (
@@ -126,21 +134,7 @@ DEMO_PROJECT_HISTORY: list[tuple[str, int, str, dict[str, str]]] = [
         1_782_734_400,
         "Keep non-ASCII task titles readable in the saved file",
         {
-            "tasks/store.py": (
-                "import json\n"
-                "\n"
-                "from tasks.model import Task\n"
-                "\n"
-                "\n"
-                "def load_tasks(path):\n"
-                '    with open(path, encoding="utf-8") as handle:\n'
-                '        return [Task(item["title"], item["done"]) for item in json.load(handle)]\n'
-                "\n"
-                "\n"
-                "def save_tasks(path, tasks):\n"
-                '    with open(path, "w", encoding="utf-8") as handle:\n'
-                "        json.dump([task.to_dict() for task in tasks], handle, ensure_ascii=False)\n"
-            ),
+            "tasks/store.py": _STORE_PY_UTF8,
         },
     ),
 ]
@@ -188,7 +182,7 @@ def _write_demo_project(root: Path) -> None:
 
 def _add_demo_code_graph(store: Store) -> None:
     """Index the sample project and keep its graph, rooted at ``demo-project``, in the store."""
-    from cclg.codegraph.build import _graph_bytes, build_graph
+    from cclg.codegraph.build import build_graph, graph_bytes
     from cclg.codegraph.stored import cache_path, graph_path, search_index_path
 
     try:
@@ -203,7 +197,7 @@ def _add_demo_code_graph(store: Store) -> None:
         raise UsageError(f"the demo store's code graph needs git: {error}") from error
     graph.pop("summary")
     graph["root"] = DEMO_PROJECT_ROOT
-    store.write_file(graph_path(store, Path(DEMO_PROJECT_ROOT)), _graph_bytes(graph))
+    store.write_file(graph_path(store, Path(DEMO_PROJECT_ROOT)), graph_bytes(graph))
 
 
 def build_demo_store(path: Path) -> Store:

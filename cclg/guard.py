@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import re
 
-from cclg.errors import ValidationError
+from cclg.errors import UsageError, ValidationError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,6 +43,19 @@ PREVIEW_CHARS = 4
 
 class SecretError(ValidationError):
     """A write refused because it holds a secret (exit code 4)."""
+
+
+class _Lazy:
+    """A regular expression compiled on first use (compiling them all costs the hook ~10 ms)."""
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self._source, self._flags = source, flags
+        self._pattern: re.Pattern[str] | None = None
+
+    def __call__(self) -> re.Pattern[str]:
+        if self._pattern is None:
+            self._pattern = re.compile(self._source, self._flags)
+        return self._pattern
 
 
 class Rule:
@@ -64,8 +77,7 @@ class Rule:
     ) -> None:
         self.name = name
         self.description = description
-        self._source, self._flags = pattern, flags
-        self._pattern: re.Pattern[str] | None = None
+        self._regex = _Lazy(pattern, flags)
         self.keywords = keywords
         self.ignore_case = bool(flags & re.IGNORECASE)
         self.before = before
@@ -75,22 +87,7 @@ class Rule:
     @property
     def pattern(self) -> re.Pattern[str]:
         """Compiled on first use: the hook pays only for the rules whose keywords its text holds."""
-        if self._pattern is None:
-            self._pattern = re.compile(self._source, self._flags)
-        return self._pattern
-
-
-class _Lazy:
-    """A regular expression compiled on first use (compiling them all costs the hook ~10 ms)."""
-
-    def __init__(self, source: str, flags: int = 0) -> None:
-        self._source, self._flags = source, flags
-        self._pattern: re.Pattern[str] | None = None
-
-    def __call__(self) -> re.Pattern[str]:
-        if self._pattern is None:
-            self._pattern = re.compile(self._source, self._flags)
-        return self._pattern
+        return self._regex()
 
 
 # Assignments: `db_password = "..."`, `dbPassword: '...'`, `DB_PASSWORD=...`, `"password": "..."`,
@@ -468,8 +465,6 @@ def least_trusted(*levels: str) -> str:
 
 def check_labels(trust: str | None = None, sensitivity: str | None = None, retention: str | None = None) -> None:
     """``UsageError`` for a value outside its vocabulary."""
-    from cclg.errors import UsageError
-
     for name, value, allowed in (
         ("trust", trust, TRUST),
         ("sensitivity", sensitivity, SENSITIVITY),

@@ -287,6 +287,11 @@ class Index:
         ).fetchall()
         return [(node_id, status, bool(current), record) for node_id, status, current, record in rows]
 
+    def current_with_key(self, key: str) -> list[MemoryNode]:
+        """The current memories (in any scope) with ``key``."""
+        rows = self.db.execute("SELECT id, record FROM nodes WHERE key = ? AND current = 1 ORDER BY id", (key,))
+        return [MemoryNode.from_dict(json.loads(record), where=f"nodes/{node_id}.json") for node_id, record in rows]
+
     def patches_targeting(self, node_id: str) -> list[str]:
         """Ids of the patches that name ``node_id`` as a target."""
         rows = self.db.execute(

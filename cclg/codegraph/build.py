@@ -381,7 +381,7 @@ def build_graph(
     writer.finish(graph)
     with store.lock():
         store.write_file(cache_file, _cache_bytes(cache))
-        store.write_file(graph_path(store, repo.root), _graph_bytes(graph))
+        store.write_file(graph_path(store, repo.root), graph_bytes(graph))
         _mark_current(graph_path(store, repo.root))
     graph["summary"] = _summary(graph, len(jobs), start)  # the run's figures, not stored with the graph
     return graph
@@ -406,7 +406,8 @@ def _summary(graph: dict[str, Any], parsed: int, start: float) -> dict[str, Any]
     }
 
 
-def _graph_bytes(graph: dict[str, Any]) -> bytes:
+def graph_bytes(graph: dict[str, Any]) -> bytes:
+    """A graph as ``active/codegraphs/<repo>.json`` holds it (compact JSON, one final newline)."""
     return (json.dumps(graph, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
 
