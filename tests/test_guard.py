@@ -754,22 +754,15 @@ class McpSession:
 @pytest.fixture(scope="module")
 def mcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpSession]:
     import anyio.from_thread
-    from mcp import Client, StdioServerParameters
+    from mcp import Client
     from mcp.client.stdio import stdio_client
 
-    from tests.test_mcp_server import SERVER, TIMEOUT, server_env
+    from tests.test_mcp_server import TIMEOUT, sandboxed_server
 
     base = tmp_path_factory.mktemp("guard-mcp")
-    for folder in ("home", "cclg-home", "tmp", "cwd"):
-        (base / folder).mkdir()
     store, _ = Store.init(base / "store")
     api.add_memory(store, "The deploy memory: releases go out from CI", source="user")
-    params = StdioServerParameters(
-        command=SERVER[0],
-        args=[*SERVER[1:], "--root", str(store.root)],
-        env=server_env(base / "home", base / "cclg-home", base / "tmp"),
-        cwd=str(base / "cwd"),
-    )
+    params = sandboxed_server(base, store.root)
     with ExitStack() as stack:
         errlog = stack.enter_context((base / "server-stderr.log").open("w", encoding="utf-8"))
         portal = stack.enter_context(anyio.from_thread.start_blocking_portal())

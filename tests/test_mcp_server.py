@@ -133,6 +133,19 @@ def server_env(home: Path | str, cclg_home: Path | str, tmp: Path | str | None =
     return env
 
 
+def sandboxed_server(base: Path, root: Path) -> StdioServerParameters:
+    """How to start ``cclg-mcp --root ROOT`` with its own HOME, CCLG_HOME, TMPDIR and working
+    folder, all made inside ``base``."""
+    for folder in ("home", "cclg-home", "tmp", "cwd"):
+        (base / folder).mkdir(exist_ok=True)
+    return StdioServerParameters(
+        command=SERVER[0],
+        args=[*SERVER[1:], "--root", str(root)],
+        env=server_env(base / "home", base / "cclg-home", base / "tmp"),
+        cwd=str(base / "cwd"),
+    )
+
+
 def seed(store: Store) -> dict[str, str]:
     """A few memories: one superseded, one keyed, one scoped to a project, one resting on raw evidence."""
     old = api.add_memory(store, "Deploys go out with fabric from the ops laptop", source="user").new_nodes[0].id
@@ -195,16 +208,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     # Module-scoped, so it is set up before conftest's per-test HOME/CCLG_HOME: the child gets its
     # own HOME, CCLG_HOME, TMPDIR and working folder, all inside the module's tmp folder.
     base = tmp_path_factory.mktemp("mcp")
-    for folder in ("home", "cclg-home", "tmp", "cwd"):
-        (base / folder).mkdir()
     store, _ = Store.init(base / "store")
     ids = seed(store)
-    params = StdioServerParameters(
-        command=SERVER[0],
-        args=[*SERVER[1:], "--root", str(store.root)],
-        env=server_env(base / "home", base / "cclg-home", base / "tmp"),
-        cwd=str(base / "cwd"),
-    )
+    params = sandboxed_server(base, store.root)
     # A second, short-lived server with --dotted-names starts beside it (two imports of mcp at once).
     dotted_params = params.model_copy(update={"args": [*params.args, "--dotted-names"]})
     with ExitStack() as stack:
