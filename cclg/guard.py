@@ -5,7 +5,9 @@
 - Trust, sensitivity, retention (``labels``): the vocabulary, the defaults, and
   the cautious reading of a value outside it.
 - Stored text is data: ``instruction_flags`` marks text that talks to the model,
-  ``reveal`` shows invisible characters before a pack hands text over.
+  ``reveal`` shows invisible characters before a pack hands text over, and
+  ``json_literal`` fences a string so Markdown cannot read it as markup;
+  ``estimate_tokens`` is the one token estimate every budget uses.
 
 A memory store sees everything an agent sees, credentials pasted into prompts
 and tool output included. ``scan`` finds secrets with curated format rules: each
@@ -26,6 +28,7 @@ Light on purpose: the hook imports this module (``re`` and ``math`` only).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -506,3 +509,28 @@ def reveal(text: str) -> str:
     """``text`` with each invisible character shown as ``[U+XXXX]``: what a pack hands the
     model is what a person reading the pack sees."""
     return _INVISIBLE().sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
+
+
+# ---------------------------------------------------------------- fencing
+
+
+def json_literal(text: str) -> str:
+    """A JSON string literal that Markdown cannot read as markup: U+2028/U+2029 escaped (some
+    readers take them for line breaks), ``<`` and ``>`` escaped (no HTML, no autolink, no
+    closing tag), and ``](`` broken (no link or image can form)."""
+    literal = json.dumps(text, ensure_ascii=False)
+    for raw, escaped in (
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("](", "]\\u0028"),
+    ):
+        literal = literal.replace(raw, escaped)
+    return literal
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap token estimate: four ASCII characters a token, one token per other character."""
+    ascii_chars = sum(1 for c in text if c < "\x80")
+    return math.ceil(ascii_chars / 4) + (len(text) - ascii_chars)

@@ -263,7 +263,8 @@ def _fit_context(
     headings. When the rendering overflows, the budget shrinks in proportion and the
     pack is compiled again (at most a few times).
     """
-    from cclg.pack import compile_pack, estimate_tokens, prompt_markdown  # only events with context need it
+    from cclg.guard import estimate_tokens
+    from cclg.pack import compile_pack, prompt_markdown  # only events with context need it
 
     max_chars, max_tokens = context_limits(store, agent)
     extra = FRAME + codegraph

@@ -22,10 +22,10 @@ counted as omitted. The same store and query give the same bytes; only
 from __future__ import annotations
 
 import json
-import math
 
 from cclg import format as fmt
 from cclg import guard
+from cclg.guard import estimate_tokens, json_literal
 from cclg.index import Index, open_index
 from cclg.records import MemoryNode, now_iso
 from cclg.search import Hit, View, Where, bm25, document_frequencies, idf
@@ -47,12 +47,6 @@ MIN_COVERAGE = 0.25
 MIN_RELATIVE = 0.5
 MIN_CUT_CHARS = 80
 CUT_MARKER = " […cut: {rest} more characters; `cclg show {id}` has all]"
-
-
-def estimate_tokens(text: str) -> int:
-    """A cheap token estimate: four ASCII characters a token, one token per other character."""
-    ascii_chars = sum(1 for c in text if c < "\x80")
-    return math.ceil(ascii_chars / 4) + (len(text) - ascii_chars)
 
 
 class Budget:
@@ -313,22 +307,6 @@ def prompt_toml(pack: dict[str, Any]) -> str:
     import tomli_w
 
     return tomli_w.dumps(data)
-
-
-def json_literal(text: str) -> str:
-    """A JSON string literal that Markdown cannot read as markup: U+2028/U+2029 escaped (some
-    readers take them for line breaks), ``<`` and ``>`` escaped (no HTML, no autolink, no
-    closing tag), and ``](`` broken (no link or image can form)."""
-    literal = json.dumps(text, ensure_ascii=False)
-    for raw, escaped in (
-        ("\u2028", "\\u2028"),
-        ("\u2029", "\\u2029"),
-        ("<", "\\u003c"),
-        (">", "\\u003e"),
-        ("](", "]\\u0028"),
-    ):
-        literal = literal.replace(raw, escaped)
-    return literal
 
 
 def prompt_markdown(pack: dict[str, Any]) -> str:

@@ -19,15 +19,13 @@ from hypothesis import strategies as st
 
 from cclg.api import add_memory
 from cclg.cli import cli
-from cclg.guard import reveal
+from cclg.guard import estimate_tokens, json_literal, reveal
 from cclg.index import open_index
 from cclg.ledger import apply_patch, create_nodes, effective_view, rollback
 from cclg.pack import (
     SUPPRESSED_PREFIX_CHARS,
     Budget,
     compile_pack,
-    estimate_tokens,
-    json_literal,
     prompt_markdown,
     prompt_toml,
     render,

@@ -26,6 +26,8 @@ import sqlite3
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from cclg.guard import estimate_tokens
+from cclg.guard import json_literal as quoted
 from cclg.text import STOPWORDS
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
@@ -463,9 +465,6 @@ def render_pack(files: list[dict[str, Any]], *, max_tokens: int = 800) -> str:
     JSON string literal, as the memory pack shows stored text: nothing in them can
     open a heading or end the list. Tokens are estimated as the memory pack does.
     """
-    from cclg.pack import estimate_tokens
-    from cclg.pack import json_literal as quoted
-
     lines = [
         "## Code graph: files to read first",
         "",
