@@ -53,7 +53,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synth
 
 from cclg import api
-from cclg.index import index_path
 from cclg.ledger import apply_patch
 from cclg.pack import compile_pack
 from cclg.store import Store
@@ -134,7 +133,7 @@ def bench_size(size: int, args: argparse.Namespace, work: Path) -> dict[str, obj
 
     builds = []
     for _ in range(args.build_runs if size < 100_000 else 1):
-        index_path(Store.open(root)).unlink(missing_ok=True)
+        Store.open(root).drop_index()
         builds.append(run_measured([*CCLG, "--root", str(root), "reindex"])[0])
     index_bytes = sum(p.stat().st_size for p in root.glob("index.sqlite*"))
 

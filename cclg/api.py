@@ -1,397 +1,147 @@
-"""Library operations behind the command line and the MCP server.
+"""The library: every operation the command line and the MCP server offer.
 
-Each function takes an open ``Store`` and plain values, does one job through the
-ledger, and returns records or plain dicts; the surfaces only parse and print.
+Each function takes an open ``Store`` and plain values, does one job, and returns
+records or plain dicts; the surfaces only parse and print. Ids are resolved here,
+in one place: wherever a memory or patch id is taken, a unique prefix of it is
+accepted (``resolve_node_id``, ``resolve_patch_id``).
+
+``__all__`` is the public surface; ``cclg/__init__.py`` exports the same names.
+The work itself lives in the modules named after it (``intake`` for new memories,
+``ledger`` for patches, ``search``, ``pack``, ``container``, ``doctor``,
+``redaction``, ``codegraph``); this module gathers them and adds the operations
+that are only a few lines over them.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import time
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from cclg import format as fmt
-from cclg import guard, ledger
-from cclg.errors import IllegalPatchError, NotFoundError, UsageError, ValidationError
-from cclg.index import Index, open_index
-from cclg.index import connect as connect_index  # a rebuild after redaction needs no sync first
-from cclg.lattice import INITIAL_STATUSES
-from cclg.ledger import PatchResult, create_nodes, effective_view
-from cclg.records import (
-    MemoryNode,
-    MemoryPatch,
-    Record,
-    Scope,
-    Source,
-    content_hash,
-    dumps,
-    is_valid_id,
-    new_node,
-    normalize_text,
-    retrieval_for,
-)
-from cclg.search import Where, bm25, search
-from cclg.sessions import note_overlay
-from cclg.store import Store, audit_record, read_jsonl
+from cclg import guard, install, ledger
+from cclg.container import Container, ImportReport, export_store, import_container, load_container, read_text
+from cclg.demo import build_demo_store
+from cclg.doctor import Finding, Report, diagnose, repair, validate_paths
+from cclg.errors import NotFoundError, UsageError
+from cclg.index import rebuild_index
+from cclg.intake import AddResult, ImportResult, add_memory, build_node, import_jsonl, parse_scope
+from cclg.ledger import PatchResult
+from cclg.pack import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, FORMATS, compile_pack, render
+from cclg.records import MemoryNode, MemoryPatch, Source, is_valid_id
+from cclg.redaction import redact_store, scan_secrets
+from cclg.search import MODES, GrepMatch, Hit, Where, grep, parse_moment, search
+from cclg.store import Store, read_jsonl, resolve_root
+from cclg.view import effective_view
 
-SHORT_LINE_FIELDS = (
-    "content",
-    "type",
-    "source",
-    "key",
-    "scope",
-    "tags",
-    "quote",
-    "confidence",
-    "priority",
-    "provenance",
-)
-
-
-def parse_scope(pairs: list[str] | dict[str, Any] | None) -> Scope:
-    """A scope from ``key=value`` strings or a (partial) dict; unknown keys are an error."""
-    values: dict[str, Any] = {}
-    if isinstance(pairs, dict):
-        values = dict(pairs)
-    else:
-        for pair in pairs or []:
-            key, sep, value = pair.partition("=")
-            if not sep:
-                raise UsageError(f"scope must be key=value, got {pair!r}")
-            values[key.strip()] = value.strip() or None
-    unknown = sorted(set(values) - set(fmt.SCOPE_KEYS))
-    if unknown:
-        raise UsageError(f"unknown scope key(s) {', '.join(unknown)}; use {', '.join(fmt.SCOPE_KEYS)}")
-    for key, value in values.items():
-        if value is not None and not isinstance(value, str):
-            raise UsageError(f"scope {key} must be a string or null")
-        values[key] = (value.strip() or None) if isinstance(value, str) else None  # "" is unset, as on the CLI
-    return Scope(**values)
-
-
-def build_node(
-    content: str,
-    *,
-    source: str,
-    type: str = "memory",
-    key: str | None = None,
-    quote: str | None = None,
-    confidence: float = 1.0,
-    priority: str = "normal",
-    scope: Scope | None = None,
-    tags: list[str] | None = None,
-    created_by: str = "manual",
-    trust: str = guard.DEFAULT_TRUST,
-    sensitivity: str = guard.DEFAULT_SENSITIVITY,
-    retention: str = guard.DEFAULT_RETENTION,
-) -> MemoryNode:
-    """A new node from user-level arguments, checked like a record read from disk.
-
-    Trust, sensitivity and retention go to metadata (untrusted, internal and
-    optional unless the caller says otherwise: only the user's own surface, the
-    CLI, says trusted). ``create_nodes`` flags content that reads as instructions.
-    """
-    if not content.strip():
-        raise UsageError("content must not be empty")
-    if not source.strip():
-        raise UsageError("a memory needs a source label (where did this come from?)")
-    if type not in fmt.NODE_TYPES:
-        raise UsageError(f"unknown type {type!r}; use one of {', '.join(fmt.NODE_TYPES)}")
-    guard.check_labels(trust, sensitivity, retention)
-    metadata: dict[str, Any] = {
-        "created_by": created_by,
-        "trust": trust,
-        "sensitivity": sensitivity,
-        "retention": retention,
-    }
-    return new_node(
-        content,
-        type=type,
-        key=key or None,
-        scope=scope,
-        confidence=confidence,
-        priority=priority,
-        tags=tags,
-        source=Source(label=source, quote=quote),
-        metadata=metadata,
-    )
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "DEFAULT_MAX_NODES",
+    "FORMATS",
+    "MODES",
+    "AddResult",
+    "Container",
+    "Finding",
+    "GrepMatch",
+    "Hit",
+    "ImportReport",
+    "ImportResult",
+    "PatchResult",
+    "Report",
+    "Store",
+    "Where",
+    "add_memory",
+    "audit_log",
+    "build_demo_store",
+    "build_node",
+    "cite",
+    "code_index",
+    "code_search",
+    "compile_pack",
+    "conflicts",
+    "diagnose",
+    "export_store",
+    "export_to",
+    "forget",
+    "grep",
+    "history",
+    "import_container",
+    "import_jsonl",
+    "init_store",
+    "install_host",
+    "keep_raw",
+    "label",
+    "load_container",
+    "open_store",
+    "parse_moment",
+    "parse_scope",
+    "patch",
+    "patch_diff",
+    "read_text",
+    "recall",
+    "redact_store",
+    "reindex",
+    "render",
+    "repair",
+    "resolve",
+    "resolve_node_id",
+    "resolve_patch_id",
+    "rollback",
+    "scan_secrets",
+    "search",
+    "show",
+    "status",
+    "uninstall_host",
+    "validate_paths",
+]
 
 
-# Statuses of content that was thrown out: adding it again needs ``force``.
-THROWN_OUT = ("forgotten", "discarded")
-SIMILAR_RATIO = 0.85  # how alike two texts must be (difflib ratio, normalised) to be reported as near-duplicates
+def open_store(root: str | Path | None = None) -> Store:
+    """The store at ``root`` (else ``$CCLG_HOME``, else ``~/.cclg``); ``StoreNotFoundError`` if there is none."""
+    return Store.open(root)
 
 
-class AddResult(Record):
-    """What ``add_memory`` did: the memory (the new one, or the existing one the content
-    duplicates), the patch that wrote it, and near-duplicates worth patching instead."""
-
-    def __init__(
-        self,
-        node: MemoryNode,
-        patch: MemoryPatch | None = None,
-        duplicate_of: str | None = None,
-        similar: list[dict[str, str]] | None = None,
-    ) -> None:
-        self.node = node
-        self.patch = patch
-        self.duplicate_of = duplicate_of
-        self.similar = [] if similar is None else similar
-
-    @property
-    def new_nodes(self) -> list[MemoryNode]:
-        """What was written: the memory, or nothing for a duplicate."""
-        return [self.node] if self.patch is not None else []
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "node": self.node.to_dict(),
-            "patch_id": None if self.patch is None else self.patch.id,
-            "duplicate_of": self.duplicate_of,
-            "similar": self.similar,
-        }
+def init_store(root: str | Path | None = None) -> tuple[Store, bool]:
+    """Create the store (idempotent); returns it and whether it was new."""
+    return Store.init(root)
 
 
-def add_memory(
-    store: Store, content: str, *, source: str, reason: str | None = None, force: bool = False, **fields: Any
-) -> AddResult:
-    """``cclg add``: one new memory, written with its ``create`` patch.
-
-    - Content whose canonical hash equals a current memory of the same scope is
-      not written again: the existing memory comes back (``duplicate_of``).
-    - Content that was forgotten or discarded is refused, naming the patch that
-      threw it out, unless ``force``: a thrown-out claim does not quietly return.
-      Both checks use the index's content hashes, not a scan.
-    - Current memories of the same scope with the same key or very similar text
-      are listed in ``similar``: patching one of them is usually what was meant.
-    """
-    node = build_node(content, source=source, **fields)
-    ledger.refuse_node_secrets([node])  # before the duplicate check: a secret is refused, not matched
-    with store.lock():
-        index = open_index(store)
-        try:
-            existing, thrown_out = _content_seen(store, index, node)
-            if existing is not None:
-                return AddResult(existing, duplicate_of=existing.id)
-            if thrown_out is not None and not force:
-                raise IllegalPatchError(f"refused: {thrown_out}; add it again with --force if it is true after all")
-            similar = _similar(index, node)
-        finally:
-            index.close()
-        result = create_nodes(store, [node], reason=reason or f"added from {source}", source=node.source)
-        if node.scope.session:
-            note_overlay(store, node.scope.session, node.id)
-    return AddResult(node, result.patch, similar=similar)
+# ---------------------------------------------------------------- ids
 
 
-def _content_seen(store: Store, index: Index, node: MemoryNode) -> tuple[MemoryNode | None, str | None]:
-    """What the index knows of ``node``'s content: the current memory of the same scope that holds
-    it, and, if it was thrown out (forgotten, discarded), how and when."""
-    thrown_out = []
-    for node_id, status, current, record in index.same_content(content_hash(node.content)):
-        other = MemoryNode.from_dict(json.loads(record), where=f"nodes/{node_id}.json")
-        if current and other.scope.to_dict() == node.scope.to_dict():
-            return other, None
-        if status in THROWN_OUT:
-            thrown_out.append(other)
-    if not thrown_out:
-        return None, None
-    other = thrown_out[0]
-    patches = [store.read_patch(p) for p in index.patches_targeting(other.id)]
-    last = max(patches, key=lambda p: (p.created_at, p.id), default=None)
-    how = "" if last is None else f" by {last.id} ({last.operation}, {last.created_at[:10]}: {last.reason})"
-    return None, f"this content was {other.status}{how} as {other.id}"
+def resolve_node_id(store: Store, text: str) -> str:
+    """Accept a full memory id, or a unique prefix of one (``mem_01jq`` style)."""
+    return _resolve_id(store, text, "mem", "nodes", "memory", "memories")
 
 
-SIMILAR_CHARS = 2_000  # the near-duplicate check looks at this much of each text
+def resolve_patch_id(store: Store, text: str) -> str:
+    """Accept a full patch id, or a unique prefix of one (``patch_01jq`` style)."""
+    return _resolve_id(store, text, "patch", "patches", "patch", "patches")
 
 
-def _similar(index: Index, node: MemoryNode) -> list[dict[str, str]]:
-    where = Where(session_id=node.scope.session, project=node.scope.project, workspace=node.scope.workspace)
-    text = normalize_text(node.content[:SIMILAR_CHARS]).lower()
-    found = []
-    for hit in bm25(index, text, where, limit=5):
-        other = hit.node
-        if other.scope.to_dict() != node.scope.to_dict():
-            continue
-        other_text = normalize_text(other.content[:SIMILAR_CHARS]).lower()
-        if node.key is not None and other.key == node.key:
-            found.append({"id": other.id, "why": f"same key {node.key!r}"})
-        elif difflib.SequenceMatcher(None, text, other_text).ratio() >= SIMILAR_RATIO:
-            found.append({"id": other.id, "why": "very similar text"})
-    if node.key is not None and not any(f["why"].startswith("same key") for f in found):
-        for other in index.current_with_key(node.key):
-            if other.scope.to_dict() == node.scope.to_dict():
-                found.append({"id": other.id, "why": f"same key {node.key!r}"})
-    return found
+def _resolve_id(store: Store, text: str, prefix: str, folder: str, noun: str, plural: str) -> str:
+    if is_valid_id(text, prefix) and (store.folder(folder) / f"{text}.json").exists():
+        return text
+    matches = []
+    if text.startswith(prefix + "_"):
+        matches = [p.stem for p in store.record_files(folder) if p.stem.startswith(text)]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise UsageError(f"{text} matches {len(matches)} {plural}; give more of the id")
+    raise NotFoundError(f"no {noun} {text} in {store.root}")
 
 
-@dataclass
-class ImportResult:
-    patch: MemoryPatch | None
-    nodes: list[MemoryNode]
-    duplicates: list[dict[str, Any]] | None = None  # {"line", "duplicate_of"}: not written again
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "imported": len(self.nodes),
-            "patch_id": self.patch.id if self.patch else None,
-            "node_ids": [n.id for n in self.nodes],
-            "duplicates": self.duplicates or [],
-        }
+# ---------------------------------------------------------------- reading
 
 
-def parse_import_line(value: Any, number: int, where: str) -> MemoryNode:
-    """One import line: a full MemoryNode record or a short ``{"content", "source", ...}`` line."""
-    if isinstance(value, dict) and "schema_version" in value:
-        node = MemoryNode.from_dict(value, where=f"{where} line {number}")
-        if node.status not in INITIAL_STATUSES:
-            raise ValidationError(
-                f"{where} line {number}: status {node.status} cannot be imported as a new "
-                "memory (only current ones; move history with a .cclg container)"
-            )
-        node.metadata.setdefault("content_hash", content_hash(node.content))
-        # An imported file cannot vouch for itself: trust is at most untrusted.
-        trust, _, _ = guard.labels(node.metadata)
-        node.metadata["trust"] = guard.least_trusted(trust, "untrusted")
-        return node
-    if not isinstance(value, dict):
-        raise ValidationError(f"{where} line {number}: must be a JSON object")
-    unknown = sorted(set(value) - set(SHORT_LINE_FIELDS))
-    if unknown:
-        raise ValidationError(f"{where} line {number}: unknown field(s) {', '.join(unknown)}")
-    provenance = value.get("provenance")
-    provenance = provenance if isinstance(provenance, dict) else {}
-    fields = {
-        "content": value.get("content"),
-        "source": value.get("source", provenance.get("source")),
-        "type": value.get("type", "memory"),
-        "key": value.get("key"),
-        "quote": value.get("quote", provenance.get("quote")),
-        "priority": value.get("priority", "normal"),
-        "confidence": value.get("confidence", 1.0),
-        "scope": value.get("scope", {}),
-        "tags": value.get("tags", []),
-    }
-    shapes: dict[str, tuple[type, ...]] = {
-        "content": (str,),
-        "source": (str,),
-        "type": (str,),
-        "key": (str, type(None)),
-        "quote": (str, type(None)),
-        "priority": (str,),
-        "confidence": (int, float),
-        "scope": (dict,),
-        "tags": (list,),
-    }
-    for name, allowed in shapes.items():
-        if isinstance(fields[name], bool) or not isinstance(fields[name], allowed):
-            raise ValidationError(f"{where} line {number}: field '{name}' is missing or has the wrong type")
-    if not all(isinstance(t, str) for t in fields["tags"]):
-        raise ValidationError(f"{where} line {number}: field 'tags' must be a list of strings")
-    try:
-        return build_node(
-            fields["content"],
-            source=fields["source"],
-            type=fields["type"],
-            key=fields["key"],
-            quote=fields["quote"],
-            confidence=float(fields["confidence"]),
-            priority=fields["priority"],
-            scope=parse_scope(fields["scope"]),
-            tags=fields["tags"],
-            created_by="import",
-        )
-    except (UsageError, ValidationError) as exc:
-        raise ValidationError(f"{where} line {number}: {exc}") from None
-
-
-def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>", force: bool = False) -> ImportResult:
-    """Import memories from JSON lines, all or nothing.
-
-    Every line is checked first; if any is bad, nothing is written and the
-    ``ValidationError`` lists each bad line by number. A line whose content is
-    already current in its scope (in the store or earlier in the file) is skipped
-    and reported; content that was forgotten or discarded refuses the import
-    (``IllegalPatchError`` naming the lines) unless ``force``. Otherwise all nodes
-    are written under one ``create`` patch, so ``cclg rollback`` undoes the import.
-    """
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValidationError(f"{name}: not UTF-8 text ({exc})") from None
-    nodes: list[MemoryNode] = []
-    problems: list[str] = []
-    seen: dict[str, int] = {}
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            node = parse_import_line(json.loads(line), number, name)
-        except json.JSONDecodeError as exc:
-            problems.append(f"{name} line {number}: not JSON ({exc.msg})")
-            continue
-        except ValidationError as exc:
-            problems.extend(exc.problems)
-            continue
-        if node.id in seen:
-            problems.append(f"{name} line {number}: id {node.id} repeats line {seen[node.id]}")
-            continue
-        if store.node_path(node.id).exists():
-            problems.append(f"{name} line {number}: id {node.id} is already in the store")
-            continue
-        seen[node.id] = number
-        nodes.append(node)
-    if problems:
-        raise ValidationError(f"{len(problems)} bad line(s) in {name}; nothing was imported", problems)
-    with store.lock():
-        fresh, duplicates, refused = _new_content_only(store, nodes, {n.id: seen[n.id] for n in nodes})
-        if refused and not force:
-            first = refused[0]
-            raise IllegalPatchError(
-                f"refused: {name} line {first[0]}: {first[1]}"
-                + (f" (and {len(refused) - 1} more line(s))" if len(refused) > 1 else "")
-                + "; nothing was imported; --force imports them anyway"
-            )
-        if not fresh:
-            return ImportResult(patch=None, nodes=[], duplicates=duplicates)
-        result = create_nodes(
-            store,
-            fresh,
-            reason=f"import-jsonl {name}",
-            source=Source(label=f"import:{name}"),
-            new_content=f"imported {len(fresh)} memories from {name}",
-        )
-    return ImportResult(patch=result.patch, nodes=fresh, duplicates=duplicates)
-
-
-def _new_content_only(
-    store: Store, nodes: list[MemoryNode], lines: dict[str, int]
-) -> tuple[list[MemoryNode], list[dict[str, Any]], list[tuple[int, str]]]:
-    """(nodes to write, duplicates skipped, (line, why) of thrown-out content) for an import."""
-    fresh: list[MemoryNode] = []
-    duplicates: list[dict[str, Any]] = []
-    refused: list[tuple[int, str]] = []
-    in_file: dict[tuple[str, str], str] = {}
-    index = open_index(store)
-    try:
-        for node in nodes:
-            line = lines[node.id]
-            mark = (content_hash(node.content), json.dumps(node.scope.to_dict(), sort_keys=True))
-            existing, thrown_out = _content_seen(store, index, node)
-            if existing is not None or mark in in_file:
-                duplicates.append({"line": line, "duplicate_of": existing.id if existing else in_file[mark]})
-                continue
-            if thrown_out is not None:
-                refused.append((line, thrown_out))
-            in_file[mark] = node.id
-            fresh.append(node)
-    finally:
-        index.close()
-    return fresh, duplicates, refused
+def show(store: Store, memory_id: str) -> MemoryNode:
+    """One memory record (by id or unique prefix), whatever its status."""
+    return store.read_node(resolve_node_id(store, memory_id))
 
 
 def status(store: Store) -> dict[str, Any]:
@@ -409,16 +159,16 @@ def status(store: Store) -> dict[str, Any]:
         "patches": len(patches),
         "edges": len(store.record_files("edges")),
         "sessions": len(store.record_files("sessions")),
-        "raw_files": sum(1 for p in (store.root / "raw").iterdir() if not p.name.startswith(".")),
+        "raw_files": len(store.raw_files()),
         "audit_records": len(audit.records),
         "last_change": patches[-1].created_at if patches else None,
     }
 
 
 def history(store: Store, *, node_id: str | None = None, limit: int | None = None) -> list[MemoryPatch]:
-    """Patches newest first, optionally only those touching ``node_id``."""
+    """Patches newest first, optionally only those touching the memory ``node_id`` (id or prefix)."""
     if node_id is not None:
-        store.node_path(node_id)  # validates the id
+        node_id = resolve_node_id(store, node_id)
     patches = store.load_patches()
     if node_id is not None:
         patches = [
@@ -430,7 +180,7 @@ def history(store: Store, *, node_id: str | None = None, limit: int | None = Non
 
 def patch_diff(store: Store, patch_id: str) -> dict[str, Any]:
     """What a patch changed: each target's status move and a content diff old -> new."""
-    patch = store.read_patch(patch_id)
+    patch = store.read_patch(resolve_patch_id(store, patch_id))
     nodes = {node_id: _read_optional(store, node_id) for node_id in [*patch.target_ids, *patch.new_node_ids]}
     changes = []
     for node_id in patch.target_ids:
@@ -462,14 +212,15 @@ def _read_optional(store: Store, node_id: str) -> MemoryNode | None:
         return None
 
 
-def cite(store: Store, node_id: str) -> dict[str, Any]:
+def cite(store: Store, memory_id: str) -> dict[str, Any]:
     """Provenance of one memory: source, quote, raw spans with their text, and its patch history."""
-    node = store.read_node(node_id)
+    node = show(store, memory_id)
+    node_id = node.id
     spans = []
     for span in node.source.raw_spans:
         text = None
-        raw_path = (store.root / "raw" / str(span.get("source_id", ""))).resolve()
-        if raw_path.parent == (store.root / "raw").resolve() and raw_path.is_file():
+        raw_path = store.raw_file(str(span.get("source_id", "")))
+        if raw_path is not None:
             content = raw_path.read_bytes().decode("utf-8", errors="replace")
             text = content[span["char_start"] : span["char_end"]]
         spans.append({**span, "text": text})
@@ -483,20 +234,6 @@ def cite(store: Store, node_id: str) -> dict[str, Any]:
         "patches": [p.id for p in history(store, node_id=node_id)],
         "relations": {k: v for k, v in node.relations.items() if v},
     }
-
-
-def resolve_node_id(store: Store, text: str) -> str:
-    """Accept a full id, or a unique prefix of one (``mem_01jq`` style)."""
-    if is_valid_id(text, "mem") and store.node_path(text).exists():
-        return text
-    matches = []
-    if text.startswith("mem_"):
-        matches = [p.stem for p in store.record_files("nodes") if p.stem.startswith(text)]
-    if len(matches) == 1:
-        return matches[0]
-    if len(matches) > 1:
-        raise UsageError(f"{text} matches {len(matches)} memories; give more of the id")
-    raise NotFoundError(f"no memory {text} in {store.root}")
 
 
 def patch(
@@ -518,7 +255,7 @@ def patch(
     if operation == "rollback":
         if len(targets) != 1 or contents:
             raise UsageError("rollback takes exactly one target, the id of the patch to undo, and no content")
-        return ledger.rollback(store, targets[0], reason=reason, source=Source(label=source))
+        return rollback(store, targets[0], reason=reason, source=source)
     if operation == "create":
         if len(contents) != 1 or targets:
             raise UsageError("create takes one content and no target")
@@ -539,6 +276,40 @@ def patch(
     )
 
 
+def forget(store: Store, memory_id: str, *, reason: str = "forgotten at the user's request") -> PatchResult:
+    """``cclg forget``: retire a memory for good (a ``forget`` patch; a rollback undoes it)."""
+    return ledger.apply_patch(store, "forget", [resolve_node_id(store, memory_id)], reason=reason)
+
+
+def rollback(store: Store, patch_id: str, *, reason: str = "", source: str = "manual") -> PatchResult:
+    """``cclg rollback``: undo a patch (by id or unique prefix)."""
+    return ledger.rollback(store, resolve_patch_id(store, patch_id), reason=reason, source=Source(label=source))
+
+
+def label(
+    store: Store,
+    memory_id: str,
+    *,
+    reason: str,
+    trust: str | None = None,
+    sensitivity: str | None = None,
+    retention: str | None = None,
+    max_trust: str = "trusted",
+) -> PatchResult:
+    """``cclg label``: change a memory's trust, sensitivity or retention through an ``update`` patch
+    (same content, new labels). A caller limited to ``max_trust`` (MCP: untrusted) cannot raise trust."""
+    chosen = {k: v for k, v in (("trust", trust), ("sensitivity", sensitivity), ("retention", retention)) if v}
+    if not chosen:
+        raise UsageError("give at least one of trust, sensitivity, retention")
+    guard.check_labels(trust, sensitivity, retention)
+    if trust is not None and guard.least_trusted(trust, max_trust) != trust:
+        raise UsageError(f"this caller cannot mark a memory {trust}; the user can, with `cclg label --trust {trust}`")
+    node = show(store, memory_id)
+    return ledger.apply_patch(
+        store, "update", [node.id], reason=reason, contents=[node.content], labels=chosen, max_trust=max_trust
+    )
+
+
 def keep_raw(store: Store, data: bytes, name: str) -> dict[str, Any]:
     """``cclg raw``: keep bytes verbatim as evidence (content-addressed, never overwritten)."""
     # latin-1 maps every byte to one character: binary files scan without errors, offsets stay byte offsets.
@@ -547,90 +318,26 @@ def keep_raw(store: Store, data: bytes, name: str) -> dict[str, Any]:
     return {"path": stored, "bytes": len(data), "written": written}
 
 
-def scan_secrets(paths: list[Path]) -> list[dict[str, Any]]:
-    """``cclg scan``: secrets in files (folders are walked), as {path, line, rule, preview}."""
-    found = []
-    for path in paths:
-        if not path.exists():
-            raise UsageError(f"no such file or folder: {path}")
-        files = (
-            [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and ".git" not in p.parts)
-        )
-        for file in files:
-            try:
-                data = file.read_bytes()
-            except OSError as exc:
-                raise UsageError(f"cannot read {file}: {exc.strerror or exc}") from exc
-            for line, match in guard.scan_bytes(data):
-                found.append({"path": str(file), "line": line, "rule": match.rule, "preview": match.preview})
-    return found
+def reindex(store: Store) -> dict[str, Any]:
+    """``cclg reindex``: rebuild the search index from the files (safe at any time)."""
+    start = time.perf_counter()
+    count = rebuild_index(store)
+    return {"memories": count, "seconds": round(time.perf_counter() - start, 3)}
 
 
-# Store files that are projections (rebuilt from the records) or the code graph of a repository.
-_NOT_REDACTED = ("index.sqlite", "active/codegraphs/")
-
-
-def redact_store(store: Store) -> list[dict[str, Any]]:
-    """``cclg scan --store --redact``: replace every secret already in the store's files with
-    ``[REDACTED:rule]``, one audited repair per file; returns what was changed.
-
-    Secrets are the one thing rewritten in place: a patch would leave the old bytes on
-    disk. A memory keeps its id; its content hash and retrieval keys follow the new
-    content. The search index is deleted and rebuilt, so no old page keeps the bytes.
-    """
-    changed = []
-    with store.lock():
-        for path in sorted(p for p in store.root.rglob("*") if p.is_file()):
-            relative = store.relative(path)
-            if path.name == ".lock" or relative.startswith(_NOT_REDACTED):
-                continue
-            data = path.read_bytes()
-            hits = guard.scan_bytes(data)
-            if not hits:
-                continue
-            if path.suffix == ".jsonl":
-                lines = [_redacted_json(line) if line.strip() else line for line in data.split(b"\n")]
-                new = b"\n".join(lines)
-            elif path.suffix == ".json" and relative.split("/")[0] in ("nodes", "patches", "edges", "sessions"):
-                new = _redacted_record(relative, data)
-            else:  # raw evidence, kept byte for byte but for the secrets
-                new = guard.redact(data.decode("latin-1"), escaped=True)[0].encode("latin-1")
-            store.write_file(path, new)
-            changed.append({"file": relative, "rules": sorted({m.rule for _, m in hits}), "secrets": len(hits)})
-        if changed:
-            store.audit_many(
-                [
-                    audit_record("repair_applied", action="redact_secrets", file=c["file"], rules=c["rules"])
-                    for c in changed
-                ]
-            )
-            for leftover in store.root.glob("index.sqlite*"):
-                leftover.unlink()
-            index = connect_index(store)
-            try:
-                index.rebuild()
-            finally:
-                index.close()
-    return changed
-
-
-def _redacted_json(line: bytes) -> bytes:
+def export_to(store: Store, out: Path, *, session_ids: list[str] | None = None, force: bool = False) -> dict[str, Any]:
+    """``cclg export FILE``: write the store's container to ``out``; returns the container's header."""
+    if out.is_dir():
+        raise UsageError(f"{out} is a folder; give a file name such as {out / 'memory.cclg'}")
+    text = export_store(store, session_ids or None)
     try:
-        value = json.loads(line)
-    except ValueError:  # not JSON (a torn line): redact it as text
-        return guard.redact(line.decode("latin-1"), escaped=True)[0].encode("latin-1")
-    return json.dumps(guard.redact_value(value)[0], ensure_ascii=False).encode("utf-8")
-
-
-def _redacted_record(relative: str, data: bytes) -> bytes:
-    value, _ = guard.redact_value(json.loads(data))
-    if relative.startswith("nodes/") and isinstance(value, dict) and isinstance(value.get("content"), str):
-        node = MemoryNode.from_dict(value, where=relative)
-        node.retrieval = retrieval_for(node.content)
-        if node.stored_hash is not None:
-            node.metadata["content_hash"] = content_hash(node.content)
-        value = node.to_dict()
-    return dumps(value)
+        store.write_file(out, text.encode("utf-8"), replace=force)
+    except FileExistsError:
+        raise UsageError(f"{out} exists; pass --force to replace it") from None
+    except FileNotFoundError:
+        raise UsageError(f"no folder {out.parent} to write {out.name} into") from None
+    header: dict[str, Any] = json.loads(text.split("\n", 2)[1])
+    return header
 
 
 def recall(store: Store, query: str, *, where: Where | None = None, limit: int = 5) -> list[dict[str, Any]]:
@@ -700,3 +407,59 @@ def audit_log(
         if len(records) >= limit:
             break
     return records
+
+
+# ---------------------------------------------------------------- the code graph
+
+
+def code_index(
+    store: Store, repo: str | Path, *, max_commits: int = 5000, progress: Callable[[int, int], None] | None = None
+) -> dict[str, Any]:
+    """``cclg code-index``: index a repository's code graph into the store; returns the build summary
+    with the repository's ``root``."""
+    from cclg.codegraph.build import build_graph  # tree-sitter and git: only when indexing
+
+    graph = build_graph(store, repo, progress=progress, max_commits=max_commits)
+    return {"root": graph["root"], **graph["summary"]}
+
+
+def code_search(store: Store, query: str, repo: str | Path, *, limit: int = 10) -> dict[str, Any]:
+    """``cclg code-search``: the files of an indexed repository to read first for ``query``, with the
+    CodeGraphPack that shows them (``pack``)."""
+    from cclg.codegraph.rank import rank_files, render_pack
+    from cclg.codegraph.stored import find_search_index
+
+    root, index = find_search_index(store, repo)
+    files = rank_files(index, query, limit=limit)
+    return {"query": query, "root": str(root), "files": files, "pack": render_pack(files)}
+
+
+# ---------------------------------------------------------------- hosts
+
+
+def install_host(
+    host: str, *, project: Path | None = None, root: str | None = None, dry_run: bool = False
+) -> tuple[list[install.Change], bool]:
+    """``cclg install``: create the store if needed, register cclg-hook and cclg-mcp with ``host``.
+
+    Returns the changes and whether the MCP server was registered (Codex reads MCP
+    servers from the home folder only, so a project install cannot register it).
+    """
+    if not dry_run:
+        Store.init(root)
+    root = str(resolve_root(root).resolve()) if root else None
+    install.register_mcp(host, project=project, root=root, dry_run=True)  # refuses before anything is written
+    changes = [install.install(host, project=project, root=root, dry_run=dry_run)]
+    server = install.register_mcp(host, project=project, root=root, dry_run=dry_run)
+    if server is not None:
+        changes.append(server)
+    return changes, server is not None
+
+
+def uninstall_host(host: str, *, project: Path | None = None, dry_run: bool = False) -> list[install.Change]:
+    """``cclg uninstall``: remove exactly what ``install_host`` added."""
+    changes = [install.uninstall(host, project=project, dry_run=dry_run)]
+    server = install.unregister_mcp(host, project=project, dry_run=dry_run)
+    if server is not None:
+        changes.append(server)
+    return changes

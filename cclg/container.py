@@ -25,7 +25,7 @@ no platform auth field at any depth, and nothing of the store's folder layout.
 Loading fails closed: each way a file can be wrong has its own error, and every
 record problem is reported at once. Unknown header keys are ignored; an unknown
 ``@section`` is kept apart with a warning. The effective view of a loaded
-container is ``cclg.ledger.effective_view`` over its nodes and patches, which
+container is ``cclg.view.effective_view`` over its nodes and patches, which
 excludes every node a live retiring patch targets whatever the node's own status
 says, and raises on an operation outside the closed set.
 
@@ -43,8 +43,9 @@ from pathlib import Path
 from typing import Any
 
 from cclg import format as fmt
-from cclg import guard, ledger
+from cclg import guard, ledger, view
 from cclg.errors import UsageError, ValidationError
+from cclg.index import note_changes
 from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Record, Session, content_hash, now_iso, sha256_hex
 from cclg.store import Store, audit_record
 
@@ -93,7 +94,7 @@ class Container(Record):
 
     def effective_view(self, session_id: str | None = None) -> list[MemoryNode]:
         """The memories that are current truth (for ``session_id``, with its overlay), sorted by id."""
-        return ledger.effective_view(self.nodes, self.patches, session_id=session_id)
+        return view.effective_view(self.nodes, self.patches, session_id=session_id)
 
     def describe(self, session_id: str | None = None) -> dict[str, Any]:
         """What ``cclg open`` shows: header, counts, warnings, and the effective view's ids."""
@@ -484,7 +485,7 @@ def import_container(store: Store, container: Container, *, dry_run: bool = Fals
                 audit_record("node_status_changed", node_id=n.id, status=n.status, via="import") for n in changed
             ]
             store.audit_many(records)
-            ledger.refresh_index(store, [n.id for n in [*new_nodes, *changed]], report.added["patches"])
+            note_changes(store, [n.id for n in [*new_nodes, *changed]], report.added["patches"])
         for entry, (local, incoming) in zip(report.conflicts, differing, strict=True):
             result = ledger.record_conflict(
                 store,
@@ -504,7 +505,7 @@ def _replay_statuses(
     from cclg import lattice
 
     changed = []
-    for node_id, allowed in ledger.expected_statuses(nodes, patches).items():
+    for node_id, allowed in view.expected_statuses(nodes, patches).items():
         node = nodes[node_id]
         if node.status in allowed or len(allowed) != 1:
             continue

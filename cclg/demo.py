@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from cclg import api, ledger, sessions
+from cclg import intake, ledger, sessions
 from cclg.errors import UsageError
 from cclg.records import FixedClock, Source, fixed_clock
 from cclg.store import Store
@@ -210,7 +210,7 @@ def build_demo_store(path: Path) -> Store:
         span = {"source_id": Path(raw_path).name, "turn_id": None, "char_start": 0, "char_end": 0}
         start = SOURCE_NOTE.index("- Original evidence")
         span.update(char_start=start, char_end=SOURCE_NOTE.index("\n", start))
-        old = api.add_memory(
+        old = intake.add_memory(
             store,
             "Memories are accumulated directly inside the prompt.",
             source="demo:old-assumption",
@@ -230,7 +230,7 @@ def build_demo_store(path: Path) -> Store:
             ],
             source=Source(label="demo:correction", raw_spans=[span]),
         )
-        api.add_memory(
+        intake.add_memory(
             store,
             "Checks are split into local gates (mutation, retrieval, pack, hook, MCP, code graph) "
             "and external memory, tool and code benchmark tracks.",
@@ -243,11 +243,11 @@ def build_demo_store(path: Path) -> Store:
         sessions.start_session(
             store, DEMO_SESSION, agent="codex", workspace="local", project="cclg", branch_name="main"
         )
-        api.add_memory(
+        intake.add_memory(
             store,
             "This overlay memory is visible only in packs for demo-session.",
             source="demo:session-overlay",
-            scope=api.parse_scope(["workspace=local", "project=cclg", "agent=codex", f"session={DEMO_SESSION}"]),
+            scope=intake.parse_scope(["workspace=local", "project=cclg", "agent=codex", f"session={DEMO_SESSION}"]),
             trust="trusted",
         )
         sessions.record_event(

@@ -20,12 +20,13 @@ from typing import Any
 
 from cclg import format as fmt
 from cclg.errors import CclgError, UnknownPatchOperationError, ValidationError
-from cclg.index import INDEX_FILE, Index, connect, index_path
+from cclg.index import Index, connect
 from cclg.install import check_installation
 from cclg.lattice import LIVE_STATUSES, RULES
-from cclg.ledger import effective_view, expected_statuses, link_replacements, retired_ids, undone_patch_ids
+from cclg.ledger import link_replacements
 from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Session, content_hash, parse_time
-from cclg.store import HOOK_FAILURES, Store, audit_record, patch_order, read_jsonl
+from cclg.store import HOOK_FAILURES, INDEX_FILE, Store, audit_record, patch_order, read_jsonl
+from cclg.view import effective_view, expected_statuses, retired_ids, undone_patch_ids
 
 CHECKS = dict(enumerate(fmt.DOCTOR_CHECKS))
 SCHEMA = CHECKS[0]
@@ -176,7 +177,7 @@ def diagnose(store: Store) -> Report:
     findings.extend(_ledger_findings(nodes, patches))
     findings.extend(_hook_findings(store))
     findings.extend(Finding(INSTALL, path, message) for path, message in check_installation())
-    if index_path(store).exists():
+    if store.index_path.exists():
         index = connect(store)
         try:
             readable = {f"nodes/{i}" for i in nodes} | {f"patches/{p.id}" for p in patches}
@@ -193,7 +194,7 @@ def diagnose(store: Store) -> Report:
         "patches": len(patches),
         "edges": len(edges),
         "sessions": len(sessions),
-        "raw": sum(1 for p in (store.root / "raw").glob("*") if not p.name.startswith(".")),
+        "raw": len(store.raw_files()),
     }
     return Report(root=str(store.root), counts=counts, findings=findings)
 
@@ -254,7 +255,7 @@ def _index_findings(store: Store, index: Index, readable: set[str] | None = None
 
 def _hook_findings(store: Store) -> list[Finding]:
     """Recent failures of cclg-hook, which fails open and so can only report here."""
-    log = store.root / HOOK_FAILURES
+    log = store.hook_failures_path
     since = datetime.now(UTC) - timedelta(hours=24)
     recent = []
     for record in read_jsonl(log).records:
@@ -348,7 +349,7 @@ def repair(store: Store) -> list[str]:
             fixed.append(f"set {node_id} to {status}, as its patches say")
         if fixed:
             store.audit_many([audit_record("repair_applied", actions=fixed)])
-        if index_path(store).exists():
+        if store.index_path.exists():
             index = connect(store)
             try:
                 if _index_findings(store, index):

@@ -18,6 +18,7 @@ several nodes sharing a key wins, are decided at query time (``cclg.search``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -29,13 +30,12 @@ from cclg.lattice import RULES, undone_patches
 from cclg.records import MemoryNode, MemoryPatch, content_hash, parse_time
 from cclg.store import Store
 from cclg.text import tokens
+from cclg.view import PRECEDENCE
 
-INDEX_FILE = "index.sqlite"
 SCHEMA_VERSION = "cclg.index.v2"
-# cclg.text keeps these characters inside a term; the FTS tokenizer must too.
-PRECEDENCE = {"session": 0, "project": 1, "workspace": 2, "global": 3}
 MMAP_BYTES = 1 << 30
 
+# The FTS tokenizer keeps inside a term the characters cclg.text keeps (tokenchars).
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS nodes (
@@ -85,10 +85,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS nodes_vocab USING fts5vocab(nodes_fts, 'row')
 """
 
 
-def index_path(store: Store) -> Path:
-    return store.root / INDEX_FILE
-
-
 def is_pinned(node: MemoryNode) -> bool:
     """Always-needed memories: ``metadata.pinned`` true or ``metadata.retention`` = required."""
     return node.metadata.get("pinned") is True or node.metadata.get("retention") == "required"
@@ -107,7 +103,7 @@ def search_fields(node: MemoryNode) -> tuple[str, str, str, str]:
 def _folder_signature(store: Store) -> str:
     parts = []
     for folder in ("nodes", "patches"):
-        info = os.stat(store.root / folder)
+        info = os.stat(store.folder(folder))
         parts.append(f"{folder}:{info.st_mtime_ns}")
     return " ".join(parts)
 
@@ -153,7 +149,7 @@ class Index:
     def _scan_changes(self) -> tuple[list[str], list[str]]:
         changed: dict[str, list[str]] = {}
         for folder, table in (("nodes", "nodes"), ("patches", "patches")):
-            on_disk = _files(self.store.root / folder)
+            on_disk = _files(self.store.folder(folder))
             known = {row[0]: (row[1], row[2]) for row in self.db.execute(f"SELECT id, mtime_ns, size FROM {table}")}
             ids = [i for i, (mtime, size, _) in on_disk.items() if known.get(i) != (mtime, size)]
             ids += [i for i in known if i not in on_disk]
@@ -182,7 +178,7 @@ class Index:
         return row is None or row[0] == "rollback"
 
     def _load_node(self, node_id: str) -> None:
-        path = self.store.root / "nodes" / f"{node_id}.json"
+        path = self.store.folder("nodes") / f"{node_id}.json"
         old = self.db.execute("SELECT rowid FROM nodes WHERE id = ?", (node_id,)).fetchone()
         if old is not None:
             self.db.execute("DELETE FROM nodes WHERE rowid = ?", old)
@@ -228,7 +224,7 @@ class Index:
         touched = {row[0] for row in self.db.execute("SELECT node_id FROM patch_nodes WHERE patch_id = ?", (patch_id,))}
         self.db.execute("DELETE FROM patches WHERE id = ?", (patch_id,))
         self.db.execute("DELETE FROM patch_nodes WHERE patch_id = ?", (patch_id,))
-        path = self.store.root / "patches" / f"{patch_id}.json"
+        path = self.store.folder("patches") / f"{patch_id}.json"
         try:
             info = path.stat()
             patch = MemoryPatch.from_dict(json.loads(path.read_bytes()), where=f"patches/{patch_id}.json")
@@ -303,8 +299,8 @@ class Index:
         """Forget everything and read every file again; returns the number of nodes."""
         for table in ("nodes", "patches", "patch_nodes", "nodes_fts", "meta"):
             self.db.execute(f"DELETE FROM {table}")
-        nodes = sorted(_files(self.store.root / "nodes"))
-        patches = sorted(_files(self.store.root / "patches"))
+        nodes = sorted(_files(self.store.folder("nodes")))
+        patches = sorted(_files(self.store.folder("patches")))
         for patch_id in patches:
             self._load_patch(patch_id)
         for node_id in nodes:
@@ -346,12 +342,12 @@ def connect(store: Store) -> Index:
     process: slower, never wrong.
     """
     try:
-        db = _open_db(index_path(store))
+        db = _open_db(store.index_path)
         index = Index(store, db)
         if index._table_exists("meta") and index._meta("schema") not in (None, SCHEMA_VERSION):
             db.close()
-            index_path(store).unlink()
-            index = Index(store, _open_db(index_path(store)))
+            store.drop_index()
+            index = Index(store, _open_db(store.index_path))
         index.db.executescript(_SCHEMA)
     except (sqlite3.OperationalError, sqlite3.DatabaseError, OSError):
         index = Index(store, _open_db(":memory:"))
@@ -368,12 +364,28 @@ def open_index(store: Store) -> Index:
     return index
 
 
-def note_changes(store: Store, node_ids: Iterable[str], patch_ids: Iterable[str]) -> None:
-    """After a ledger write (under the store lock): update the index if there is one."""
-    if not index_path(store).exists():
-        return  # built on first read
+def rebuild_index(store: Store) -> int:
+    """Read every file again into the index (in place, in one transaction); returns the number of memories."""
     index = connect(store)
     try:
-        index.note_changes(node_ids, patch_ids)
+        return index.rebuild()
     finally:
         index.close()
+
+
+def note_changes(store: Store, node_ids: Iterable[str], patch_ids: Iterable[str]) -> None:
+    """The ledger's one call into the index, after a write (under the store lock).
+
+    Updates the index if there is one (it is built on first read otherwise). The
+    files are already written; if the index cannot be updated now (locked,
+    damaged), the write still stands and the next reader re-syncs the index from
+    the files, because its folder signature no longer matches.
+    """
+    if not store.index_path.exists():
+        return
+    with contextlib.suppress(sqlite3.Error):
+        index = connect(store)
+        try:
+            index.note_changes(node_ids, patch_ids)
+        finally:
+            index.close()

@@ -23,7 +23,6 @@ list, so a project install for Codex prints the command that registers it instea
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import shutil
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from cclg.errors import UsageError
+from cclg.store import atomic_write
 
 HOSTS = ("claude", "codex")
 TEMPLATES = {"claude": "claude-settings.json", "codex": "codex-hooks.json"}
@@ -105,9 +105,7 @@ def _write_text(path: Path, text: str) -> Path | None:
         backup = path.with_name(path.name + ".cclg-backup")
         shutil.copy2(path, backup)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(path, text.encode("utf-8"), mode=0o644)  # keeps the mode of a file it replaces
     return backup
 
 

@@ -5,24 +5,19 @@ writes anything, then writes in an order that a crash cannot turn into a lost
 fact: new nodes first, then their edges, then the patch file (the commit point),
 then the retirement of the targets, then the audit records. A crash before the
 patch file leaves leftovers that ``cclg doctor --repair`` sets aside; a crash
-after it leaves targets that the effective view already treats as retired and
-that repair finishes by replaying the ledger.
+after it leaves targets that the effective view (``cclg.view``) already treats
+as retired and that repair finishes by replaying the ledger.
 
-``effective_view`` is a pure function of nodes and patches, so stores and
-portable containers compute it the same way.
+After each write the ledger tells the search index what changed through one
+call, ``cclg.index.note_changes``; it never reads through the index.
 """
 
 from __future__ import annotations
 
-import contextlib
-import sqlite3
-from collections.abc import Iterable
-from datetime import datetime
-
 from cclg import guard, lattice
 from cclg.errors import IllegalPatchError, NotFoundError, UsageError
 from cclg.index import note_changes
-from cclg.lattice import LIVE_STATUSES, RULES, rule_for
+from cclg.lattice import rule_for
 from cclg.records import (
     MemoryEdge,
     MemoryNode,
@@ -33,11 +28,9 @@ from cclg.records import (
     new_id,
     new_node,
     now_iso,
-    parse_time,
 )
 from cclg.store import Store, audit_record, patch_order
-
-PRECEDENCE_RANK = {"session": 0, "project": 1, "workspace": 2, "global": 3}
+from cclg.view import touched_ids, undone_patch_ids
 
 
 class PatchResult(Record):
@@ -107,7 +100,7 @@ def create_nodes(
         records = [audit_record("node_written", node_id=n.id, patch_id=patch.id) for n in nodes]
         records.append(_patch_audit(patch))
         store.audit_many(records)
-        refresh_index(store, [n.id for n in nodes], [patch.id])
+        note_changes(store, [n.id for n in nodes], [patch.id])
     return PatchResult(patch=patch, new_nodes=list(nodes))
 
 
@@ -227,7 +220,7 @@ def apply_patch(
             audit_record("node_status_changed", node_id=t.id, status=t.status, patch_id=patch.id) for t in targets
         ]
         store.audit_many(records)
-        refresh_index(store, [*patch.new_node_ids, *patch.target_ids], [patch.id])
+        note_changes(store, [*patch.new_node_ids, *patch.target_ids], [patch.id])
     return PatchResult(patch=patch, new_nodes=new_nodes, edges=edges, changed_nodes=targets)
 
 
@@ -248,7 +241,7 @@ def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | 
         by_id = {p.id: p for p in patches}
         if undone.id in undone_ids:
             raise IllegalPatchError(f"{patch_id} is already rolled back")
-        touched = _touched(undone)
+        touched = touched_ids(undone)
         for later in patches:
             if later.id == undone.id or later.id in undone_ids or patch_order(later) <= patch_order(undone):
                 continue
@@ -256,7 +249,7 @@ def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | 
                 continue  # a redo of this very patch: undoing the patch undoes the redo too
             if later.rollback_of in by_id and patch_order(by_id[later.rollback_of]) > patch_order(undone):
                 continue  # undoes a patch made after this one: the two cancel out
-            overlap = touched & _touched(later)
+            overlap = touched & touched_ids(later)
             if overlap:
                 raise IllegalPatchError(
                     f"cannot roll back {patch_id}: the later patch {later.id} ({later.operation}) also changed "
@@ -320,7 +313,7 @@ def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | 
             for n in nodes.values()
         ]
         store.audit_many(records)
-        refresh_index(store, list(nodes), [patch.id])
+        note_changes(store, list(nodes), [patch.id])
     return PatchResult(patch=patch, changed_nodes=list(nodes.values()))
 
 
@@ -388,19 +381,8 @@ def record_conflict(
                 audit_record("node_status_changed", node_id=local.id, status=local.status, patch_id=patch_id)
             )
         store.audit_many(records)
-        refresh_index(store, [node.id, local.id], [patch_id])
+        note_changes(store, [node.id, local.id], [patch_id])
     return PatchResult(patch=patch, new_nodes=[node], edges=[edge], changed_nodes=[local] if flag_local else [])
-
-
-def refresh_index(store: Store, node_ids: list[str], patch_ids: list[str]) -> None:
-    """Bring the search index up to date after a write (under the store lock).
-
-    The files are already written; if the index cannot be updated now (locked,
-    damaged), the write still stands and the next reader re-syncs the index
-    from the files, because its folder signature no longer matches.
-    """
-    with contextlib.suppress(sqlite3.Error):
-        note_changes(store, node_ids, patch_ids)
 
 
 def flag_instructions(node: MemoryNode) -> None:
@@ -484,10 +466,6 @@ def _rolls_back_chain_to(patch: MemoryPatch, patch_id: str, by_id: dict[str, Mem
     return False
 
 
-def _touched(patch: MemoryPatch) -> set[str]:
-    return set(patch.target_ids) | set(patch.new_node_ids) | set(patch.prior_states)
-
-
 def _patch_audit(patch: MemoryPatch) -> dict[str, object]:
     return audit_record(
         "patch_written",
@@ -504,112 +482,3 @@ class _null_context:
 
     def __exit__(self, *exc: object) -> None:
         return None
-
-
-# ---------------------------------------------------------------- reading the ledger
-
-
-def undone_patch_ids(patches: Iterable[MemoryPatch]) -> set[str]:
-    """Ids of patches undone by a rollback that is not itself undone."""
-    return lattice.undone_patches((p.id, p.rollback_of) for p in patches if p.operation == "rollback" and p.rollback_of)
-
-
-def retired_ids(patches: Iterable[MemoryPatch]) -> dict[str, str]:
-    """Node id -> id of the live retiring patch that targets it.
-
-    Raises ``UnknownPatchOperationError`` for an operation outside the closed set.
-    """
-    patches = list(patches)
-    for patch in patches:
-        rule_for(patch.operation)
-    undone = undone_patch_ids(patches)
-    retired: dict[str, str] = {}
-    for patch in sorted(patches, key=patch_order):
-        if RULES[patch.operation].retiring and patch.id not in undone:
-            for node_id in patch.target_ids:
-                retired.setdefault(node_id, patch.id)
-    return retired
-
-
-def is_in_force(node: MemoryNode, at: datetime) -> bool:
-    """Whether ``at`` lies in the node's effective window."""
-    if parse_time(node.effective_from) > at:
-        return False
-    return node.effective_until is None or parse_time(node.effective_until) > at
-
-
-def effective_view(
-    nodes: Iterable[MemoryNode],
-    patches: Iterable[MemoryPatch],
-    session_id: str | None = None,
-    at: datetime | None = None,
-) -> list[MemoryNode]:
-    """The memories that are current truth, sorted by id.
-
-    Active nodes, plus ``active_session`` nodes of ``session_id``; never a node
-    targeted by a live retiring patch, whatever its own status says; never one
-    outside its effective window; and of nodes sharing a ``key``, only the one
-    with the narrowest scope (session > project > workspace > global), ties going
-    to the newest ``updated_at``.
-    """
-    moment = at or parse_time(now_iso())
-    retired = retired_ids(patches)
-    live = [
-        node
-        for node in nodes
-        if node.id not in retired
-        and (
-            node.status == "active"
-            or (node.status == "active_session" and session_id is not None and node.scope.session == session_id)
-        )
-        and is_in_force(node, moment)
-    ]
-    groups: dict[str, list[MemoryNode]] = {}
-    view = []
-    for node in live:
-        if node.key is None:
-            view.append(node)
-        else:
-            groups.setdefault(node.key, []).append(node)
-    view.extend(max(group, key=_precedence) for group in groups.values())
-    return sorted(view, key=lambda n: n.id)
-
-
-def _precedence(node: MemoryNode) -> tuple[int, datetime, str]:
-    """Larger wins: the narrowest scope, then the newest update, then the larger id."""
-    return (-PRECEDENCE_RANK[node.scope.level], parse_time(node.updated_at), node.id)
-
-
-def expected_statuses(nodes: dict[str, MemoryNode], patches: list[MemoryPatch]) -> dict[str, frozenset[str]]:
-    """Replay the ledger: for each node the statuses its patches allow it to have now.
-
-    Nodes no patch touched may have any initial status. A rollback written by
-    another implementation (without ``rollback_of``) makes its nodes unverifiable
-    (any status).
-    """
-    anything = frozenset(lattice.TRANSITIONS)
-    expected = {node_id: lattice.INITIAL_STATUSES for node_id in nodes}
-    by_id = {p.id: p for p in patches}
-    for patch in sorted(patches, key=patch_order):
-        rule = rule_for(patch.operation)
-        if patch.operation == "rollback":
-            undone = by_id.get(patch.rollback_of or "")
-            if undone is None:
-                for node_id in _touched(patch):
-                    expected[node_id] = anything
-                continue
-            for node_id, status in undone.prior_states.items():
-                expected[node_id] = frozenset({status})
-            for node_id in undone.new_node_ids:
-                if node_id not in undone.prior_states:
-                    expected[node_id] = frozenset({"discarded"})
-            continue
-        for node_id in patch.new_node_ids:
-            expected[node_id] = lattice.INITIAL_STATUSES if patch.operation == "create" else LIVE_STATUSES
-        if patch.operation == "create":  # a create with prior states flagged those nodes (record_conflict)
-            for node_id in patch.prior_states:
-                expected[node_id] = frozenset({"conflict_pending"})
-        if rule.target_status is not None:
-            for node_id in patch.target_ids:
-                expected[node_id] = frozenset({rule.target_status})
-    return expected

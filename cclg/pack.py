@@ -25,6 +25,7 @@ import json
 
 from cclg import format as fmt
 from cclg import guard
+from cclg.errors import UsageError
 from cclg.guard import estimate_tokens, json_literal
 from cclg.index import Index, open_index
 from cclg.records import MemoryNode, now_iso
@@ -34,6 +35,7 @@ from cclg.text import is_cjk, query_words
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 _PROMPT_RULES = fmt.contract()["prompt"]["active_memory_pack_toml"]
@@ -347,11 +349,25 @@ def _warnings(entry: dict[str, Any]) -> list[str]:
     return found
 
 
+def pack_json(pack: dict[str, Any]) -> str:
+    """The pack as JSON, every field kept."""
+    return json.dumps(pack, ensure_ascii=False, indent=2) + "\n"
+
+
+# The pack's renderings, by format name: the CLI's --format, the MCP pack tool's
+# format and the hook (Markdown) all read this table.
+RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "toml": prompt_toml,
+    "json": pack_json,
+    "markdown": prompt_markdown,
+}
+FORMATS = tuple(RENDERERS)
+
+
 def render(pack: dict[str, Any], style: str) -> str:
-    if style == "json":
-        return json.dumps(pack, ensure_ascii=False, indent=2) + "\n"
-    if style == "toml":
-        return prompt_toml(pack)
-    if style == "markdown":
-        return prompt_markdown(pack)
-    raise ValueError(f"unknown pack format {style!r}")
+    """The pack in format ``style`` (one of ``FORMATS``)."""
+    try:
+        renderer = RENDERERS[style]
+    except KeyError:
+        raise UsageError(f"unknown pack format {style!r}; use one of {', '.join(FORMATS)}") from None
+    return renderer(pack)

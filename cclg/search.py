@@ -21,12 +21,13 @@ import sqlite3
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
+from cclg import format as fmt
 from cclg.errors import UsageError
 from cclg.index import Index, open_index, search_fields
-from cclg.ledger import effective_view
 from cclg.records import MemoryNode, Record, parse_time
 from cclg.store import Store, patch_order
 from cclg.text import query_terms, tokens
+from cclg.view import effective_view
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -341,9 +342,7 @@ def grep(
     finally:
         index.close()
     if raw:
-        for path in sorted((store.root / "raw").iterdir()):
-            if path.name.startswith(".") or not path.is_file():
-                continue
+        for path in store.raw_files():
             text = path.read_bytes().decode("utf-8", errors="replace")
             for number, line in enumerate(text.split("\n"), start=1):
                 if compiled.search(line):
@@ -449,9 +448,12 @@ def search(
     until: datetime | None = None,
     as_of: datetime | None = None,
 ) -> list[Hit]:
-    """Search memories. ``mode`` is one of auto, grep, bm25, graph, temporal."""
+    """Search memories. ``mode`` is one of auto, grep, bm25, graph, temporal; ``status`` (None for the
+    effective view) is ``all``, ``retired`` or one node status (see ``bm25``)."""
     if mode not in MODES:
         raise UsageError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
+    if status is not None and status not in ("all", "retired", *fmt.NODE_STATUSES):
+        raise UsageError(f"unknown status {status!r}; use all, retired or one of {', '.join(fmt.NODE_STATUSES)}")
     where = where or Where()
     if as_of is not None:
         if status is not None:

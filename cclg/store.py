@@ -26,6 +26,7 @@ import fcntl
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Iterable, Iterator
 from datetime import datetime
@@ -54,6 +55,8 @@ if TYPE_CHECKING:
 LAYOUT = ("raw", "nodes", "patches", "edges", "sessions", "audit", "active", "active/codegraphs")
 LOCK_TIMEOUT_SECONDS = 30.0
 HOOK_FAILURES = "audit/hook_failures.jsonl"
+INDEX_FILE = "index.sqlite"  # the search index: a projection, deleted and rebuilt at will
+CODEGRAPHS = "active/codegraphs"
 _TEMP_RE = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+\.tmp$")
 
 
@@ -112,6 +115,55 @@ def safe_name(name: str, limit: int = 80) -> str:
     """A file name made of letters, digits, ``.``, ``_`` and ``-`` only, not starting with a dot."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip(".-") or "raw"
     return cleaned[:limit]
+
+
+def atomic_write(
+    path: Path, data: bytes, *, replace: bool = True, durable: bool = True, exclusive: bool = False, mode: int = 0o600
+) -> None:
+    """The project's one way to write a whole file: a temp file in the same folder, then a rename,
+    so a reader sees the old file or the new one, never half.
+
+    - ``replace=False``: an existing file is a ``FileExistsError`` (published with a hard
+      link, which fails instead of overwriting; or, with ``exclusive`` when the caller
+      holds a lock that every writer of the folder takes, a check then a rename).
+    - ``durable``: fsync the file and its folder (off inside a store batch).
+    - The new file keeps the mode of the file it replaces, else gets ``mode``.
+    """
+    if replace:
+        with contextlib.suppress(FileNotFoundError):
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        if mode & 0o077:
+            os.fchmod(fd, mode)  # the umask may have narrowed the group and other bits given to open
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if durable:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    try:
+        if replace:
+            os.replace(tmp, path)
+        elif exclusive:
+            if path.exists():
+                raise FileExistsError(errno.EEXIST, "refusing to overwrite", str(path))
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            finally:
+                tmp.unlink(missing_ok=True)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    if durable:
+        _fsync_dir(path.parent)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -220,9 +272,32 @@ class Store:
     def session_events_path(self, session_id: str) -> Path:
         return self.session_path(session_id).with_suffix(".events.jsonl")
 
+    def folder(self, name: str) -> Path:
+        """One of the store's folders (``raw``, ``nodes``, ``patches``, ...; see ``LAYOUT``)."""
+        if name not in LAYOUT:
+            raise ValueError(f"{name!r} is not a folder of the store layout")
+        return self.root / name
+
     @property
     def audit_path(self) -> Path:
         return self.root / fmt.PATHS["audit"]
+
+    @property
+    def hook_failures_path(self) -> Path:
+        return self.root / HOOK_FAILURES
+
+    @property
+    def index_path(self) -> Path:
+        return self.root / INDEX_FILE
+
+    @property
+    def codegraphs_dir(self) -> Path:
+        return self.root / CODEGRAPHS
+
+    def drop_index(self) -> None:
+        """Delete the search index and its SQLite side files (the next reader rebuilds it)."""
+        for leftover in self.root.glob(INDEX_FILE + "*"):
+            leftover.unlink()
 
     def relative(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
@@ -290,40 +365,14 @@ class Store:
     # ------------------------------------------------------------ whole-file writes
 
     def write_file(self, path: Path, data: bytes, *, replace: bool = True) -> None:
-        """Write ``data`` to ``path`` atomically. With ``replace=False`` an existing file is an error."""
-        tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if not self._batch_depth:
-                os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            tmp.unlink(missing_ok=True)
-            raise
-        os.close(fd)
-        try:
-            if replace:
-                os.replace(tmp, path)
-            elif self._lock_depth:
-                # Every writer of ledger records holds the store lock, so under it a
-                # check then a rename cannot overwrite anything (and costs one
-                # system call less than link + unlink, which matters for imports).
-                if path.exists():
-                    raise FileExistsError(errno.EEXIST, "refusing to overwrite", str(path))
-                os.replace(tmp, path)
-            else:
-                try:
-                    os.link(tmp, path)
-                finally:
-                    tmp.unlink(missing_ok=True)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        if not self._batch_depth:
-            _fsync_dir(path.parent)
+        """Write ``data`` to ``path`` atomically. With ``replace=False`` an existing file is an error.
+
+        Inside ``batch()`` the fsyncs wait for the batch's end. Under the store lock a
+        new record is published by check-then-rename: every writer of ledger records
+        holds the lock, so nothing can appear in between (and it costs one system
+        call less than link + unlink, which matters for imports).
+        """
+        atomic_write(path, data, replace=replace, durable=not self._batch_depth, exclusive=self._lock_depth > 0)
 
     def write_node(self, node: MemoryNode, *, new: bool = False) -> None:
         self.write_file(self.node_path(node.id), dumps(node.to_dict()), replace=not new)
@@ -467,6 +516,17 @@ class Store:
             raise NotFoundError(f"no session {session_id} in {self.root}") from None
         return Session.from_dict(data, where=self.relative(path))
 
+    def raw_files(self) -> list[Path]:
+        """The raw evidence files, sorted by name."""
+        return sorted(p for p in self.folder("raw").iterdir() if p.is_file() and not p.name.startswith("."))
+
+    def raw_file(self, name: str) -> Path | None:
+        """The raw evidence file ``name`` (as a span's ``source_id`` names it), or None when there is
+        none or the name points outside ``raw/``."""
+        raw = self.folder("raw").resolve()
+        path = (raw / name).resolve()
+        return path if path.parent == raw and path.is_file() else None
+
     def record_files(self, folder: str) -> list[Path]:
         """The record files of ``nodes``, ``patches``, ``edges`` or ``sessions``, sorted by name."""
         return sorted(p for p in (self.root / folder).glob("*.json") if not p.name.startswith("."))
@@ -511,7 +571,7 @@ class Store:
 
     def logs(self) -> list[Path]:
         """Every JSON-lines log of the store."""
-        logs = [p for p in (self.audit_path, self.root / HOOK_FAILURES) if p.exists()]
+        logs = [p for p in (self.audit_path, self.hook_failures_path) if p.exists()]
         logs.extend(sorted((self.root / "sessions").glob("*.events.jsonl")))
         return logs
 

@@ -8,9 +8,9 @@ import json
 
 from cclg.container import export_store, load_container
 from cclg.doctor import diagnose
-from cclg.ledger import effective_view
 from cclg.records import Source
 from cclg.store import Store
+from cclg.view import effective_view
 from tests.conftest import DATA
 
 

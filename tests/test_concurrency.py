@@ -23,9 +23,10 @@ import pytest
 from cclg import doctor
 from cclg.api import add_memory, build_node
 from cclg.errors import IllegalPatchError
-from cclg.ledger import apply_patch, create_nodes, effective_view
+from cclg.ledger import apply_patch, create_nodes
 from cclg.sessions import record_event, start_session
 from cclg.store import Store, read_jsonl
+from cclg.view import effective_view
 
 SPAWN = multiprocessing.get_context("spawn")
 WORKERS = 8

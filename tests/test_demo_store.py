@@ -12,8 +12,8 @@ from cclg.cli import cli
 from cclg.codegraph.stored import graph_name
 from cclg.demo import DEMO_PROJECT_HISTORY
 from cclg.doctor import diagnose
-from cclg.ledger import effective_view
 from cclg.store import Store
+from cclg.view import effective_view
 from tests.conftest import REPO
 
 

@@ -1,7 +1,7 @@
 """The SQLite index: built on first read, kept in step by the ledger, disposable, never the truth.
 
 Every test compares the index with what the files say, computed independently of
-``cclg.index`` (node files, patch files and ``cclg.ledger.effective_view``).
+``cclg.index`` (node files, patch files and ``cclg.view.effective_view``).
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from cclg import doctor
 from cclg.api import add_memory, build_node
 from cclg.cli import cli
 from cclg.errors import IllegalPatchError
-from cclg.index import INDEX_FILE, connect, index_path, open_index
-from cclg.ledger import apply_patch, create_nodes, effective_view, retired_ids, rollback
+from cclg.index import connect, open_index
+from cclg.ledger import apply_patch, create_nodes, rollback
 from cclg.records import MemoryNode, Scope, content_hash, dumps, new_node, retrieval_for
 from cclg.search import Hit, View, Where, search
-from cclg.store import Store
+from cclg.store import INDEX_FILE, Store
+from cclg.view import effective_view, retired_ids
 
 LIVE = ("active", "active_session")
 
@@ -105,9 +106,9 @@ def seeded(store: Store) -> Store:
 
 
 def test_index_is_created_on_first_read_and_agrees_with_the_files(seeded: Store) -> None:
-    assert not index_path(seeded).exists(), "writes before the first read must not build an index"
+    assert not seeded.index_path.exists(), "writes before the first read must not build an index"
     hits = search(seeded, "pytest", mode="bm25")
-    assert index_path(seeded).exists()
+    assert seeded.index_path.exists()
     assert [h.node.content for h in hits] == ["Tests run with pytest -q"]
     assert indexed_rows(seeded) == file_rows(seeded)
     assert len(indexed_rows(seeded)) == 3
@@ -116,7 +117,7 @@ def test_index_is_created_on_first_read_and_agrees_with_the_files(seeded: Store)
 
 def test_add_reads_the_index_for_duplicates_so_it_builds_one(store: Store) -> None:
     add(store, "Tests run with pytest -q")
-    assert index_path(store).exists()
+    assert store.index_path.exists()
     assert index_findings(store) == []
 
 
@@ -291,7 +292,7 @@ def test_deleting_the_index_loses_nothing(seeded: Store) -> None:
     assert all(before), before
     rows = indexed_rows(seeded)
     for suffix in ("", "-wal", "-shm"):
-        Path(f"{index_path(seeded)}{suffix}").unlink(missing_ok=True)
+        Path(f"{seeded.index_path}{suffix}").unlink(missing_ok=True)
     assert results() == before
     assert indexed_rows(seeded) == rows
 
@@ -377,7 +378,7 @@ def test_cli_doctor_repair_and_reindex_fix_a_stale_index(stale: tuple[Store, Mem
 def test_doctor_without_an_index_does_not_create_one(seeded: Store) -> None:
     assert doctor.diagnose(seeded).ok
     doctor.repair(seeded)
-    assert not index_path(seeded).exists()
+    assert not seeded.index_path.exists()
 
 
 # ---------------------------------------------------------------- damaged files
@@ -516,7 +517,7 @@ def test_index_view_equals_the_reference_effective_view(
     rows = indexed_rows(store)
     assert rows == file_rows(store)
     # And a full rebuild from the files agrees with the incrementally kept index.
-    index_path(store).unlink()
+    store.index_path.unlink()
     assert indexed_rows(store) == rows
     assert_index_matches_reference(store)
 

@@ -19,16 +19,10 @@ from cclg import doctor
 from cclg import format as fmt
 from cclg.api import add_memory
 from cclg.errors import IllegalPatchError, NotFoundError, UnknownPatchOperationError, UsageError
-from cclg.ledger import (
-    apply_patch,
-    create_nodes,
-    effective_view,
-    retired_ids,
-    rollback,
-    undone_patch_ids,
-)
+from cclg.ledger import apply_patch, create_nodes, rollback
 from cclg.records import MemoryNode, MemoryPatch, Scope, Source, new_id, new_node, now_iso
 from cclg.store import Store, read_jsonl
+from cclg.view import effective_view, retired_ids, undone_patch_ids
 
 LEDGER_CHECK = "node status agrees with the patch ledger"
 

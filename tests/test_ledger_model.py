@@ -30,9 +30,10 @@ from hypothesis.stateful import (
 
 from cclg import doctor
 from cclg.errors import IllegalPatchError, UnknownPatchOperationError
-from cclg.ledger import apply_patch, create_nodes, effective_view, retired_ids, rollback, undone_patch_ids
+from cclg.ledger import apply_patch, create_nodes, rollback
 from cclg.records import Scope, Source, new_id, new_node
 from cclg.store import Store
+from cclg.view import effective_view, retired_ids, undone_patch_ids
 
 SESSION = "sess-model"
 

@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 
 from cclg.api import add_memory
 from cclg.cli import cli
+from cclg.errors import UsageError
 from cclg.guard import estimate_tokens, json_literal, reveal
 from cclg.index import open_index
-from cclg.ledger import apply_patch, create_nodes, effective_view, rollback
+from cclg.ledger import apply_patch, create_nodes, rollback
 from cclg.pack import (
     SUPPRESSED_PREFIX_CHARS,
     Budget,
@@ -33,6 +34,7 @@ from cclg.pack import (
 from cclg.records import Scope, Source, new_node
 from cclg.search import Where, bm25
 from cclg.store import Store
+from cclg.view import effective_view
 
 REPO = Path(__file__).parent.parent
 CONTRACT = tomllib.loads((REPO / "cclg" / "contract" / "cclg.format.v0.1.toml").read_text(encoding="utf-8"))
@@ -496,7 +498,7 @@ def test_json_rendering_parses_back_to_the_pack(store: Store, facts: list[str]) 
 
 
 def test_unknown_rendering_is_refused(store: Store) -> None:
-    with pytest.raises(ValueError, match="yaml"):
+    with pytest.raises(UsageError, match="yaml"):
         render(pack(store, ""), "yaml")
 
 

@@ -2,7 +2,7 @@
 
 Every search answers from current truth (the effective view for the session,
 project and moment asked about) unless a status is named. The expectations are
-written from that contract and from ``cclg.ledger.effective_view``.
+written from that contract and from ``cclg.view.effective_view``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,397 @@
+"""New memories entering the store: ``cclg add`` and ``cclg import-jsonl``.
+
+A new memory is built from user-level arguments and checked like a record read
+from disk (``build_node``), then written by the ledger's ``create_nodes``. Before
+anything is written:
+
+- content already current in the same scope is not written again (the existing
+  memory comes back);
+- content that was forgotten or discarded is refused unless forced;
+- current memories with the same key or very similar text are named, since
+  patching one of them is usually what was meant.
+
+The checks read the index's content hashes, never a scan of the files.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from cclg import format as fmt
+from cclg import guard, ledger
+from cclg.errors import IllegalPatchError, UsageError, ValidationError
+from cclg.index import Index, open_index
+from cclg.lattice import INITIAL_STATUSES
+from cclg.ledger import create_nodes
+from cclg.records import (
+    MemoryNode,
+    MemoryPatch,
+    Record,
+    Scope,
+    Source,
+    content_hash,
+    new_node,
+    normalize_text,
+)
+from cclg.search import Where, bm25
+from cclg.sessions import note_overlay
+from cclg.store import Store
+
+SHORT_LINE_FIELDS = (
+    "content",
+    "type",
+    "source",
+    "key",
+    "scope",
+    "tags",
+    "quote",
+    "confidence",
+    "priority",
+    "provenance",
+)
+
+
+def parse_scope(pairs: list[str] | dict[str, Any] | None) -> Scope:
+    """A scope from ``key=value`` strings or a (partial) dict; unknown keys are an error."""
+    values: dict[str, Any] = {}
+    if isinstance(pairs, dict):
+        values = dict(pairs)
+    else:
+        for pair in pairs or []:
+            key, sep, value = pair.partition("=")
+            if not sep:
+                raise UsageError(f"scope must be key=value, got {pair!r}")
+            values[key.strip()] = value.strip() or None
+    unknown = sorted(set(values) - set(fmt.SCOPE_KEYS))
+    if unknown:
+        raise UsageError(f"unknown scope key(s) {', '.join(unknown)}; use {', '.join(fmt.SCOPE_KEYS)}")
+    for key, value in values.items():
+        if value is not None and not isinstance(value, str):
+            raise UsageError(f"scope {key} must be a string or null")
+        values[key] = (value.strip() or None) if isinstance(value, str) else None  # "" is unset, as on the CLI
+    return Scope(**values)
+
+
+def build_node(
+    content: str,
+    *,
+    source: str,
+    type: str = "memory",
+    key: str | None = None,
+    quote: str | None = None,
+    confidence: float = 1.0,
+    priority: str = "normal",
+    scope: Scope | None = None,
+    tags: list[str] | None = None,
+    created_by: str = "manual",
+    trust: str = guard.DEFAULT_TRUST,
+    sensitivity: str = guard.DEFAULT_SENSITIVITY,
+    retention: str = guard.DEFAULT_RETENTION,
+) -> MemoryNode:
+    """A new node from user-level arguments, checked like a record read from disk.
+
+    Trust, sensitivity and retention go to metadata (untrusted, internal and
+    optional unless the caller says otherwise: only the user's own surface, the
+    CLI, says trusted). ``create_nodes`` flags content that reads as instructions.
+    """
+    if not content.strip():
+        raise UsageError("content must not be empty")
+    if not source.strip():
+        raise UsageError("a memory needs a source label (where did this come from?)")
+    if type not in fmt.NODE_TYPES:
+        raise UsageError(f"unknown type {type!r}; use one of {', '.join(fmt.NODE_TYPES)}")
+    guard.check_labels(trust, sensitivity, retention)
+    metadata: dict[str, Any] = {
+        "created_by": created_by,
+        "trust": trust,
+        "sensitivity": sensitivity,
+        "retention": retention,
+    }
+    return new_node(
+        content,
+        type=type,
+        key=key or None,
+        scope=scope,
+        confidence=confidence,
+        priority=priority,
+        tags=tags,
+        source=Source(label=source, quote=quote),
+        metadata=metadata,
+    )
+
+
+# Statuses of content that was thrown out: adding it again needs ``force``.
+THROWN_OUT = ("forgotten", "discarded")
+SIMILAR_RATIO = 0.85  # how alike two texts must be (difflib ratio, normalised) to be reported as near-duplicates
+
+
+class AddResult(Record):
+    """What ``add_memory`` did: the memory (the new one, or the existing one the content
+    duplicates), the patch that wrote it, and near-duplicates worth patching instead."""
+
+    def __init__(
+        self,
+        node: MemoryNode,
+        patch: MemoryPatch | None = None,
+        duplicate_of: str | None = None,
+        similar: list[dict[str, str]] | None = None,
+    ) -> None:
+        self.node = node
+        self.patch = patch
+        self.duplicate_of = duplicate_of
+        self.similar = [] if similar is None else similar
+
+    @property
+    def new_nodes(self) -> list[MemoryNode]:
+        """What was written: the memory, or nothing for a duplicate."""
+        return [self.node] if self.patch is not None else []
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node.to_dict(),
+            "patch_id": None if self.patch is None else self.patch.id,
+            "duplicate_of": self.duplicate_of,
+            "similar": self.similar,
+        }
+
+
+def add_memory(
+    store: Store, content: str, *, source: str, reason: str | None = None, force: bool = False, **fields: Any
+) -> AddResult:
+    """``cclg add``: one new memory, written with its ``create`` patch.
+
+    - Content whose canonical hash equals a current memory of the same scope is
+      not written again: the existing memory comes back (``duplicate_of``).
+    - Content that was forgotten or discarded is refused, naming the patch that
+      threw it out, unless ``force``: a thrown-out claim does not quietly return.
+      Both checks use the index's content hashes, not a scan.
+    - Current memories of the same scope with the same key or very similar text
+      are listed in ``similar``: patching one of them is usually what was meant.
+    """
+    node = build_node(content, source=source, **fields)
+    ledger.refuse_node_secrets([node])  # before the duplicate check: a secret is refused, not matched
+    with store.lock():
+        index = open_index(store)
+        try:
+            existing, thrown_out = _content_seen(store, index, node)
+            if existing is not None:
+                return AddResult(existing, duplicate_of=existing.id)
+            if thrown_out is not None and not force:
+                raise IllegalPatchError(f"refused: {thrown_out}; add it again with --force if it is true after all")
+            similar = _similar(index, node)
+        finally:
+            index.close()
+        result = create_nodes(store, [node], reason=reason or f"added from {source}", source=node.source)
+        if node.scope.session:
+            note_overlay(store, node.scope.session, node.id)
+    return AddResult(node, result.patch, similar=similar)
+
+
+def _content_seen(store: Store, index: Index, node: MemoryNode) -> tuple[MemoryNode | None, str | None]:
+    """What the index knows of ``node``'s content: the current memory of the same scope that holds
+    it, and, if it was thrown out (forgotten, discarded), how and when."""
+    thrown_out = []
+    for node_id, status, current, record in index.same_content(content_hash(node.content)):
+        other = MemoryNode.from_dict(json.loads(record), where=f"nodes/{node_id}.json")
+        if current and other.scope.to_dict() == node.scope.to_dict():
+            return other, None
+        if status in THROWN_OUT:
+            thrown_out.append(other)
+    if not thrown_out:
+        return None, None
+    other = thrown_out[0]
+    patches = [store.read_patch(p) for p in index.patches_targeting(other.id)]
+    last = max(patches, key=lambda p: (p.created_at, p.id), default=None)
+    how = "" if last is None else f" by {last.id} ({last.operation}, {last.created_at[:10]}: {last.reason})"
+    return None, f"this content was {other.status}{how} as {other.id}"
+
+
+SIMILAR_CHARS = 2_000  # the near-duplicate check looks at this much of each text
+
+
+def _similar(index: Index, node: MemoryNode) -> list[dict[str, str]]:
+    where = Where(session_id=node.scope.session, project=node.scope.project, workspace=node.scope.workspace)
+    text = normalize_text(node.content[:SIMILAR_CHARS]).lower()
+    found = []
+    for hit in bm25(index, text, where, limit=5):
+        other = hit.node
+        if other.scope.to_dict() != node.scope.to_dict():
+            continue
+        other_text = normalize_text(other.content[:SIMILAR_CHARS]).lower()
+        if node.key is not None and other.key == node.key:
+            found.append({"id": other.id, "why": f"same key {node.key!r}"})
+        elif difflib.SequenceMatcher(None, text, other_text).ratio() >= SIMILAR_RATIO:
+            found.append({"id": other.id, "why": "very similar text"})
+    if node.key is not None and not any(f["why"].startswith("same key") for f in found):
+        for other in index.current_with_key(node.key):
+            if other.scope.to_dict() == node.scope.to_dict():
+                found.append({"id": other.id, "why": f"same key {node.key!r}"})
+    return found
+
+
+@dataclass
+class ImportResult:
+    patch: MemoryPatch | None
+    nodes: list[MemoryNode]
+    duplicates: list[dict[str, Any]] | None = None  # {"line", "duplicate_of"}: not written again
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "imported": len(self.nodes),
+            "patch_id": self.patch.id if self.patch else None,
+            "node_ids": [n.id for n in self.nodes],
+            "duplicates": self.duplicates or [],
+        }
+
+
+def parse_import_line(value: Any, number: int, where: str) -> MemoryNode:
+    """One import line: a full MemoryNode record or a short ``{"content", "source", ...}`` line."""
+    if isinstance(value, dict) and "schema_version" in value:
+        node = MemoryNode.from_dict(value, where=f"{where} line {number}")
+        if node.status not in INITIAL_STATUSES:
+            raise ValidationError(
+                f"{where} line {number}: status {node.status} cannot be imported as a new "
+                "memory (only current ones; move history with a .cclg container)"
+            )
+        node.metadata.setdefault("content_hash", content_hash(node.content))
+        # An imported file cannot vouch for itself: trust is at most untrusted.
+        trust, _, _ = guard.labels(node.metadata)
+        node.metadata["trust"] = guard.least_trusted(trust, "untrusted")
+        return node
+    if not isinstance(value, dict):
+        raise ValidationError(f"{where} line {number}: must be a JSON object")
+    unknown = sorted(set(value) - set(SHORT_LINE_FIELDS))
+    if unknown:
+        raise ValidationError(f"{where} line {number}: unknown field(s) {', '.join(unknown)}")
+    provenance = value.get("provenance")
+    provenance = provenance if isinstance(provenance, dict) else {}
+    fields = {
+        "content": value.get("content"),
+        "source": value.get("source", provenance.get("source")),
+        "type": value.get("type", "memory"),
+        "key": value.get("key"),
+        "quote": value.get("quote", provenance.get("quote")),
+        "priority": value.get("priority", "normal"),
+        "confidence": value.get("confidence", 1.0),
+        "scope": value.get("scope", {}),
+        "tags": value.get("tags", []),
+    }
+    shapes: dict[str, tuple[type, ...]] = {
+        "content": (str,),
+        "source": (str,),
+        "type": (str,),
+        "key": (str, type(None)),
+        "quote": (str, type(None)),
+        "priority": (str,),
+        "confidence": (int, float),
+        "scope": (dict,),
+        "tags": (list,),
+    }
+    for name, allowed in shapes.items():
+        if isinstance(fields[name], bool) or not isinstance(fields[name], allowed):
+            raise ValidationError(f"{where} line {number}: field '{name}' is missing or has the wrong type")
+    if not all(isinstance(t, str) for t in fields["tags"]):
+        raise ValidationError(f"{where} line {number}: field 'tags' must be a list of strings")
+    try:
+        return build_node(
+            fields["content"],
+            source=fields["source"],
+            type=fields["type"],
+            key=fields["key"],
+            quote=fields["quote"],
+            confidence=float(fields["confidence"]),
+            priority=fields["priority"],
+            scope=parse_scope(fields["scope"]),
+            tags=fields["tags"],
+            created_by="import",
+        )
+    except (UsageError, ValidationError) as exc:
+        raise ValidationError(f"{where} line {number}: {exc}") from None
+
+
+def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>", force: bool = False) -> ImportResult:
+    """Import memories from JSON lines, all or nothing.
+
+    Every line is checked first; if any is bad, nothing is written and the
+    ``ValidationError`` lists each bad line by number. A line whose content is
+    already current in its scope (in the store or earlier in the file) is skipped
+    and reported; content that was forgotten or discarded refuses the import
+    (``IllegalPatchError`` naming the lines) unless ``force``. Otherwise all nodes
+    are written under one ``create`` patch, so ``cclg rollback`` undoes the import.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{name}: not UTF-8 text ({exc})") from None
+    nodes: list[MemoryNode] = []
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            node = parse_import_line(json.loads(line), number, name)
+        except json.JSONDecodeError as exc:
+            problems.append(f"{name} line {number}: not JSON ({exc.msg})")
+            continue
+        except ValidationError as exc:
+            problems.extend(exc.problems)
+            continue
+        if node.id in seen:
+            problems.append(f"{name} line {number}: id {node.id} repeats line {seen[node.id]}")
+            continue
+        if store.node_path(node.id).exists():
+            problems.append(f"{name} line {number}: id {node.id} is already in the store")
+            continue
+        seen[node.id] = number
+        nodes.append(node)
+    if problems:
+        raise ValidationError(f"{len(problems)} bad line(s) in {name}; nothing was imported", problems)
+    with store.lock():
+        fresh, duplicates, refused = _new_content_only(store, nodes, {n.id: seen[n.id] for n in nodes})
+        if refused and not force:
+            first = refused[0]
+            raise IllegalPatchError(
+                f"refused: {name} line {first[0]}: {first[1]}"
+                + (f" (and {len(refused) - 1} more line(s))" if len(refused) > 1 else "")
+                + "; nothing was imported; --force imports them anyway"
+            )
+        if not fresh:
+            return ImportResult(patch=None, nodes=[], duplicates=duplicates)
+        result = create_nodes(
+            store,
+            fresh,
+            reason=f"import-jsonl {name}",
+            source=Source(label=f"import:{name}"),
+            new_content=f"imported {len(fresh)} memories from {name}",
+        )
+    return ImportResult(patch=result.patch, nodes=fresh, duplicates=duplicates)
+
+
+def _new_content_only(
+    store: Store, nodes: list[MemoryNode], lines: dict[str, int]
+) -> tuple[list[MemoryNode], list[dict[str, Any]], list[tuple[int, str]]]:
+    """(nodes to write, duplicates skipped, (line, why) of thrown-out content) for an import."""
+    fresh: list[MemoryNode] = []
+    duplicates: list[dict[str, Any]] = []
+    refused: list[tuple[int, str]] = []
+    in_file: dict[tuple[str, str], str] = {}
+    index = open_index(store)
+    try:
+        for node in nodes:
+            line = lines[node.id]
+            mark = (content_hash(node.content), json.dumps(node.scope.to_dict(), sort_keys=True))
+            existing, thrown_out = _content_seen(store, index, node)
+            if existing is not None or mark in in_file:
+                duplicates.append({"line": line, "duplicate_of": existing.id if existing else in_file[mark]})
+                continue
+            if thrown_out is not None:
+                refused.append((line, thrown_out))
+            in_file[mark] = node.id
+            fresh.append(node)
+    finally:
+        index.close()
+    return fresh, duplicates, refused

@@ -1,0 +1,138 @@
+"""The read model: which memories are current truth, computed from nodes and patches.
+
+Pure functions of records, shared by everything that reads: search and the
+index's ``current`` flag follow the same rules, and stores and portable
+containers compute the view the same way.
+
+- A patch is undone when a rollback of it is not itself undone (``undone_patch_ids``).
+- A node targeted by a live retiring patch is retired, whatever its own status says
+  (``retired_ids``).
+- Of current nodes sharing a ``key``, the narrowest scope wins, then the newest
+  update (``PRECEDENCE``, from the contract's ``scope_precedence``).
+- ``expected_statuses`` replays the ledger to say which status each node may have now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from cclg import format as fmt
+from cclg import lattice
+from cclg.lattice import LIVE_STATUSES, RULES, rule_for
+from cclg.records import MemoryNode, MemoryPatch, now_iso, parse_time
+from cclg.store import patch_order
+
+# Scope level -> rank; the smaller rank wins among nodes sharing a key.
+PRECEDENCE: dict[str, int] = {level: rank for rank, level in enumerate(fmt.SCOPE_PRECEDENCE)}
+
+
+def touched_ids(patch: MemoryPatch) -> set[str]:
+    """Every node a patch names: targets, new nodes, nodes whose prior status it recorded."""
+    return set(patch.target_ids) | set(patch.new_node_ids) | set(patch.prior_states)
+
+
+def undone_patch_ids(patches: Iterable[MemoryPatch]) -> set[str]:
+    """Ids of patches undone by a rollback that is not itself undone."""
+    return lattice.undone_patches((p.id, p.rollback_of) for p in patches if p.operation == "rollback" and p.rollback_of)
+
+
+def retired_ids(patches: Iterable[MemoryPatch]) -> dict[str, str]:
+    """Node id -> id of the live retiring patch that targets it.
+
+    Raises ``UnknownPatchOperationError`` for an operation outside the closed set.
+    """
+    patches = list(patches)
+    for patch in patches:
+        rule_for(patch.operation)
+    undone = undone_patch_ids(patches)
+    retired: dict[str, str] = {}
+    for patch in sorted(patches, key=patch_order):
+        if RULES[patch.operation].retiring and patch.id not in undone:
+            for node_id in patch.target_ids:
+                retired.setdefault(node_id, patch.id)
+    return retired
+
+
+def is_in_force(node: MemoryNode, at: datetime) -> bool:
+    """Whether ``at`` lies in the node's effective window."""
+    if parse_time(node.effective_from) > at:
+        return False
+    return node.effective_until is None or parse_time(node.effective_until) > at
+
+
+def effective_view(
+    nodes: Iterable[MemoryNode],
+    patches: Iterable[MemoryPatch],
+    session_id: str | None = None,
+    at: datetime | None = None,
+) -> list[MemoryNode]:
+    """The memories that are current truth, sorted by id.
+
+    Active nodes, plus ``active_session`` nodes of ``session_id``; never a node
+    targeted by a live retiring patch, whatever its own status says; never one
+    outside its effective window; and of nodes sharing a ``key``, only the one
+    with the narrowest scope (session > project > workspace > global), ties going
+    to the newest ``updated_at``.
+    """
+    moment = at or parse_time(now_iso())
+    retired = retired_ids(patches)
+    live = [
+        node
+        for node in nodes
+        if node.id not in retired
+        and (
+            node.status == "active"
+            or (node.status == "active_session" and session_id is not None and node.scope.session == session_id)
+        )
+        and is_in_force(node, moment)
+    ]
+    groups: dict[str, list[MemoryNode]] = {}
+    view = []
+    for node in live:
+        if node.key is None:
+            view.append(node)
+        else:
+            groups.setdefault(node.key, []).append(node)
+    view.extend(max(group, key=_precedence) for group in groups.values())
+    return sorted(view, key=lambda n: n.id)
+
+
+def _precedence(node: MemoryNode) -> tuple[int, datetime, str]:
+    """Larger wins: the narrowest scope, then the newest update, then the larger id."""
+    return (-PRECEDENCE[node.scope.level], parse_time(node.updated_at), node.id)
+
+
+def expected_statuses(nodes: dict[str, MemoryNode], patches: list[MemoryPatch]) -> dict[str, frozenset[str]]:
+    """Replay the ledger: for each node the statuses its patches allow it to have now.
+
+    Nodes no patch touched may have any initial status. A rollback written by
+    another implementation (without ``rollback_of``) makes its nodes unverifiable
+    (any status).
+    """
+    anything = frozenset(lattice.TRANSITIONS)
+    expected = {node_id: lattice.INITIAL_STATUSES for node_id in nodes}
+    by_id = {p.id: p for p in patches}
+    for patch in sorted(patches, key=patch_order):
+        rule = rule_for(patch.operation)
+        if patch.operation == "rollback":
+            undone = by_id.get(patch.rollback_of or "")
+            if undone is None:
+                for node_id in touched_ids(patch):
+                    expected[node_id] = anything
+                continue
+            for node_id, status in undone.prior_states.items():
+                expected[node_id] = frozenset({status})
+            for node_id in undone.new_node_ids:
+                if node_id not in undone.prior_states:
+                    expected[node_id] = frozenset({"discarded"})
+            continue
+        for node_id in patch.new_node_ids:
+            expected[node_id] = lattice.INITIAL_STATUSES if patch.operation == "create" else LIVE_STATUSES
+        if patch.operation == "create":  # a create with prior states flagged those nodes (record_conflict)
+            for node_id in patch.prior_states:
+                expected[node_id] = frozenset({"conflict_pending"})
+        if rule.target_status is not None:
+            for node_id in patch.target_ids:
+                expected[node_id] = frozenset({rule.target_status})
+    return expected
