@@ -82,6 +82,7 @@ NODE_STATUSES = _vocabulary("node_status")
 PATCH_OPERATIONS = _vocabulary("patch_operation")
 EDGE_KINDS = _vocabulary("edge_kind")
 HOOK_EVENTS = _vocabulary("hook_event")
+HOOK_EVENTS_HANDLED = HOOK_EVENTS + _vocabulary("hook_event_added")  # what cclg-hook answers to
 SCOPE_KEYS = _vocabulary("scope_keys")
 SCOPE_PRECEDENCE = _vocabulary("scope_precedence")
 AUDIT_EVENTS = _vocabulary("audit_event")

@@ -13,11 +13,16 @@ The hook's promises, in order of importance:
 3. It is light: it imports the standard library and cclg's core modules only
    (no click, mcp, git or tree-sitter).
 
-Events: ``user-prompt`` records the prompt and returns the pack for it;
-``post-tool`` records the tool call (the full response is kept once, in raw/);
-``session-start`` opens or resumes the session and returns the pinned memories;
-``pre-compact`` / ``post-compact`` keep a compact record; ``stop`` /
-``session-end`` close the session record.
+The module is an adapter: ``main`` reads the payload, ``handle`` opens the store
+and the session, and ``HANDLERS`` maps each event to one function (a test checks
+the table against the contract's events and the host templates):
+``user-prompt`` records the prompt and returns the pack for it (``cclg.pack.fit_markdown``,
+which fits the host's cap in one pass); ``post-tool`` records the tool call (the
+full response is kept once, in raw/); ``session-start`` opens or resumes the
+session and returns the pinned memories; ``pre-compact`` / ``post-compact`` keep a
+compact record; ``stop`` / ``session-end`` close the session record. The session
+bookkeeping lives in ``cclg.sessions``, the code graph's part in
+``cclg.codegraph.context``.
 """
 
 from __future__ import annotations
@@ -26,8 +31,11 @@ import json
 import sys
 from pathlib import Path
 
+from cclg.guard import estimate_tokens
+
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from cclg.store import Store
@@ -78,6 +86,28 @@ def _text(value: object, limit: int = SUMMARY_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more characters in raw/]"
 
 
+class Call:
+    """One hook event as the handlers see it: the store, the session, the payload, the host."""
+
+    def __init__(
+        self, event: str, store: Store, session_id: str, payload: dict[str, Any], agent: str, include_codegraph: bool
+    ) -> None:
+        self.event = event
+        self.logged_as = event.replace("-", "_")  # the name in the session log
+        self.store = store
+        self.session_id = session_id
+        self.payload = payload
+        self.agent = agent
+        self.project = project_of(payload.get("cwd"))
+        self.include_codegraph = include_codegraph
+
+    def record(self, summary: dict[str, Any] | None = None) -> None:
+        """Append the event to the session's log (``summary`` instead of the whole payload, if given)."""
+        from cclg import sessions
+
+        sessions.record_event(self.store, self.session_id, self.logged_as, self.payload, summary=summary)
+
+
 def handle(
     event: str, payload: dict[str, Any], agent: str, root: str | None, include_codegraph: bool = False
 ) -> str | None:
@@ -93,206 +123,133 @@ def handle(
     if not is_valid_session_id(session_id):
         raise ValueError(f"the payload has no usable session_id: {session_id!r}")
     assert isinstance(session_id, str)
-    project = project_of(payload.get("cwd"))
     include_codegraph = include_codegraph or hook_settings(store).get("include_codegraph", False)
-    sessions.start_session(store, session_id, agent=agent, project=project)
+    call = Call(event, store, session_id, payload, agent, include_codegraph)
+    sessions.start_session(store, session_id, agent=agent, project=call.project)
+    return HANDLERS[event](call)
 
-    if event == "user-prompt":
-        prompt = payload.get("prompt")
-        if not isinstance(prompt, str):
-            raise ValueError("user-prompt payload has no prompt string")
-        return _record_and_answer(
-            store,
-            session_id,
-            "user_prompt",
-            payload,
-            {"prompt": _text(prompt), "cwd": payload.get("cwd")},
-            query=prompt,
-            project=project,
-            agent=agent,
-            include_codegraph=include_codegraph,
-        )
-    if event == "session-start":
-        # After a compaction or on resume, offer what the recent prompts needed;
-        # at a fresh start there is no prompt yet: pinned memories only.
-        source = payload.get("source")
-        query = " ".join(_recent_prompts(store, session_id, 3)) if source in ("compact", "resume") else ""
-        return _record_and_answer(
-            store,
-            session_id,
-            "session_start",
-            payload,
-            {"source": source, "cwd": payload.get("cwd")},
-            query=query,
-            project=project,
-            agent=agent,
-            include_codegraph=include_codegraph,
-        )
-    if event == "post-tool":
-        summary = {
-            "tool_name": payload.get("tool_name"),
-            "tool_use_id": payload.get("tool_use_id"),
-            "duration_ms": payload.get("duration_ms"),
-            "tool_input": _text(payload.get("tool_input"), 500),
+
+def on_user_prompt(call: Call) -> str | None:
+    """Record the prompt; answer with the pack for it."""
+    prompt = call.payload.get("prompt")
+    if not isinstance(prompt, str):
+        raise ValueError("user-prompt payload has no prompt string")
+    return _record_and_answer(call, {"prompt": _text(prompt), "cwd": call.payload.get("cwd")}, query=prompt)
+
+
+def on_session_start(call: Call) -> str | None:
+    """Open or resume the session. After a compaction or on resume, offer what the recent prompts
+    needed; at a fresh start there is no prompt yet: pinned memories only."""
+    from cclg import sessions
+
+    source = call.payload.get("source")
+    recent = sessions.recent_prompts(call.store, call.session_id, 3) if source in ("compact", "resume") else []
+    return _record_and_answer(call, {"source": source, "cwd": call.payload.get("cwd")}, query=" ".join(recent))
+
+
+def on_post_tool(call: Call) -> None:
+    """Record the tool call (the full response is kept once, in raw/)."""
+    call.record(
+        {
+            "tool_name": call.payload.get("tool_name"),
+            "tool_use_id": call.payload.get("tool_use_id"),
+            "duration_ms": call.payload.get("duration_ms"),
+            "tool_input": _text(call.payload.get("tool_input"), 500),
         }
-        sessions.record_event(store, session_id, "post_tool", payload, summary=summary)
-    elif event in ("pre-compact", "post-compact"):
-        # The compact record: what the session was doing and which memories it had
-        # been given, so nothing is lost with the compacted transcript.
-        events = store.session_events(session_id)
-        summary = {
-            "trigger": payload.get("trigger"),
-            "recent_prompts": _recent_prompts(store, session_id, 5, events[-50:]),
-            "loaded_memory_ids": _loaded_memory_ids(events),
-            "compact_summary": _text(payload.get("compact_summary", "")),
+    )
+
+
+def on_compact(call: Call) -> None:
+    """The compact record: what the session was doing and which memories it had been given, so
+    nothing is lost with the compacted transcript."""
+    from cclg import sessions
+
+    events = call.store.session_events(call.session_id)
+    call.record(
+        {
+            "trigger": call.payload.get("trigger"),
+            "recent_prompts": sessions.recent_prompts(call.store, call.session_id, 5, events[-50:]),
+            "loaded_memory_ids": sessions.loaded_memory_ids(events),
+            "compact_summary": _text(call.payload.get("compact_summary", "")),
         }
-        sessions.record_event(store, session_id, event.replace("-", "_"), payload, summary=summary)
-    else:  # stop, session-end
-        sessions.record_event(
-            store, session_id, event.replace("-", "_"), payload, summary={"reason": payload.get("reason")}
-        )
-        if event == "session-end":
-            loaded = _loaded_memory_ids(store.session_events(session_id))
-            sessions.end_session(store, session_id, loaded_memory_ids=loaded)
-    return None
+    )
 
 
-def _record_and_answer(
-    store: Store,
-    session_id: str,
-    event: str,
-    payload: dict[str, Any],
-    summary: dict[str, Any],
-    *,
-    query: str,
-    project: str | None,
-    agent: str,
-    include_codegraph: bool,
-) -> str | None:
+def on_stop(call: Call) -> None:
+    """Record the end of a turn."""
+    call.record({"reason": call.payload.get("reason")})
+
+
+def on_session_end(call: Call) -> None:
+    """Record the end of the session and close its record with the memories it was given."""
+    from cclg import sessions
+
+    on_stop(call)
+    loaded = sessions.loaded_memory_ids(call.store.session_events(call.session_id))
+    sessions.end_session(call.store, call.session_id, loaded_memory_ids=loaded)
+
+
+# What each event does. A test checks this table against the contract's events and the host templates.
+HANDLERS: dict[str, Callable[[Call], str | None]] = {
+    "user-prompt": on_user_prompt,
+    "post-tool": on_post_tool,
+    "session-start": on_session_start,
+    "pre-compact": on_compact,
+    "post-compact": on_compact,
+    "stop": on_stop,
+    "session-end": on_session_end,
+}
+
+
+def _record_and_answer(call: Call, summary: dict[str, Any], *, query: str) -> str | None:
     """Compile the pack for ``query``, record the event with the ids it loaded, return the context.
 
     The event is recorded even when the pack cannot be compiled; the error is
     raised afterwards (and logged as a hook failure).
     """
-    from cclg import sessions
+    from cclg import pack
 
-    pack: dict[str, Any] = {"memory_nodes": [], "suppressed_nodes": []}
+    max_chars, max_tokens = context_limits(call.store, call.agent)
+    codegraph = _codegraph(call, query, max_chars, max_tokens) if call.include_codegraph else ""
+    extra = FRAME + codegraph
+    nodes: list[dict[str, Any]] = []
     context = None
-    failure: Exception | None = None
-    codegraph = ""
-    if include_codegraph:
-        try:
-            codegraph = codegraph_context(store, payload.get("cwd"), query, agent)
-        except Exception:  # the memories still go out; the failure is logged
-            import traceback
-
-            _log_failure(str(store.root), f"{event} (code graph)", traceback.format_exc())
     try:
-        pack, context = _fit_context(store, query, session_id, project, agent, codegraph)
-    except Exception as error:
-        failure = error
-    summary["loaded_memory_ids"] = [node["id"] for node in pack["memory_nodes"]]
-    sessions.record_event(store, session_id, event, payload, summary=summary)
-    if failure is not None:
-        raise failure
+        fitted, rendered = pack.fit_markdown(
+            call.store,
+            query,
+            max_chars=max_chars - len(extra),
+            max_tokens=None if max_tokens is None else max_tokens - estimate_tokens(extra),
+            session_id=call.session_id,
+            project=call.project,
+        )
+        nodes = fitted["memory_nodes"]
+        if nodes or fitted["suppressed_nodes"]:
+            context = FRAME + rendered + codegraph
+        elif codegraph.startswith("\n## Code graph"):
+            context = codegraph.lstrip("\n")
+    finally:
+        summary["loaded_memory_ids"] = [node["id"] for node in nodes]
+        call.record(summary)
     return context
 
 
 CODEGRAPH_SHARE = 4  # the code graph gets at most a quarter of the host's cap
 
 
-def codegraph_context(store: Store, cwd: object, query: str, agent: str) -> str:
-    """The CodeGraphPack for ``query`` from the stored graph of the repository holding ``cwd``.
-
-    Uses the graph as the last ``cclg code-index`` left it; when the repository's
-    git index has changed since, a re-index starts in the background (the changed
-    files only are parsed again) and this prompt uses the graph as it is.
-    """
-    from cclg.codegraph.rank import rank_files, render_pack
-    from cclg.codegraph.stored import repository_root, search_index_path
-
-    if not isinstance(cwd, str) or not cwd or not query.strip():
-        return ""
-    root = repository_root(cwd)
-    if not search_index_path(store, root).is_file():
-        return f"\n(No code graph for this repository yet: `cclg code-index {root}` builds one.)\n"
-    _refresh_in_background(store, root)
-    max_chars, max_tokens = context_limits(store, agent)
-    budget = (max_tokens if max_tokens is not None else max_chars // 4) // CODEGRAPH_SHARE
-    text = render_pack(rank_files(search_index_path(store, root), query), max_tokens=budget)
-    return "\n" + text if text else ""
-
-
-def _refresh_in_background(store: Store, root: Path) -> None:
-    """Start ``cclg code-index`` detached when git's index is newer than the graph (at most every 10 minutes)."""
-    from cclg.codegraph.stored import graph_path
-
-    graph_file = graph_path(store, root)
-    marker = graph_file.with_suffix(".refreshing")
+def _codegraph(call: Call, query: str, max_chars: int, max_tokens: int | None) -> str:
+    """The CodeGraphPack for the repository the host works in; "" when it fails (the failure is
+    logged: the memories still go out)."""
     try:
-        if (root / ".git" / "index").stat().st_mtime <= graph_file.stat().st_mtime:
-            return
-        if marker.exists() and marker.stat().st_mtime > graph_file.stat().st_mtime and _age(marker) < 600:
-            return
-    except OSError:
-        return
-    import subprocess  # only when a refresh starts
+        from cclg.codegraph.context import prompt_context
 
-    marker.touch()
-    subprocess.Popen(
-        [sys.executable, "-m", "cclg", "--root", str(store.root), "code-index", str(root)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+        budget = (max_tokens if max_tokens is not None else max_chars // 4) // CODEGRAPH_SHARE
+        return prompt_context(call.store, call.payload.get("cwd"), query, max_tokens=budget)
+    except Exception:
+        import traceback
 
-
-def _age(path: Path) -> float:
-    import time
-
-    return time.time() - path.stat().st_mtime
-
-
-def _fit_context(
-    store: Store, query: str, session_id: str, project: str | None, agent: str, codegraph: str
-) -> tuple[dict[str, Any], str | None]:
-    """The pack for ``query`` and its rendering (then ``codegraph``), which fit the host's cap whole.
-
-    The pack's budget counts stored text; the rendering adds ids, sources and
-    headings. When the rendering overflows, the budget shrinks in proportion and the
-    pack is compiled again (at most a few times).
-    """
-    from cclg.guard import estimate_tokens
-    from cclg.pack import compile_pack, prompt_markdown  # only events with context need it
-
-    max_chars, max_tokens = context_limits(store, agent)
-    extra = FRAME + codegraph
-    budget_chars, budget_tokens = max_chars - len(extra), max_tokens
-    for _ in range(4):
-        pack = compile_pack(
-            store,
-            query,
-            session_id=session_id,
-            project=project,
-            max_chars=max(0, budget_chars),
-            max_tokens=None if budget_tokens is None else max(0, budget_tokens),
-        )
-        if not pack["memory_nodes"] and not pack["suppressed_nodes"]:
-            return pack, codegraph.lstrip("\n") if codegraph.startswith("\n## Code graph") else None
-        rendered = prompt_markdown(pack)
-        context = FRAME + rendered + codegraph
-        tokens = 0 if max_tokens is None else estimate_tokens(context)
-        if len(context) <= max_chars and (max_tokens is None or tokens <= max_tokens):
-            return pack, context
-        share = (max_chars - len(extra)) / max(len(rendered), 1)
-        if max_tokens is not None:
-            share = min(share, (max_tokens - estimate_tokens(extra)) / max(estimate_tokens(rendered), 1))
-        share *= 0.95  # a margin, so a few rounds always converge
-        budget_chars = int(budget_chars * share) - 1
-        if budget_tokens is not None:
-            budget_tokens = int(budget_tokens * share) - 1
-    return {"memory_nodes": [], "suppressed_nodes": []}, None
+        _log_failure(str(call.store.root), f"{call.logged_as} (code graph)", traceback.format_exc())
+        return ""
 
 
 def hook_settings(store: Store) -> dict[str, Any]:
@@ -329,23 +286,6 @@ def context_limits(store: Store, agent: str) -> tuple[int, int | None]:
     return max_chars, max_tokens
 
 
-def _recent_prompts(store: Store, session_id: str, count: int, events: list[dict[str, Any]] | None = None) -> list[str]:
-    """The session's last ``count`` prompts, oldest first."""
-    events = store.session_events(session_id)[-50:] if events is None else events
-    prompts = [e.get("summary", {}).get("prompt") for e in events if e.get("event") == "user_prompt"]
-    return [p for p in prompts if isinstance(p, str) and p][-count:]
-
-
-def _loaded_memory_ids(events: list[dict[str, Any]]) -> list[str]:
-    """Ids of the memories the session was given, first offer first, without repeats."""
-    loaded: dict[str, None] = {}
-    for e in events:
-        ids = e.get("summary", {}).get("loaded_memory_ids")
-        if isinstance(ids, list):
-            loaded.update((i, None) for i in ids if isinstance(i, str))
-    return list(loaded)
-
-
 def respond(event: str, context: str | None) -> dict[str, Any]:
     """The one JSON object the host gets: context in hookSpecificOutput, or nothing."""
     if context is None or event not in CONTEXT_EVENTS:
@@ -360,10 +300,7 @@ def _log_failure(root: str | None, event: str, error: str) -> None:
         from cclg.store import Store
 
         store = Store.open(root)
-        store.append(
-            store.root / "audit" / "hook_failures.jsonl",
-            [{"event": event, "error": error[-4000:], "created_at": now_iso()}],
-        )
+        store.append(store.hook_failures_path, [{"event": event, "error": error[-4000:], "created_at": now_iso()}])
     except Exception:
         pass
 
@@ -412,14 +349,14 @@ def parse_arguments(argv: list[str]) -> Arguments:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if "-h" in argv or "--help" in argv:
-        sys.stdout.write(USAGE.format(events=", ".join(HOST_EVENTS)))
+        sys.stdout.write(USAGE.format(events=", ".join(HANDLERS)))
         sys.exit(0)
     args = parse_arguments(argv)
     output: dict[str, Any] = {}
     try:
         data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
-        if args.event not in HOST_EVENTS:
-            raise ValueError(f"unknown hook event {args.event!r}; use one of {', '.join(HOST_EVENTS)}")
+        if args.event not in HANDLERS:
+            raise ValueError(f"unknown hook event {args.event!r}; use one of {', '.join(HANDLERS)}")
         if len(data) > MAX_STDIN_BYTES:
             raise ValueError(f"payload larger than {MAX_STDIN_BYTES} bytes")
         payload = json.loads(data.decode("utf-8"))

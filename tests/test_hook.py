@@ -167,7 +167,7 @@ def test_a_prompt_is_recorded_even_when_the_pack_fails(store: Store, monkeypatch
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("index unreadable")
 
-    monkeypatch.setattr(pack, "compile_pack", broken)
+    monkeypatch.setattr(pack, "fit_markdown", broken)
     with pytest.raises(RuntimeError, match="index unreadable"):
         hook.handle("user-prompt", claude_prompt("how do deploys go out?"), "claude", str(store.root))
     (event,) = read_jsonl(store.session_events_path("abc123")).records
@@ -366,6 +366,24 @@ def test_doctor_reports_recent_hook_failures(store: Store) -> None:
     findings = diagnose(store).findings
     assert [f.check for f in findings] == [HOOKS]
     assert "1 hook call(s) failed" in findings[0].message and "JSONDecodeError" in findings[0].message
+
+
+def test_every_event_has_one_handler_and_the_templates_use_them_all() -> None:
+    """The hook's table answers exactly the contract's events (with cclg's additions), and the two
+    host templates together install every one of them."""
+    from cclg import format as fmt
+    from cclg.hook import HANDLERS, HOST_EVENTS
+    from tests.conftest import REPO
+
+    assert set(HANDLERS) == set(fmt.HOOK_EVENTS_HANDLED) == set(HOST_EVENTS)
+    assert set(fmt.HOOK_EVENTS) <= set(HANDLERS)
+    installed = set()
+    for template in ("claude-settings.json", "codex-hooks.json"):
+        config = json.loads((REPO / "hooks" / template).read_text())
+        installed |= {
+            h["command"].split()[3] for groups in config["hooks"].values() for g in groups for h in g["hooks"]
+        }
+    assert installed == set(HANDLERS)
 
 
 @pytest.mark.parametrize("template", ["claude-settings.json", "codex-hooks.json"])
