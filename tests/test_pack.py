@@ -17,6 +17,7 @@ from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import cclg.pack
 from cclg.api import add_memory
 from cclg.cli import cli
 from cclg.errors import UsageError
@@ -410,6 +411,43 @@ def test_budget_invariants_hold_for_random_stores(
     assert flags == sorted(flags, reverse=True), "pinned memories come first"
     if max_nodes == 0:
         assert result["memory_nodes"] == []
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    memories=st.lists(st.tuples(_CONTENT, st.booleans()), min_size=1, max_size=6),
+    max_chars=st.integers(0, 5000),
+    max_tokens=st.none() | st.integers(0, 2000),
+)
+def test_fitted_markdown_fits_whole_in_one_pass(
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    memories: list[tuple[str, bool]],
+    max_chars: int,
+    max_tokens: int | None,
+) -> None:
+    """What the hook sends: the rendered Markdown itself stays within the caps, the index is read
+    once, and each memory in it is whole or cut with the marker."""
+    store, _ = Store.init(tmp_path_factory.mktemp("fit") / "store")
+    nodes = [
+        new_node(f"pinned {text}", source=Source(label="h"), metadata={"pinned": True})
+        if pinned
+        else new_node(f"zebrafish {text}", source=Source(label="h"))
+        for text, pinned in memories
+    ]
+    create_nodes(store, nodes, reason="hypothesis", new_content="random memories")
+    ran = []
+    real_select = cclg.pack.select
+    monkeypatch.setattr(cclg.pack, "select", lambda *a, **k: ran.append(1) or real_select(*a, **k))
+    result, text = cclg.pack.fit_markdown(store, "zebrafish", max_chars=max_chars, max_tokens=max_tokens)
+    assert ran == [1]
+    assert text == prompt_markdown(result)
+    if result["memory_nodes"] or result["suppressed_nodes"]:
+        assert len(text) <= max_chars
+        assert max_tokens is None or estimate_tokens(text) <= max_tokens
+    stored = {n.id: reveal(n.content) for n in nodes}
+    for entry in result["memory_nodes"]:
+        assert entry["content"] == stored[entry["id"]] or CUT_RE.fullmatch(entry["content"])
 
 
 @settings(max_examples=300, deadline=None)
