@@ -5,7 +5,9 @@ records or plain dicts; the surfaces only parse and print. Ids are resolved here
 in one place: wherever a memory or patch id is taken, a unique prefix of it is
 accepted (``resolve_node_id``, ``resolve_patch_id``).
 
-``__all__`` is the public surface; ``cclg/__init__.py`` exports the same names.
+``__all__`` is the public surface, declared again by ``cclg/__init__.py`` (which
+must not import this module to know it); a test keeps the two equal and checks
+that every public function and class here is in it.
 The work itself lives in the modules named after it (``intake`` for new memories,
 ``ledger`` for patches, ``search``, ``pack``, ``container``, ``doctor``,
 ``redaction``, ``codegraph``); this module gathers them and adds the operations
@@ -38,6 +40,7 @@ from cclg.search import MODES, GrepMatch, Hit, Where, grep, parse_moment, search
 from cclg.store import Store, read_jsonl, resolve_root
 from cclg.view import effective_view
 
+# The public surface; ``cclg/__init__.py`` declares the same list (a test keeps the two equal).
 __all__ = [
     "DEFAULT_MAX_CHARS",
     "DEFAULT_MAX_NODES",
@@ -98,6 +101,7 @@ __all__ = [
     "uninstall_host",
     "validate_paths",
 ]
+
 
 
 def open_store(root: str | Path | None = None) -> Store:

@@ -417,75 +417,20 @@ def import_container(store: Store, container: Container, *, dry_run: bool = Fals
     with store.lock():
         local_nodes = store.load_nodes()
         local_patches = {p.id: p for p in store.load_patches()}
-        local_edges = {e.id: e for e in store.load_edges()}
-        local_sessions = {s.id: s for s in store.load_sessions()}
-        new_nodes: list[MemoryNode] = []
-        differing: list[tuple[MemoryNode, MemoryNode]] = []
-        # Versions kept beside a local memory by an earlier import of a differing copy.
-        kept_beside = {(n.metadata.get("imported_id"), n.content) for n in local_nodes.values()}
-        for node in container.nodes:
-            local = local_nodes.get(node.id)
-            if local is None:
-                new_nodes.append(node)
-            elif local.content == node.content or (node.id, node.content) in kept_beside:
-                report.skipped["nodes"].append(node.id)
-            else:
-                differing.append((local, node))
-        fresh: dict[str, list[Any]] = {"nodes": new_nodes}
-        known_here: list[tuple[str, list[Any], dict[str, Any]]] = [
-            ("patches", container.patches, local_patches),
-            ("edges", container.edges, local_edges),
-            ("sessions", container.sessions, local_sessions),
-        ]
-        for name, brought, known in known_here:
-            fresh[name] = []
-            for record in brought:
-                if record.id not in known:
-                    fresh[name].append(record)
-                    continue
-                report.skipped[name].append(record.id)
-                if known[record.id].to_dict() != record.to_dict():
-                    report.notes.append(
-                        f"{SINGULAR[name]} {record.id} differs from the local one; the local one is kept"
-                    )
+        fresh, differing = _sort_incoming(store, container, report, local_nodes, local_patches)
         for name in SECTIONS:
             report.added[name] = [record.id for record in fresh[name]]
         changed = _replay_statuses(
             report,
-            {**local_nodes, **{n.id: n for n in new_nodes}},
+            {**local_nodes, **{n.id: n for n in fresh["nodes"]}},
             [*local_patches.values(), *fresh["patches"]],
-            {n.id for n in new_nodes},
+            {n.id for n in fresh["nodes"]},
         )
         for local, incoming in differing:
             report.conflicts.append({"local": local.id, "incoming": incoming.id, "kept_as": None})
         if dry_run:
             return report
-        stamp = now_iso()
-        with store.batch():
-            for node in new_nodes:
-                store.write_node(node, new=True)
-            for edge in fresh["edges"]:
-                store.write_edge(edge)
-            for patch in fresh["patches"]:
-                store.write_patch(patch)
-            for session in fresh["sessions"]:
-                store.write_session(session)
-            for node in changed:
-                if node.id not in report.added["nodes"]:
-                    node.updated_at = stamp
-                store.write_node(node)
-            records = [audit_record("node_written", node_id=n.id, via="import") for n in new_nodes]
-            records += [audit_record("edge_written", edge_id=e.id, via="import") for e in fresh["edges"]]
-            records += [
-                audit_record("patch_written", patch_id=p.id, operation=p.operation, via="import")
-                for p in fresh["patches"]
-            ]
-            records += [audit_record("session_started", session_id=s.id, via="import") for s in fresh["sessions"]]
-            records += [
-                audit_record("node_status_changed", node_id=n.id, status=n.status, via="import") for n in changed
-            ]
-            store.audit_many(records)
-            note_changes(store, [n.id for n in [*new_nodes, *changed]], report.added["patches"])
+        _write_imported(store, fresh, changed, report)
         for entry, (local, incoming) in zip(report.conflicts, differing, strict=True):
             result = ledger.record_conflict(
                 store,
@@ -495,6 +440,72 @@ def import_container(store: Store, container: Container, *, dry_run: bool = Fals
             )
             entry["kept_as"] = result.new_nodes[0].id
     return report
+
+
+def _sort_incoming(
+    store: Store,
+    container: Container,
+    report: ImportReport,
+    local_nodes: dict[str, MemoryNode],
+    local_patches: dict[str, MemoryPatch],
+) -> tuple[dict[str, list[Any]], list[tuple[MemoryNode, MemoryNode]]]:
+    """(records new here by section, (local, incoming) memories whose content differs); what is
+    known already goes to the report as skipped, with a note where it differs."""
+    new_nodes: list[MemoryNode] = []
+    differing: list[tuple[MemoryNode, MemoryNode]] = []
+    # Versions kept beside a local memory by an earlier import of a differing copy.
+    kept_beside = {(n.metadata.get("imported_id"), n.content) for n in local_nodes.values()}
+    for node in container.nodes:
+        local = local_nodes.get(node.id)
+        if local is None:
+            new_nodes.append(node)
+        elif local.content == node.content or (node.id, node.content) in kept_beside:
+            report.skipped["nodes"].append(node.id)
+        else:
+            differing.append((local, node))
+    fresh: dict[str, list[Any]] = {"nodes": new_nodes}
+    known_here: list[tuple[str, list[Any], dict[str, Any]]] = [
+        ("patches", container.patches, local_patches),
+        ("edges", container.edges, {e.id: e for e in store.load_edges()}),
+        ("sessions", container.sessions, {s.id: s for s in store.load_sessions()}),
+    ]
+    for name, brought, known in known_here:
+        fresh[name] = []
+        for record in brought:
+            if record.id not in known:
+                fresh[name].append(record)
+                continue
+            report.skipped[name].append(record.id)
+            if known[record.id].to_dict() != record.to_dict():
+                report.notes.append(f"{SINGULAR[name]} {record.id} differs from the local one; the local one is kept")
+    return fresh, differing
+
+
+def _write_imported(store: Store, fresh: dict[str, list[Any]], changed: list[MemoryNode], report: ImportReport) -> None:
+    """Write the new records and the replayed statuses in one batch, audited (under the store lock)."""
+    stamp = now_iso()
+    with store.batch():
+        for node in fresh["nodes"]:
+            store.write_node(node, new=True)
+        for edge in fresh["edges"]:
+            store.write_edge(edge)
+        for patch in fresh["patches"]:
+            store.write_patch(patch)
+        for session in fresh["sessions"]:
+            store.write_session(session)
+        for node in changed:
+            if node.id not in report.added["nodes"]:
+                node.updated_at = stamp
+            store.write_node(node)
+        records = [audit_record("node_written", node_id=n.id, via="import") for n in fresh["nodes"]]
+        records += [audit_record("edge_written", edge_id=e.id, via="import") for e in fresh["edges"]]
+        records += [
+            audit_record("patch_written", patch_id=p.id, operation=p.operation, via="import") for p in fresh["patches"]
+        ]
+        records += [audit_record("session_started", session_id=s.id, via="import") for s in fresh["sessions"]]
+        records += [audit_record("node_status_changed", node_id=n.id, status=n.status, via="import") for n in changed]
+        store.audit_many(records)
+        note_changes(store, [n.id for n in [*fresh["nodes"], *changed]], report.added["patches"])
 
 
 def _replay_statuses(

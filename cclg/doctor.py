@@ -117,63 +117,12 @@ def diagnose(store: Store) -> Report:
     edges: list[MemoryEdge] = _load(store, "edges", findings)
     sessions: list[Session] = _load(store, "sessions", findings)
     patch_ids = {p.id for p in patches}
-
     for node in nodes.values():
-        where = f"nodes/{node.id}.json"
-        if _orphan_patch_id(node, patch_ids):
-            findings.append(
-                Finding(
-                    ORPHAN,
-                    where,
-                    f"written for patch {node.metadata['patch_id']}, which never reached disk "
-                    "(an interrupted patch); `cclg doctor --repair` moves it to recovered/",
-                )
-            )
-        stored = node.stored_hash
-        if stored is not None and stored != content_hash(node.content):
-            findings.append(
-                Finding(
-                    HASH,
-                    where,
-                    f"metadata.content_hash {stored} does not match the content "
-                    f"({content_hash(node.content)}): content changed by hand?",
-                )
-            )
-        if node.status == "active" and not node.source.label and not node.source.raw_spans:
-            findings.append(Finding(SOURCE, where, "active memory has neither a source label nor a raw span"))
-        for kind, ids in node.relations.items():
-            for other in ids:
-                if other not in nodes:
-                    findings.append(Finding(RELATIONS, where, f"relations.{kind} names {other}, which does not exist"))
-        if node.status in LIVE_STATUSES:
-            for old in node.relations["supersedes"]:
-                if old in nodes and nodes[old].status in LIVE_STATUSES:
-                    findings.append(Finding(SUPERSEDES, where, f"supersedes {old}, which is still {nodes[old].status}"))
-
+        findings.extend(_node_findings(node, nodes, patch_ids))
     for patch in patches:
-        where = f"patches/{patch.id}.json"
-        for field_name in ("target_ids", "new_node_ids"):
-            for node_id in getattr(patch, field_name):
-                if node_id not in nodes:
-                    findings.append(Finding(PATCH_IDS, where, f"{field_name} names {node_id}, which does not exist"))
-        if patch.rollback_of and patch.rollback_of not in patch_ids:
-            findings.append(Finding(PATCH_IDS, where, f"rollback_of names {patch.rollback_of}, which does not exist"))
-
+        findings.extend(_patch_findings(patch, nodes, patch_ids))
     for edge in edges:
-        where = f"edges/{edge.id}.json"
-        for end, node_id in (("from", edge.from_id), ("to", edge.to_id)):
-            if node_id not in nodes:
-                findings.append(Finding(EDGE_IDS, where, f"'{end}' names {node_id}, which does not exist"))
-        if edge.source_patch_id is not None and edge.source_patch_id not in patch_ids:
-            findings.append(
-                Finding(
-                    EDGE_IDS,
-                    where,
-                    f"source_patch_id names {edge.source_patch_id}, which does not exist "
-                    "(an interrupted patch? `cclg doctor --repair` moves such edges to recovered/)",
-                )
-            )
-
+        findings.extend(_edge_findings(edge, nodes, patch_ids))
     findings.extend(_ledger_findings(nodes, patches))
     findings.extend(_hook_findings(store))
     findings.extend(Finding(INSTALL, path, message) for path, message in check_installation())
@@ -197,6 +146,71 @@ def diagnose(store: Store) -> Report:
         "raw": len(store.raw_files()),
     }
     return Report(root=str(store.root), counts=counts, findings=findings)
+
+
+def _node_findings(node: MemoryNode, nodes: dict[str, MemoryNode], patch_ids: set[str]) -> list[Finding]:
+    where = f"nodes/{node.id}.json"
+    found = []
+    if _orphan_patch_id(node, patch_ids):
+        found.append(
+            Finding(
+                ORPHAN,
+                where,
+                f"written for patch {node.metadata['patch_id']}, which never reached disk "
+                "(an interrupted patch); `cclg doctor --repair` moves it to recovered/",
+            )
+        )
+    stored = node.stored_hash
+    if stored is not None and stored != content_hash(node.content):
+        found.append(
+            Finding(
+                HASH,
+                where,
+                f"metadata.content_hash {stored} does not match the content "
+                f"({content_hash(node.content)}): content changed by hand?",
+            )
+        )
+    if node.status == "active" and not node.source.label and not node.source.raw_spans:
+        found.append(Finding(SOURCE, where, "active memory has neither a source label nor a raw span"))
+    for kind, ids in node.relations.items():
+        for other in ids:
+            if other not in nodes:
+                found.append(Finding(RELATIONS, where, f"relations.{kind} names {other}, which does not exist"))
+    if node.status in LIVE_STATUSES:
+        for old in node.relations["supersedes"]:
+            if old in nodes and nodes[old].status in LIVE_STATUSES:
+                found.append(Finding(SUPERSEDES, where, f"supersedes {old}, which is still {nodes[old].status}"))
+    return found
+
+
+def _patch_findings(patch: MemoryPatch, nodes: dict[str, MemoryNode], patch_ids: set[str]) -> list[Finding]:
+    where = f"patches/{patch.id}.json"
+    found = []
+    for field_name in ("target_ids", "new_node_ids"):
+        for node_id in getattr(patch, field_name):
+            if node_id not in nodes:
+                found.append(Finding(PATCH_IDS, where, f"{field_name} names {node_id}, which does not exist"))
+    if patch.rollback_of and patch.rollback_of not in patch_ids:
+        found.append(Finding(PATCH_IDS, where, f"rollback_of names {patch.rollback_of}, which does not exist"))
+    return found
+
+
+def _edge_findings(edge: MemoryEdge, nodes: dict[str, MemoryNode], patch_ids: set[str]) -> list[Finding]:
+    where = f"edges/{edge.id}.json"
+    found = []
+    for end, node_id in (("from", edge.from_id), ("to", edge.to_id)):
+        if node_id not in nodes:
+            found.append(Finding(EDGE_IDS, where, f"'{end}' names {node_id}, which does not exist"))
+    if edge.source_patch_id is not None and edge.source_patch_id not in patch_ids:
+        found.append(
+            Finding(
+                EDGE_IDS,
+                where,
+                f"source_patch_id names {edge.source_patch_id}, which does not exist "
+                "(an interrupted patch? `cclg doctor --repair` moves such edges to recovered/)",
+            )
+        )
+    return found
 
 
 def _ledger_findings(nodes: dict[str, MemoryNode], patches: list[MemoryPatch]) -> list[Finding]:

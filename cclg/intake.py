@@ -250,17 +250,7 @@ class ImportResult:
 def parse_import_line(value: Any, number: int, where: str) -> MemoryNode:
     """One import line: a full MemoryNode record or a short ``{"content", "source", ...}`` line."""
     if isinstance(value, dict) and "schema_version" in value:
-        node = MemoryNode.from_dict(value, where=f"{where} line {number}")
-        if node.status not in INITIAL_STATUSES:
-            raise ValidationError(
-                f"{where} line {number}: status {node.status} cannot be imported as a new "
-                "memory (only current ones; move history with a .cclg container)"
-            )
-        node.metadata.setdefault("content_hash", content_hash(node.content))
-        # An imported file cannot vouch for itself: trust is at most untrusted.
-        trust, _, _ = guard.labels(node.metadata)
-        node.metadata["trust"] = guard.least_trusted(trust, "untrusted")
-        return node
+        return _full_record_line(value, number, where)
     if not isinstance(value, dict):
         raise ValidationError(f"{where} line {number}: must be a JSON object")
     unknown = sorted(set(value) - set(SHORT_LINE_FIELDS))
@@ -310,6 +300,20 @@ def parse_import_line(value: Any, number: int, where: str) -> MemoryNode:
         )
     except (UsageError, ValidationError) as exc:
         raise ValidationError(f"{where} line {number}: {exc}") from None
+
+
+def _full_record_line(value: dict[str, Any], number: int, where: str) -> MemoryNode:
+    node = MemoryNode.from_dict(value, where=f"{where} line {number}")
+    if node.status not in INITIAL_STATUSES:
+        raise ValidationError(
+            f"{where} line {number}: status {node.status} cannot be imported as a new "
+            "memory (only current ones; move history with a .cclg container)"
+        )
+    node.metadata.setdefault("content_hash", content_hash(node.content))
+    # An imported file cannot vouch for itself: trust is at most untrusted.
+    trust, _, _ = guard.labels(node.metadata)
+    node.metadata["trust"] = guard.least_trusted(trust, "untrusted")
+    return node
 
 
 def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>", force: bool = False) -> ImportResult:

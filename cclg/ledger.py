@@ -141,43 +141,14 @@ def apply_patch(
 
     with store.lock():
         targets = [_read_target(store, node_id) for node_id in target_ids]
-        accepted = lattice.accepting_statuses(operation)
-        for target in targets:
-            if target.status not in accepted:
-                raise IllegalPatchError(
-                    f"cannot {operation} {target.id}: it is {target.status}, and {operation} moves only "
-                    f"memories that are {', '.join(sorted(accepted)) or 'nothing'}"
-                )
+        _check_targets(operation, targets)
         stamp = now_iso()
         patch_id = new_id("patch")
-        first = targets[0]
-        trust, sensitivity, retention = guard.labels(first.metadata)
-        chosen = {"trust": trust, "sensitivity": sensitivity, "retention": retention, **(labels or {})}
-        guard.check_labels(**chosen)
-        inherited = {**chosen, "trust": guard.least_trusted(chosen["trust"], max_trust)}
-        new_nodes = []
-        for index, content in enumerate(contents):
-            key = first.key
-            if rule.new_nodes == "many" and key is not None:
-                key = f"{key}.{index + 1}"
-            node = new_node(
-                content,
-                type=first.type,
-                scope=first.scope,
-                key=key,
-                priority=first.priority,
-                tags=sorted({t for target in targets for t in target.tags}),
-                confidence=confidence,
-                source=_new_node_source(patch_id, reason, source),
-                created_at=stamp,
-                status="active_session" if first.status == "active_session" else "active",
-                metadata={"created_by": "patch", "patch_id": patch_id, **inherited},
-            )
-            flag_instructions(node)
-            node.relations["supersedes"] = list(target_ids)
-            if rule.relation:
-                node.relations[rule.relation] = list(target_ids)
-            new_nodes.append(node)
+        inherited = _inherited_labels(targets[0], labels, max_trust)
+        new_nodes = [
+            _replacement(targets, rule, index, content, patch_id, stamp, confidence, reason, source, inherited)
+            for index, content in enumerate(contents)
+        ]
         patch = MemoryPatch(
             id=patch_id,
             operation=operation,
@@ -200,28 +171,96 @@ def apply_patch(
             for t in targets
             if rule.edge
         ]
-        # Create first, retire last: a crash in between leaves a duplicate, never a loss.
-        # The patch file is the commit point: without it the new nodes and edges are
-        # leftovers that `doctor --repair` sets aside; with it, repair finishes the rest.
-        for node in new_nodes:
-            store.write_node(node, new=True)
-        for edge in edges:
-            store.write_edge(edge)
-        store.write_patch(patch)
         assert rule.target_status is not None
-        for target in targets:
-            _set_status(target, rule.target_status, stamp)
-            link_replacements(target, new_nodes)
-            store.write_node(target)
-        records = [audit_record("node_written", node_id=n.id, patch_id=patch.id) for n in new_nodes]
-        records.append(_patch_audit(patch))
-        records += [audit_record("edge_written", edge_id=e.id, patch_id=patch.id) for e in edges]
-        records += [
-            audit_record("node_status_changed", node_id=t.id, status=t.status, patch_id=patch.id) for t in targets
-        ]
-        store.audit_many(records)
-        note_changes(store, [*patch.new_node_ids, *patch.target_ids], [patch.id])
+        _write_retiring_patch(store, patch, new_nodes, edges, targets, rule.target_status)
     return PatchResult(patch=patch, new_nodes=new_nodes, edges=edges, changed_nodes=targets)
+
+
+def _check_targets(operation: str, targets: list[MemoryNode]) -> None:
+    accepted = lattice.accepting_statuses(operation)
+    for target in targets:
+        if target.status not in accepted:
+            raise IllegalPatchError(
+                f"cannot {operation} {target.id}: it is {target.status}, and {operation} moves only "
+                f"memories that are {', '.join(sorted(accepted)) or 'nothing'}"
+            )
+
+
+def _inherited_labels(first: MemoryNode, labels: dict[str, str] | None, max_trust: str) -> dict[str, str]:
+    """The first target's labels, changed by ``labels``, with trust at most ``max_trust``."""
+    trust, sensitivity, retention = guard.labels(first.metadata)
+    chosen = {"trust": trust, "sensitivity": sensitivity, "retention": retention, **(labels or {})}
+    guard.check_labels(**chosen)
+    return {**chosen, "trust": guard.least_trusted(chosen["trust"], max_trust)}
+
+
+def _replacement(
+    targets: list[MemoryNode],
+    rule: lattice.Rule,
+    index: int,
+    content: str,
+    patch_id: str,
+    stamp: str,
+    confidence: float,
+    reason: str,
+    source: Source | None,
+    labels: dict[str, str],
+) -> MemoryNode:
+    """The ``index``-th new node a patch writes in place of ``targets``."""
+    first = targets[0]
+    key = first.key
+    if rule.new_nodes == "many" and key is not None:
+        key = f"{key}.{index + 1}"
+    node = new_node(
+        content,
+        type=first.type,
+        scope=first.scope,
+        key=key,
+        priority=first.priority,
+        tags=sorted({t for target in targets for t in target.tags}),
+        confidence=confidence,
+        source=_new_node_source(patch_id, reason, source),
+        created_at=stamp,
+        status="active_session" if first.status == "active_session" else "active",
+        metadata={"created_by": "patch", "patch_id": patch_id, **labels},
+    )
+    flag_instructions(node)
+    target_ids = [t.id for t in targets]
+    node.relations["supersedes"] = list(target_ids)
+    if rule.relation:
+        node.relations[rule.relation] = list(target_ids)
+    return node
+
+
+def _write_retiring_patch(
+    store: Store,
+    patch: MemoryPatch,
+    new_nodes: list[MemoryNode],
+    edges: list[MemoryEdge],
+    targets: list[MemoryNode],
+    target_status: str,
+) -> None:
+    """Write a patch and what it makes, in crash-safe order (under the store lock).
+
+    Create first, retire last: a crash in between leaves a duplicate, never a loss.
+    The patch file is the commit point: without it the new nodes and edges are
+    leftovers that `doctor --repair` sets aside; with it, repair finishes the rest.
+    """
+    for node in new_nodes:
+        store.write_node(node, new=True)
+    for edge in edges:
+        store.write_edge(edge)
+    store.write_patch(patch)
+    for target in targets:
+        _set_status(target, target_status, patch.created_at)
+        link_replacements(target, new_nodes)
+        store.write_node(target)
+    records = [audit_record("node_written", node_id=n.id, patch_id=patch.id) for n in new_nodes]
+    records.append(_patch_audit(patch))
+    records += [audit_record("edge_written", edge_id=e.id, patch_id=patch.id) for e in edges]
+    records += [audit_record("node_status_changed", node_id=t.id, status=t.status, patch_id=patch.id) for t in targets]
+    store.audit_many(records)
+    note_changes(store, [*patch.new_node_ids, *patch.target_ids], [patch.id])
 
 
 def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | None = None) -> PatchResult:
@@ -236,27 +275,7 @@ def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | 
     with store.lock():
         undone = store.read_patch(patch_id)
         rule_for(undone.operation)
-        patches = store.load_patches()
-        undone_ids = undone_patch_ids(patches)
-        by_id = {p.id: p for p in patches}
-        if undone.id in undone_ids:
-            raise IllegalPatchError(f"{patch_id} is already rolled back")
-        touched = touched_ids(undone)
-        for later in patches:
-            if later.id == undone.id or later.id in undone_ids or patch_order(later) <= patch_order(undone):
-                continue
-            if _rolls_back_chain_to(later, undone.id, by_id):
-                continue  # a redo of this very patch: undoing the patch undoes the redo too
-            if later.rollback_of in by_id and patch_order(by_id[later.rollback_of]) > patch_order(undone):
-                continue  # undoes a patch made after this one: the two cancel out
-            overlap = touched & touched_ids(later)
-            if overlap:
-                raise IllegalPatchError(
-                    f"cannot roll back {patch_id}: the later patch {later.id} ({later.operation}) also changed "
-                    f"{', '.join(sorted(overlap))}; roll that one back first"
-                )
-        if undone.operation == "rollback" and undone.rollback_of is None:
-            raise IllegalPatchError(f"{patch_id} is a rollback that does not say which patch it undid")
+        _check_undoable(undone, store.load_patches())
         # Patches written without prior_states (by other implementations) restore to active.
         restore = {node_id: undone.prior_states.get(node_id, "active") for node_id in undone.target_ids}
         restore.update(undone.prior_states)
@@ -268,27 +287,7 @@ def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | 
             _set_status(nodes[node_id], status, stamp)
         for node_id in discard:
             _set_status(nodes[node_id], "discarded", stamp)
-        # Links follow the patch at the root of the rollback chain: undoing it (or a
-        # redo of it) removes its superseded_by links; undoing an undo puts them back.
-        root, depth = undone, 0
-        while root.rollback_of is not None:
-            root, depth = store.read_patch(root.rollback_of), depth + 1
-        for node_id in root.target_ids:
-            if node_id not in nodes:
-                continue
-            if depth % 2 == 0:
-                _unlink(nodes[node_id], root.new_node_ids)
-            else:
-                link_replacements(nodes[node_id], [n for n in nodes.values() if n.id in root.new_node_ids])
-        if root.operation == "create":  # a conflict flag (record_conflict): its contradicts links follow it
-            for node_id in root.prior_states:
-                links = nodes[node_id].relations["contradicts"] if node_id in nodes else None
-                if links is None:
-                    continue
-                if depth % 2 == 0:
-                    links[:] = [n for n in links if n not in root.new_node_ids]
-                else:
-                    links.extend(n for n in root.new_node_ids if n not in links)
+        _relink_after_rollback(store, undone, nodes)
         patch = MemoryPatch(
             id=new_id("patch"),
             operation="rollback",
@@ -315,6 +314,55 @@ def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | 
         store.audit_many(records)
         note_changes(store, list(nodes), [patch.id])
     return PatchResult(patch=patch, changed_nodes=list(nodes.values()))
+
+
+def _check_undoable(undone: MemoryPatch, patches: list[MemoryPatch]) -> None:
+    """``IllegalPatchError`` when ``undone`` is already undone, or a later patch still standing
+    touched the same memories."""
+    undone_ids = undone_patch_ids(patches)
+    by_id = {p.id: p for p in patches}
+    if undone.id in undone_ids:
+        raise IllegalPatchError(f"{undone.id} is already rolled back")
+    touched = touched_ids(undone)
+    for later in patches:
+        if later.id == undone.id or later.id in undone_ids or patch_order(later) <= patch_order(undone):
+            continue
+        if _rolls_back_chain_to(later, undone.id, by_id):
+            continue  # a redo of this very patch: undoing the patch undoes the redo too
+        if later.rollback_of in by_id and patch_order(by_id[later.rollback_of]) > patch_order(undone):
+            continue  # undoes a patch made after this one: the two cancel out
+        overlap = touched & touched_ids(later)
+        if overlap:
+            raise IllegalPatchError(
+                f"cannot roll back {undone.id}: the later patch {later.id} ({later.operation}) also changed "
+                f"{', '.join(sorted(overlap))}; roll that one back first"
+            )
+    if undone.operation == "rollback" and undone.rollback_of is None:
+        raise IllegalPatchError(f"{undone.id} is a rollback that does not say which patch it undid")
+
+
+def _relink_after_rollback(store: Store, undone: MemoryPatch, nodes: dict[str, MemoryNode]) -> None:
+    """Links follow the patch at the root of the rollback chain: undoing it (or a redo of it)
+    removes its superseded_by links; undoing an undo puts them back."""
+    root, depth = undone, 0
+    while root.rollback_of is not None:
+        root, depth = store.read_patch(root.rollback_of), depth + 1
+    for node_id in root.target_ids:
+        if node_id not in nodes:
+            continue
+        if depth % 2 == 0:
+            _unlink(nodes[node_id], root.new_node_ids)
+        else:
+            link_replacements(nodes[node_id], [n for n in nodes.values() if n.id in root.new_node_ids])
+    if root.operation == "create":  # a conflict flag (record_conflict): its contradicts links follow it
+        for node_id in root.prior_states:
+            links = nodes[node_id].relations["contradicts"] if node_id in nodes else None
+            if links is None:
+                continue
+            if depth % 2 == 0:
+                links[:] = [n for n in links if n not in root.new_node_ids]
+            else:
+                links.extend(n for n in root.new_node_ids if n not in links)
 
 
 def record_conflict(

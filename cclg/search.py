@@ -227,29 +227,7 @@ def bm25(
     if not terms:
         return []
     view = View(index, where)
-    params: list[str] = []
-    if status is None:
-        condition = "n.current = 1"
-    elif status == "all":
-        condition = "1"
-    elif status == "retired":
-        # Facts that were true and are no longer: not forgotten ones (the user wanted
-        # them gone), nor rolled-back, pending or disputed ones.
-        condition = "n.current = 0 AND n.status IN ('active', 'active_session', 'superseded', 'deprecated', 'expired')"
-    else:
-        condition = "n.status = ?"
-        params = [status]
-    # Scope filters go into the SQL so that memories out of scope never crowd the pool.
-    # Another session's memories are out of the view; asking for "all" or a named
-    # status shows them unless a session is named.
-    if status in (None, "retired") or where.session_id is not None:
-        condition += " AND (n.session IS NULL OR n.session = ?)"
-        params.append(where.session_id or "")
-    for column in ("project", "workspace"):
-        value = getattr(where, column)
-        if value is not None:
-            condition += f" AND (n.{column} IS NULL OR n.{column} = ?)"
-            params.append(value)
+    condition, params = _row_filter(status, where)
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
     # Rank every match on the small columns only, keep the best that are in the
     # view, and only then read their records and indexed terms: in a big store that
@@ -287,6 +265,34 @@ def bm25(
         present = set(" ".join(fields).split())
         hits.append(Hit(node_id=row["id"], record=record, score=-row["rank"], matched=sorted(wanted & present)))
     return hits
+
+
+def _row_filter(status: str | None, where: Where) -> tuple[str, list[str]]:
+    """The SQL condition (and its parameters) on ``nodes n`` for a status and a ``Where``."""
+    params: list[str] = []
+    if status is None:
+        condition = "n.current = 1"
+    elif status == "all":
+        condition = "1"
+    elif status == "retired":
+        # Facts that were true and are no longer: not forgotten ones (the user wanted
+        # them gone), nor rolled-back, pending or disputed ones.
+        condition = "n.current = 0 AND n.status IN ('active', 'active_session', 'superseded', 'deprecated', 'expired')"
+    else:
+        condition = "n.status = ?"
+        params = [status]
+    # Scope filters go into the SQL so that memories out of scope never crowd the pool.
+    # Another session's memories are out of the view; asking for "all" or a named
+    # status shows them unless a session is named.
+    if status in (None, "retired") or where.session_id is not None:
+        condition += " AND (n.session IS NULL OR n.session = ?)"
+        params.append(where.session_id or "")
+    for column in ("project", "workspace"):
+        value = getattr(where, column)
+        if value is not None:
+            condition += f" AND (n.{column} IS NULL OR n.{column} = ?)"
+            params.append(value)
+    return condition, params
 
 
 # A term found in more than this share of a large store barely ranks anything but

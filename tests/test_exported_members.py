@@ -1,0 +1,58 @@
+"""The declared library: ``cclg.__all__`` is the public surface, served from ``cclg.api``.
+
+Like httpx's test of its exported members: a public function added to the api
+without being declared (or a declared name that no longer exists) fails here.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import cclg
+from cclg import api
+
+API_SOURCE = Path(api.__file__).read_text(encoding="utf-8")
+
+
+def test_every_declared_name_exists_and_is_offered_by_the_package() -> None:
+    assert len(cclg.__all__) == len(set(cclg.__all__)), "no name is declared twice"
+    assert cclg.__all__ == api.__all__
+    for name in cclg.__all__:
+        assert getattr(api, name) is getattr(cclg, name), name
+    assert set(cclg.__all__) <= set(dir(cclg))
+
+
+def test_every_public_function_and_class_of_the_api_is_declared() -> None:
+    defined = {
+        node.name
+        for node in ast.parse(API_SOURCE).body
+        if isinstance(node, ast.FunctionDef | ast.ClassDef) and not node.name.startswith("_")
+    }
+    assert defined <= set(cclg.__all__), sorted(defined - set(cclg.__all__))
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    try:
+        cclg.no_such_thing  # type: ignore[attr-defined]  # noqa: B018
+    except AttributeError as error:
+        assert "no_such_thing" in str(error)
+    else:
+        raise AssertionError("cclg.no_such_thing should not exist")
+
+
+def test_star_import_and_a_light_package_import() -> None:
+    """``from cclg import *`` gives the whole surface; ``import cclg`` alone loads none of it
+    (the hook imports the package on every prompt)."""
+    code = (
+        "import sys\n"
+        "import cclg\n"
+        "assert 'cclg.api' not in sys.modules, sorted(m for m in sys.modules if m.startswith('cclg'))\n"
+        "namespace = {}\n"
+        "exec('from cclg import *', namespace)\n"
+        "missing = [n for n in cclg.__all__ if n not in namespace]\n"
+        "assert not missing, missing\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
