@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -27,11 +30,12 @@ def root(store: Store) -> Path:
     return store.root
 
 
-def add(root: Path, content: str, *extra: str) -> dict:
+def add(root: Path, content: str, *extra: str) -> dict[str, Any]:
     """The memory ``cclg add --json`` wrote."""
     result = run_json(root, "add", "--content", content, "--source", "user", *extra)
     assert isinstance(result, dict) and result["patch_id"] is not None
-    return result["node"]
+    node: dict[str, Any] = result["node"]
+    return node
 
 
 def test_init_creates_layout_and_is_idempotent(tmp_path: Path) -> None:
@@ -366,3 +370,79 @@ def test_doctor_repair_works_around_a_corrupt_node_file(root: Path) -> None:
     assert any(action.endswith("to forgotten, as its patches say") for action in report["repairs"])
     assert [f["path"] for f in report["findings"]] == ["nodes/mem_broken.json"]
     assert json.loads(path.read_text())["status"] == "forgotten"
+
+
+COMMANDS = {
+    "cclg.cli.memory": {
+        "init",
+        "add",
+        "raw",
+        "import-jsonl",
+        "patch",
+        "forget",
+        "label",
+        "rollback",
+        "conflicts",
+        "resolve",
+    },
+    "cclg.cli.inspect": {"status", "show", "log", "diff", "cite", "audit", "validate", "doctor", "scan"},
+    "cclg.cli.retrieval": {"search", "grep", "recall", "pack", "reindex"},
+    "cclg.cli.containers": {"export", "open", "import"},
+    "cclg.cli.code": {"code-index", "code-search"},
+    "cclg.cli.hosts": {"install", "uninstall", "demo-store"},
+}
+
+
+def test_every_command_is_registered_from_the_module_that_defines_it() -> None:
+    registered = {name: command.callback.__module__ for name, command in cli.commands.items()}
+    assert registered == {name: module for module, names in COMMANDS.items() for name in names}
+
+
+@pytest.mark.parametrize("name", sorted(set().union(*COMMANDS.values()) - {"status"}))
+def test_every_command_help_has_an_example(name: str) -> None:
+    result = CliRunner().invoke(cli, [name, "--help"])
+    assert result.exit_code == 0 and "Example:" in result.output
+
+
+def test_python_dash_m_cclg_runs_the_command_line() -> None:
+    for module in ("cclg", "cclg.cli"):
+        result = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, check=False)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.startswith("Usage: ") and "code-search" in result.stdout
+
+
+def test_label_needs_at_least_one_label_and_changes_only_labels(root: Path) -> None:
+    node = add(root, "Deploys go out from CI")
+    refused = run(root, "label", node["id"], "--reason", "r")
+    assert refused.exit_code == 2 and "at least one of" in refused.stderr
+    labelled = run_json(root, "label", node["id"][:12], "--sensitivity", "confidential", "--reason", "checked")
+    assert isinstance(labelled, dict) and labelled["patch"]["operation"] == "update"
+    new = [(n["content"], n["metadata"]["sensitivity"]) for n in labelled["new_nodes"]]
+    assert new == [("Deploys go out from CI", "confidential")]
+
+
+def test_search_status_retired_lists_what_is_no_longer_true(root: Path) -> None:
+    old = add(root, "The build uses make")
+    run(root, "patch", "supersede", "--target", old["id"], "--content", "The build uses just", "--reason", "moved")
+    gone = add(root, "The build once used scons")
+    run(root, "forget", gone["id"])
+    hits = run_json(root, "search", "build", "--status", "retired")
+    assert isinstance(hits, list) and [h["node"]["id"] for h in hits] == [old["id"]]
+    assert "retired" in run(root, "search", "build", "--status", "bogus").stderr
+
+
+def test_export_to_a_file_then_open_and_import(root: Path, tmp_path: Path) -> None:
+    add(root, "Travels in a container")
+    out = tmp_path / "backup.cclg"
+    written = run(root, "export", str(out))
+    assert written.exit_code == 0 and written.stdout.startswith(f"wrote {out}: 1 nodes, 1 patches")
+    assert run(root, "export", str(out)).exit_code == 2  # exists, no --force
+    assert run(root, "export", str(tmp_path)).exit_code == 2  # a folder
+    assert run(root, "export", str(tmp_path / "no" / "x.cclg")).exit_code == 2  # no such folder
+    header, body = out.read_text().split("\n", 2)[1:]
+    piped = run(root, "export", "-").stdout.split("\n", 2)[1:]
+    assert piped[1] == body and json.loads(piped[0])["content_sha256"] == json.loads(header)["content_sha256"]
+    described = run_json(root, "open", str(out))
+    assert isinstance(described, dict)
+    report = run_json(root, "import", str(out), "--dry-run")
+    assert isinstance(report, dict)

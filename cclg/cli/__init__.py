@@ -1,0 +1,76 @@
+"""The ``cclg`` command line: a thin click layer over ``cclg.api``.
+
+Each command opens the store, calls the library and prints the result: TOML for
+people (``--json`` for programs). Errors from the library become a message on
+stderr and an exit code in one place, ``CclgGroup.invoke``.
+
+Where a command lives:
+
+- ``memory``: init, add, raw, import-jsonl, patch, forget, label, rollback, conflicts, resolve
+- ``inspect``: status, show, log, diff, cite, audit, validate, doctor, scan
+- ``retrieval``: search, grep, recall, pack, reindex
+- ``containers``: export, open, import
+- ``code``: code-index, code-search
+- ``hosts``: install, uninstall, demo-store
+
+``common`` holds what they share (the store of the invocation, printing, options).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from cclg import __version__
+from cclg.cli import code, containers, hosts, inspect, memory, retrieval
+from cclg.errors import CclgError, ValidationError
+
+
+class CclgGroup(click.Group):
+    """Turns library errors into ``error: ...`` on stderr and the error's exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CclgError as exc:
+            click.echo(f"error: {exc}", err=True)
+            if isinstance(exc, ValidationError) and exc.problems != [str(exc)]:
+                for problem in exc.problems:
+                    click.echo(f"  {problem}", err=True)
+            ctx.exit(exc.exit_code)
+        except BrokenPipeError:
+            ctx.exit(0)
+
+
+@click.group(cls=CclgGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--root",
+    envvar="CCLG_HOME",
+    type=click.Path(file_okay=False),
+    help="Store folder. Default: $CCLG_HOME, else ~/.cclg.",
+)
+@click.version_option(__version__, prog_name="cclg")
+@click.pass_context
+def cli(ctx: click.Context, root: str | None) -> None:
+    """cclg: local-first memory for coding agents.
+
+    Evidence is kept verbatim in raw/, memories are small JSON records that
+    change only through recorded patches, and `cclg pack` compiles what is
+    current and relevant into a compact context pack.
+
+    Start with `cclg init`, then `cclg add`, `cclg pack`, `cclg doctor`.
+    """
+    ctx.obj = {"root": root}
+
+
+for _module in (memory, inspect, retrieval, containers, code, hosts):
+    for _command in _module.COMMANDS:
+        cli.add_command(_command)
+
+
+def main() -> None:
+    cli(prog_name="cclg")
+
+
+__all__ = ["CclgGroup", "cli", "main"]

@@ -1,0 +1,64 @@
+"""What every command module shares: the store of the invocation, printing, input, options.
+
+Command modules import from here, never from ``cclg.cli`` itself (``cclg/cli/__init__.py``
+imports them to build the group, so the other way round would be an import cycle).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cclg import api
+from cclg.errors import UsageError
+
+
+def store_of(ctx: click.Context) -> api.Store:
+    """The store named by ``--root`` (else ``$CCLG_HOME``, else ``~/.cclg``); exit 3 if it is not one."""
+    root: str | None = ctx.obj["root"]
+    return api.open_store(root)
+
+
+def emit(data: Any, as_json: bool) -> None:
+    """Print a record, a report or a list of them: TOML for people, JSON for programs."""
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+    else:
+        click.echo(api.to_toml(data if isinstance(data, dict) else {"items": data}).rstrip("\n"))
+
+
+def read_input(value: str) -> bytes:
+    """The bytes of a file, or of stdin for ``-``."""
+    if value == "-":
+        return sys.stdin.buffer.read()
+    path = Path(value)
+    if not path.is_file():
+        raise UsageError(f"no such file: {value}")
+    return path.read_bytes()
+
+
+def input_name(value: str) -> str:
+    """The name evidence read by ``read_input`` is kept under: the file's name, or ``stdin``."""
+    return "stdin" if value == "-" else Path(value).name
+
+
+def text_arg(value: str) -> str:
+    """An option's text, or stdin's for ``-``."""
+    return sys.stdin.read() if value == "-" else value
+
+
+def where(session_id: str | None, project: str | None, workspace: str | None) -> api.Where:
+    """The view a search or pack looks at, from the shared scope options."""
+    return api.Where(session_id=session_id, project=project, workspace=workspace)
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of TOML.")
+session_option = click.option(
+    "--session", "--session-id", "session_id", help="Include this session's overlay memories."
+)
+project_option = click.option("--project", help="Only memories of this project (or of no project).")
+workspace_option = click.option("--workspace", help="Only memories of this workspace (or of no workspace).")

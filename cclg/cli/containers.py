@@ -1,0 +1,75 @@
+"""Commands for the portable ``.cclg`` container: write one, describe one, bring one in."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from cclg import api
+from cclg.cli.common import emit, json_option, store_of
+
+
+@click.command("export")
+@click.argument("out")
+@click.option("--session", "session_ids", multiple=True, help="Only this session's record in @sessions (repeatable).")
+@click.option("--force", is_flag=True, help="Replace OUT if it exists.")
+@click.pass_context
+def export_command(ctx: click.Context, out: str, session_ids: tuple[str, ...], force: bool) -> None:
+    """Write the store's whole ledger into one portable .cclg container ('-' writes stdout).
+
+    Nodes, patches and edges always travel whole; --session narrows only the
+    session records. The file is checksummed and other runtimes can load it.
+
+    Example: cclg export backup.cclg
+    """
+    if out == "-":
+        sys.stdout.write(api.export_store(store_of(ctx), list(session_ids) or None))
+        return
+    header = api.export_to(store_of(ctx), Path(out), session_ids=list(session_ids) or None, force=force)
+    summary = ", ".join(f"{n} {name}" for name, n in header["counts"].items())
+    click.echo(f"wrote {out}: {summary} (sha256 {header['content_sha256'][:12]})")
+
+
+@click.command("open")
+@click.argument("file")
+@click.option("--session", "session_id", help="The effective view as this session sees it (with its overlay).")
+@click.option("--no-validate", is_flag=True, help="Skip record validation (framing, checksum, auth are still checked).")
+@json_option
+def open_command(file: str, session_id: str | None, no_validate: bool, as_json: bool) -> None:
+    """Check a .cclg container and describe it, without touching any store ('-' reads stdin).
+
+    Shows the header, the record counts, warnings (unknown sections) and the ids
+    of the effective view: the memories that are current truth in it.
+
+    Example: cclg open backup.cclg --json
+    """
+    container = api.load_container(api.read_text(file), validate=not no_validate)
+    emit(container.describe(session_id), as_json)
+    for warning in container.warnings:
+        click.echo(f"warning: {warning}", err=True)
+
+
+@click.command("import")
+@click.argument("file")
+@click.option("--dry-run", is_flag=True, help="Report what would happen; write nothing.")
+@json_option
+@click.pass_context
+def import_command(ctx: click.Context, file: str, dry_run: bool, as_json: bool) -> None:
+    """Bring a .cclg container's records into the store ('-' reads stdin).
+
+    Known records are skipped. A known memory whose content differs is not
+    overwritten: both versions wait in conflict_pending (see `cclg conflicts`,
+    settle with `cclg resolve`). The file is checked in full before anything is written.
+
+    Example: cclg import backup.cclg --dry-run
+    """
+    container = api.load_container(api.read_text(file))
+    report = api.import_container(store_of(ctx), container, dry_run=dry_run)
+    for warning in container.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    emit(report.to_dict(), as_json)
+
+
+COMMANDS = [export_command, open_command, import_command]

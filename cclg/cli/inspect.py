@@ -1,0 +1,189 @@
+"""Commands that look at a store without changing what it says: counts, records, history, provenance,
+the audit log, and health checks (doctor, validate, scan).
+
+``doctor --repair`` and ``scan --store --redact`` are the exceptions: they fix files,
+each fix audited, but never change what a memory says.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cclg import api
+from cclg.cli.common import emit, json_option, store_of
+from cclg.errors import UsageError, ValidationError
+
+
+@click.command()
+@json_option
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Summarise the store: memories by status, patches, sessions, raw files."""
+    emit(api.status(store_of(ctx)), as_json)
+
+
+@click.command()
+@click.argument("memory_id")
+@json_option
+@click.pass_context
+def show(ctx: click.Context, memory_id: str, as_json: bool) -> None:
+    """Print one memory record.
+
+    Example: cclg show mem_01...
+    """
+    emit(api.show(store_of(ctx), memory_id).to_dict(), as_json)
+
+
+@click.command()
+@click.option("--memory", "memory_id", help="Only patches touching this memory.")
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many patches.")
+@json_option
+@click.pass_context
+def log(ctx: click.Context, memory_id: str | None, limit: int | None, as_json: bool) -> None:
+    """The patch ledger, newest first.
+
+    Example: cclg log --memory mem_01... --limit 5
+    """
+    patches = api.history(store_of(ctx), node_id=memory_id, limit=limit)
+    if as_json:
+        emit([p.to_dict() for p in patches], True)
+        return
+    for p in patches:
+        line = f"{p.id}  {p.created_at}  {p.operation:<16} {', '.join(p.target_ids) or '-'}"
+        if p.new_node_ids:
+            line += f" -> {', '.join(p.new_node_ids[:3])}{' ...' if len(p.new_node_ids) > 3 else ''}"
+        click.echo(f"{line}\n    {p.reason}")
+
+
+@click.command()
+@click.argument("patch_id")
+@json_option
+@click.pass_context
+def diff(ctx: click.Context, patch_id: str, as_json: bool) -> None:
+    """What a patch changed: status moves and a content diff.
+
+    Example: cclg diff patch_01...
+    """
+    result = api.patch_diff(store_of(ctx), patch_id)
+    if as_json:
+        emit(result, True)
+        return
+    p = result["patch"]
+    click.echo(f"{p['id']} {p['operation']} at {p['created_at']}\nreason: {p['reason']}")
+    for change in result["status_changes"]:
+        click.echo(f"  {change['id']}: {change['before'] or '?'} -> {change['now'] or 'missing'}")
+    for node in result["new_nodes"]:
+        click.echo(f"  + {node['id']} ({node['status']})")
+    for text in result["content_diff"]:
+        click.echo(text)
+
+
+@click.command()
+@click.argument("memory_id")
+@json_option
+@click.pass_context
+def cite(ctx: click.Context, memory_id: str, as_json: bool) -> None:
+    """Where a memory came from: source, quote, raw evidence, patches.
+
+    Example: cclg cite mem_01...
+    """
+    emit(api.cite(store_of(ctx), memory_id), as_json)
+
+
+@click.command()
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--event", help="Only this kind of audit record (memory_created, patch_applied, ...).")
+@click.option("--memory", "memory_id", help="Only records naming this memory.")
+@json_option
+@click.pass_context
+def audit(ctx: click.Context, limit: int, event: str | None, memory_id: str | None, as_json: bool) -> None:
+    """The audit log, newest first: every change to the store, who made it and when.
+
+    Example: cclg audit --event patch_applied --limit 10
+    """
+    emit(api.audit_log(store_of(ctx), limit=limit, event=event, memory_id=memory_id), as_json)
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@json_option
+def validate(paths: tuple[Path, ...], as_json: bool) -> None:
+    """Check record files (or folders of them) against cclg.format.v0.1.
+
+    Example: cclg validate ~/.cclg/nodes
+    """
+    checked, findings = api.validate_paths(list(paths))
+    if as_json:
+        emit({"checked": checked, "ok": not findings, "findings": [f.to_dict() for f in findings]}, True)
+    else:
+        for f in findings:
+            click.echo(f"{f.path}: {f.message}")
+        click.echo(f"{checked} file(s) checked, {len(findings)} problem(s)")
+    if findings:
+        sys.exit(ValidationError.exit_code)
+
+
+@click.command("doctor")
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="First fix what needs no judgement (torn log lines, orphan temp files, statuses the ledger disagrees with).",
+)
+@json_option
+@click.pass_context
+def doctor_command(ctx: click.Context, repair: bool, as_json: bool) -> None:
+    """Check the whole store: records, hashes, ids, the patch ledger, logs.
+
+    Exits 1 when there are findings. Example: cclg doctor --json
+    """
+    store = store_of(ctx)
+    actions = api.repair(store) if repair else []
+    report = api.diagnose(store)
+    if as_json:
+        emit({**report.to_dict(), "repairs": actions}, True)
+    else:
+        for action in actions:
+            click.echo(f"repaired: {action}")
+        counts = ", ".join(f"{v} {k}" for k, v in report.counts.items())
+        click.echo(f"store {report.root}: {counts}")
+        for f in report.findings:
+            click.echo(f"[{f.check}] {f.path}: {f.message}")
+        click.echo("ok: no findings" if report.ok else f"{len(report.findings)} finding(s)")
+    if not report.ok:
+        sys.exit(1)
+
+
+@click.command("scan")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--store", "in_store", is_flag=True, help="Scan the store's own files instead of PATHS.")
+@click.option("--redact", is_flag=True, help="With --store: replace each secret found with [REDACTED:rule].")
+@json_option
+@click.pass_context
+def scan_command(ctx: click.Context, paths: tuple[Path, ...], in_store: bool, redact: bool, as_json: bool) -> None:
+    """Report secrets (API keys, tokens, private keys, passwords) in files or in the store.
+
+    Exits 1 when any is found, 0 when none. Only the first four characters of a
+    secret are shown. --store --redact rewrites the store's files without them
+    (one audited repair per file) and rebuilds the search index.
+
+    Example: cclg scan --store    or    cclg scan ./notes
+    """
+    if redact and not in_store:
+        raise UsageError("--redact works on the store only: cclg scan --store --redact")
+    if in_store == bool(paths):
+        raise UsageError("give PATHS to scan, or --store")
+    store = store_of(ctx) if in_store else None
+    found = api.scan_secrets([store.root] if store else list(paths))
+    result: dict[str, Any] = {"secrets": found}
+    if redact and store is not None and found:
+        result["redacted"] = api.redact_store(store)
+    emit(result, as_json)
+    if found and not redact:
+        ctx.exit(1)
+
+
+COMMANDS = [status, show, log, diff, cite, audit, validate, doctor_command, scan_command]

@@ -1,0 +1,265 @@
+"""Commands that write memories: create a store, add, keep evidence, import, patch, relabel, undo, settle.
+
+Every write is a recorded patch (``cclg log`` lists them, ``cclg rollback`` undoes one).
+"""
+
+from __future__ import annotations
+
+import click
+
+from cclg import api, guard
+from cclg import format as fmt
+from cclg.cli.common import emit, input_name, json_option, read_input, store_of, text_arg
+
+
+@click.command()
+@click.pass_context
+def init(ctx: click.Context) -> None:
+    """Create a store (safe to run again).
+
+    Example: cclg --root ./memory init
+    """
+    store, created = api.init_store(ctx.obj["root"])
+    click.echo(f"{'created' if created else 'already a store:'} {store.root}")
+
+
+@click.command()
+@click.option("--content", required=True, help="The memory, one self-contained statement ('-' reads stdin).")
+@click.option("--source", required=True, help="Where it came from: a label such as user, doc:README.md, session:ID.")
+@click.option(
+    "--type", "type_", default="memory", show_default=True, type=click.Choice(fmt.NODE_TYPES), help="Kind of memory."
+)
+@click.option("--key", help="Stable key: memories sharing a key collapse to the narrowest scope.")
+@click.option("--quote", help="The words of the source this memory rests on.")
+@click.option("--confidence", type=click.FloatRange(0, 1), default=1.0, show_default=True)
+@click.option("--priority", default="normal", show_default=True, help="low, normal, high, ...")
+@click.option("--scope", multiple=True, metavar="KEY=VALUE", help=f"Scope ({', '.join(fmt.SCOPE_KEYS)}); repeatable.")
+@click.option("--tag", multiple=True, help="A tag; repeatable.")
+@click.option(
+    "--trust", type=click.Choice(guard.TRUST), default="trusted", show_default=True, help="You wrote it: trusted."
+)
+@click.option(
+    "--sensitivity",
+    type=click.Choice(guard.SENSITIVITY),
+    default=guard.DEFAULT_SENSITIVITY,
+    show_default=True,
+    help="confidential is packed only where the store allows; restricted never.",
+)
+@click.option(
+    "--retention",
+    type=click.Choice(guard.RETENTION),
+    default=guard.DEFAULT_RETENTION,
+    show_default=True,
+    help="required memories are packed first, whatever the query.",
+)
+@click.option("--force", is_flag=True, help="Add it even if the same content was forgotten or discarded before.")
+@json_option
+@click.pass_context
+def add(
+    ctx: click.Context,
+    content: str,
+    source: str,
+    type_: str,
+    key: str | None,
+    quote: str | None,
+    confidence: float,
+    priority: str,
+    scope: tuple[str, ...],
+    tag: tuple[str, ...],
+    trust: str,
+    sensitivity: str,
+    retention: str,
+    force: bool,
+    as_json: bool,
+) -> None:
+    """Add a memory (written with its `create` patch).
+
+    Content already stored in the same scope is not written twice (the existing
+    memory is shown); content that was forgotten is refused unless --force; close
+    memories (same key, very similar text) are named so you can patch them instead.
+
+    Example: cclg add --type project_decision --content "Tests run with pytest -q" --source user --key test.command
+    """
+    result = api.add_memory(
+        store_of(ctx),
+        text_arg(content),
+        source=source,
+        type=type_,
+        key=key,
+        quote=quote,
+        confidence=confidence,
+        priority=priority,
+        scope=api.parse_scope(list(scope)),
+        tags=list(tag),
+        trust=trust,
+        sensitivity=sensitivity,
+        retention=retention,
+        force=force,
+    )
+    emit(result.to_dict(), as_json)
+    if result.duplicate_of:
+        click.echo(f"note: {result.duplicate_of} already holds this content; nothing was written", err=True)
+    for other in result.similar:
+        click.echo(
+            f"note: {other['id']} is close ({other['why']}); to replace it instead: "
+            f"cclg patch supersede --target {other['id']} --content ... --reason ...",
+            err=True,
+        )
+
+
+@click.command()
+@click.argument("path")
+@click.option("--name", help="File name to keep the evidence under (default: the file's name, or 'stdin').")
+@json_option
+@click.pass_context
+def raw(ctx: click.Context, path: str, name: str | None, as_json: bool) -> None:
+    """Keep a file (or stdin, '-') verbatim as raw evidence; never overwrites.
+
+    Example: cclg raw notes/meeting.md
+    """
+    data = read_input(path)
+    emit(api.keep_raw(store_of(ctx), data, name or input_name(path)), as_json)
+
+
+@click.command("import-jsonl")
+@click.argument("path")
+@click.option("--force", is_flag=True, help="Import lines whose content was forgotten or discarded before.")
+@json_option
+@click.pass_context
+def import_jsonl(ctx: click.Context, path: str, force: bool, as_json: bool) -> None:
+    """Import memories from JSON lines ('-' reads stdin), all or nothing.
+
+    Each line is a full MemoryNode record or a short line such as
+    {"content": "...", "source": "label", "type": "...", "key": "...", "scope": {...}, "tags": [...]}.
+    Bad lines are reported by number and nothing is written. Content already
+    current in its scope is skipped and listed; forgotten content needs --force.
+
+    Example: cclg import-jsonl seed.jsonl
+    """
+    result = api.import_jsonl(store_of(ctx), read_input(path), name=input_name(path), force=force)
+    emit(result.to_dict(), as_json)
+
+
+@click.command()
+@click.argument("operation", type=click.Choice(fmt.PATCH_OPERATIONS))
+@click.option("--target", "targets", multiple=True, help="Memory id to change (repeatable); for rollback, a patch id.")
+@click.option("--content", "contents", multiple=True, help="New content (repeat for split; '-' reads stdin).")
+@click.option("--reason", required=True, help="Why: kept in the patch for the audit trail.")
+@click.option("--source", default="manual", show_default=True, help="Source label of the change.")
+@click.option("--confidence", type=click.FloatRange(0, 1), default=1.0, show_default=True)
+@json_option
+@click.pass_context
+def patch(
+    ctx: click.Context,
+    operation: str,
+    targets: tuple[str, ...],
+    contents: tuple[str, ...],
+    reason: str,
+    source: str,
+    confidence: float,
+    as_json: bool,
+) -> None:
+    """Change memories through the ledger: OPERATION is one of the thirteen patch operations.
+
+    update, supersede, refine, expand, narrow, merge, split and resolve_conflict
+    write new memories and retire the targets; expire, deprecate and forget only
+    retire; create adds; rollback undoes a patch (give its id as --target).
+
+    Example: cclg patch refine --target mem_01... --content "pytest -q -x" --reason "stop early"
+    """
+    result = api.patch(
+        store_of(ctx),
+        operation,
+        list(targets),
+        contents=[text_arg(c) for c in contents],
+        reason=reason,
+        source=source,
+        confidence=confidence,
+    )
+    emit(result.to_dict(), as_json)
+
+
+@click.command()
+@click.argument("memory_id")
+@click.option("--reason", default="forgotten at the user's request", show_default=True)
+@json_option
+@click.pass_context
+def forget(ctx: click.Context, memory_id: str, reason: str, as_json: bool) -> None:
+    """Retire a memory for good (a `forget` patch; undo with `cclg rollback`).
+
+    Example: cclg forget mem_01... --reason "no longer true"
+    """
+    emit(api.forget(store_of(ctx), memory_id, reason=reason).to_dict(), as_json)
+
+
+@click.command("label")
+@click.argument("memory_id")
+@click.option("--trust", type=click.Choice(guard.TRUST), help="trusted: you have checked it.")
+@click.option("--sensitivity", type=click.Choice(guard.SENSITIVITY))
+@click.option("--retention", type=click.Choice(guard.RETENTION))
+@click.option("--reason", required=True, help="Why: kept in the patch for the audit trail.")
+@json_option
+@click.pass_context
+def label(
+    ctx: click.Context,
+    memory_id: str,
+    trust: str | None,
+    sensitivity: str | None,
+    retention: str | None,
+    reason: str,
+    as_json: bool,
+) -> None:
+    """Change a memory's trust, sensitivity or retention (an `update` patch: same content, new labels).
+
+    Only here, on your own command line, can a memory become trusted.
+    Example: cclg label mem_01... --trust trusted --reason "checked against the runbook"
+    """
+    result = api.label(
+        store_of(ctx), memory_id, reason=reason, trust=trust, sensitivity=sensitivity, retention=retention
+    )
+    emit(result.to_dict(), as_json)
+
+
+@click.command()
+@click.argument("patch_id")
+@click.option("--reason", default="", help="Why (default: 'rollback of PATCH_ID').")
+@json_option
+@click.pass_context
+def rollback(ctx: click.Context, patch_id: str, reason: str, as_json: bool) -> None:
+    """Undo a patch: restore the statuses it recorded, discard the memories it wrote.
+
+    Example: cclg rollback patch_01...
+    """
+    emit(api.rollback(store_of(ctx), patch_id, reason=reason).to_dict(), as_json)
+
+
+@click.command()
+@json_option
+@click.pass_context
+def conflicts(ctx: click.Context, as_json: bool) -> None:
+    """Memories in conflict_pending, with the memories that contradict them.
+
+    Settle one with `cclg resolve`. Example: cclg conflicts
+    """
+    emit(api.conflicts(store_of(ctx)), as_json)
+
+
+@click.command()
+@click.argument("memory_ids", nargs=-1, required=True)
+@click.option("--content", required=True, help="What is true now ('-' reads stdin).")
+@click.option("--reason", required=True, help="Why: kept in the patch for the audit trail.")
+@click.option("--source", default="manual", show_default=True, help="Source label of the decision.")
+@json_option
+@click.pass_context
+def resolve(
+    ctx: click.Context, memory_ids: tuple[str, ...], content: str, reason: str, source: str, as_json: bool
+) -> None:
+    """Settle a conflict: one new memory replaces the MEMORY_IDS in conflict (a resolve_conflict patch).
+
+    Example: cclg resolve mem_01a mem_01b --content "Deploys go out from CI" --reason "checked the workflow"
+    """
+    result = api.resolve(store_of(ctx), list(memory_ids), content=text_arg(content), reason=reason, source=source)
+    emit(result.to_dict(), as_json)
+
+
+COMMANDS = [init, add, raw, import_jsonl, patch, forget, label, rollback, conflicts, resolve]
