@@ -68,9 +68,10 @@ __all__ = [  # noqa: F405 (names served by __getattr__)
     "resolve_patch_id",
     "rollback",
     "scan_secrets",
-    "search",
+    "search_memories",
     "show",
     "status",
+    "to_toml",
     "uninstall_host",
     "validate_paths",
 ]

@@ -33,10 +33,11 @@ from cclg.errors import NotFoundError, UsageError
 from cclg.index import rebuild_index
 from cclg.intake import AddResult, ImportResult, add_memory, build_node, import_jsonl, parse_scope
 from cclg.ledger import PatchResult
-from cclg.pack import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, FORMATS, compile_pack, render
+from cclg.pack import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, FORMATS, compile_pack, render, to_toml
 from cclg.records import MemoryNode, MemoryPatch, Source, is_valid_id
 from cclg.redaction import redact_store, scan_secrets
-from cclg.search import MODES, GrepMatch, Hit, Where, grep, parse_moment, search
+from cclg.search import MODES, GrepMatch, Hit, Where, grep, parse_moment
+from cclg.search import search as search_memories  # the package's ``search`` attribute is the module
 from cclg.store import Store, read_jsonl, resolve_root
 from cclg.view import effective_view
 
@@ -95,13 +96,13 @@ __all__ = [
     "resolve_patch_id",
     "rollback",
     "scan_secrets",
-    "search",
+    "search_memories",
     "show",
     "status",
+    "to_toml",
     "uninstall_host",
     "validate_paths",
 ]
-
 
 
 def open_store(root: str | Path | None = None) -> Store:
@@ -346,7 +347,7 @@ def export_to(store: Store, out: Path, *, session_ids: list[str] | None = None, 
 
 def recall(store: Store, query: str, *, where: Where | None = None, limit: int = 5) -> list[dict[str, Any]]:
     """Current memories for ``query``, each with its provenance (source, quote, raw spans)."""
-    hits = search(store, query, mode="bm25", limit=limit, where=where)
+    hits = search_memories(store, query, mode="bm25", limit=limit, where=where)
     return [
         {"id": h.id, "score": round(h.score, 4), "node": h.node.to_dict(), "provenance": cite(store, h.id)}
         for h in hits
@@ -443,11 +444,11 @@ def code_search(store: Store, query: str, repo: str | Path, *, limit: int = 10) 
 
 def install_host(
     host: str, *, project: Path | None = None, root: str | None = None, dry_run: bool = False
-) -> tuple[list[install.Change], bool]:
+) -> tuple[list[install.Change], str | None]:
     """``cclg install``: create the store if needed, register cclg-hook and cclg-mcp with ``host``.
 
-    Returns the changes and whether the MCP server was registered (Codex reads MCP
-    servers from the home folder only, so a project install cannot register it).
+    Returns the changes and, when the MCP server could not be registered (Codex reads
+    MCP servers from the home folder only), the command that registers it by hand.
     """
     if not dry_run:
         Store.init(root)
@@ -455,9 +456,10 @@ def install_host(
     install.register_mcp(host, project=project, root=root, dry_run=True)  # refuses before anything is written
     changes = [install.install(host, project=project, root=root, dry_run=dry_run)]
     server = install.register_mcp(host, project=project, root=root, dry_run=dry_run)
-    if server is not None:
-        changes.append(server)
-    return changes, server is not None
+    if server is None:
+        return changes, install.manual_mcp_command(host, root)
+    changes.append(server)
+    return changes, None
 
 
 def uninstall_host(host: str, *, project: Path | None = None, dry_run: bool = False) -> list[install.Change]:

@@ -1,12 +1,17 @@
 """``cclg-mcp``: the MCP server, on the official SDK (``mcp`` 2.x, ``MCPServer``).
 
-Every tool is a thin call into the library (``cclg.api``, ``cclg.search``,
-``cclg.pack``), so a write through MCP goes through the same ledger, lattice and
-audit log as the CLI, and the CLI's ``--json`` output and a tool's structured
-result are the same records.
+Every tool is a module-level function over the store and a thin call into the
+library (``cclg.api`` only), so a write through MCP goes through the same ledger,
+lattice and audit log as the CLI, and the CLI's ``--json`` output and a tool's
+structured result are the same records. One table, ``TOOLS``, names each tool's
+verb, function, description and annotations; ``build_server`` walks it.
+
+The tools: search, grep, bm25, pack, add, patch, raw, recall, cite, conflicts,
+resolve, audit, label, reindex; and the code graph's code_index, code_search.
 
 Each tool is served under two names: ``cclg_<verb>`` and the standard's
-``memory_<verb>`` alias. Clients such as Claude Desktop and Codex reject a tool
+``memory_<verb>`` alias (the code graph's tools only as ``cclg_<verb>``: the
+standard names none). Clients such as Claude Desktop and Codex reject a tool
 list holding any name outside ``^[a-zA-Z0-9_-]{1,64}$``, so the CCLG standard's
 dotted names (``cclg.search``, ``memory.search``) are served only with
 ``--dotted-names``.
@@ -18,8 +23,10 @@ error carrying the library's message; the server keeps serving.
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import click
@@ -28,10 +35,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
-from cclg import __version__, api, guard, search
+from cclg import __version__, api, guard
 from cclg import format as fmt
 from cclg.errors import CclgError, UsageError
-from cclg.pack import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, compile_pack
 from cclg.store import Store
 
 # Limits on what a caller may send: generous for real use, small enough that a
@@ -41,6 +47,11 @@ MAX_CONTENT_CHARS = 100_000
 MAX_RAW_CHARS = 8 * 1024 * 1024
 MAX_LIMIT = 200
 MAX_TARGETS = 100
+
+# The pack's formats beside json, whose text the pack tool adds under "rendered".
+RENDERED_FORMATS = " or ".join(f for f in api.FORMATS if f != "json")
+# The trust an MCP caller may give: never trusted (only the user can, through the CLI).
+CALLER_TRUST = ("untrusted", "quarantined")
 
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for.")]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description="At most this many results.")]
@@ -59,33 +70,403 @@ SourceLabel = Annotated[
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 # Adds a memory each call (nothing is overwritten).
 ADDITIVE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
-# The same bytes are stored once: calling again changes nothing.
-ADDITIVE_IDEMPOTENT = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
-# Retires memories (reversible with a rollback, but it changes what is current).
+# Writes, but calling again with the same arguments changes nothing (raw evidence is stored once,
+# the code graph and the search index are rebuilt from what is there).
+IDEMPOTENT = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+# Retires or relabels memories (reversible with a rollback, but it changes what is current).
 DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 
-def _where(session_id: str | None, project: str | None, workspace: str | None) -> search.Where:
-    return search.Where(session_id=session_id, project=project, workspace=workspace)
+def _where(session_id: str | None, project: str | None, workspace: str | None) -> api.Where:
+    return api.Where(session_id=session_id, project=project, workspace=workspace)
 
 
-def _library_errors(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
-    """``fn`` with the library's errors turned into MCP tool errors carrying their message."""
+# ---------------------------------------------------------------- reading
 
-    @functools.wraps(fn)  # the SDK reads the parameters through __wrapped__
+
+def memory_search(
+    store: Store,
+    query: Query,
+    mode: Annotated[
+        str,
+        Field(
+            json_schema_extra={"enum": list(api.MODES)},
+            description="bm25: ranked words; grep: exact text; graph: hits and what they relate to; "
+            "temporal: newest first; auto: all fused.",
+        ),
+    ] = "auto",
+    limit: Limit = 10,
+    session_id: SessionId = None,
+    project: Project = None,
+    workspace: Workspace = None,
+    status: Annotated[
+        str | None,
+        Field(
+            json_schema_extra={"enum": [None, "all", *fmt.NODE_STATUSES]},
+            description="Search memories of this status instead of current ones ('all' for every one).",
+        ),
+    ] = None,
+) -> dict[str, Any]:
+    hits = api.search_memories(
+        store, query, mode=mode, limit=limit, where=_where(session_id, project, workspace), status=status
+    )
+    return {"results": [h.to_dict() for h in hits]}
+
+
+def memory_bm25(
+    store: Store,
+    query: Query,
+    limit: Limit = 10,
+    session_id: SessionId = None,
+    project: Project = None,
+    workspace: Workspace = None,
+) -> dict[str, Any]:
+    hits = api.search_memories(store, query, mode="bm25", limit=limit, where=_where(session_id, project, workspace))
+    return {"results": [h.to_dict() for h in hits]}
+
+
+def memory_grep(
+    store: Store,
+    pattern: Annotated[str, Field(min_length=1, max_length=1_000, description="Text (or regex) to find.")],
+    regex: Annotated[bool, Field(description="The pattern is a regular expression.")] = False,
+    ignore_case: bool = False,
+    raw: Annotated[bool, Field(description="Also search raw evidence.")] = False,
+    limit: Limit = 50,
+    session_id: SessionId = None,
+    project: Project = None,
+    workspace: Workspace = None,
+) -> dict[str, Any]:
+    where = _where(session_id, project, workspace)
+    matches = api.grep(store, pattern, regex=regex, ignore_case=ignore_case, raw=raw, where=where, limit=limit)
+    return {"matches": [m.to_dict() for m in matches]}
+
+
+def memory_pack(
+    store: Store,
+    query: Annotated[
+        str, Field(max_length=MAX_QUERY_CHARS, description="The task at hand; empty for pinned memories only.")
+    ] = "",
+    session_id: SessionId = None,
+    project: Project = None,
+    workspace: Workspace = None,
+    max_nodes: Annotated[int, Field(ge=0, le=MAX_LIMIT)] = api.DEFAULT_MAX_NODES,
+    max_chars: Annotated[int, Field(ge=0, le=1_000_000)] = api.DEFAULT_MAX_CHARS,
+    max_tokens: Annotated[int | None, Field(ge=0, le=250_000)] = None,
+    format: Annotated[
+        str,
+        Field(
+            json_schema_extra={"enum": list(api.FORMATS)},
+            description=f"json: the pack alone; {RENDERED_FORMATS}: the pack plus its text in that format "
+            "under rendered.",
+        ),
+    ] = "json",
+) -> dict[str, Any]:
+    pack = api.compile_pack(
+        store,
+        query,
+        session_id=session_id,
+        project=project,
+        workspace=workspace,
+        max_nodes=max_nodes,
+        max_chars=max_chars,
+        max_tokens=max_tokens,
+    )
+    if format == "json":
+        return pack
+    return {**pack, "rendered": api.render(pack, format)}
+
+
+def memory_recall(
+    store: Store,
+    query: Query,
+    limit: Annotated[int, Field(ge=1, le=50)] = 5,
+    session_id: SessionId = None,
+    project: Project = None,
+    workspace: Workspace = None,
+) -> dict[str, Any]:
+    return {"results": api.recall(store, query, where=_where(session_id, project, workspace), limit=limit)}
+
+
+def memory_cite(store: Store, memory_id: MemoryId) -> dict[str, Any]:
+    return api.cite(store, memory_id)
+
+
+def memory_conflicts(store: Store) -> dict[str, Any]:
+    return {"conflicts": api.conflicts(store)}
+
+
+def memory_audit(
+    store: Store,
+    limit: Annotated[int, Field(ge=1, le=1_000)] = 50,
+    event: Annotated[str | None, Field(json_schema_extra={"enum": [None, *fmt.AUDIT_EVENTS]})] = None,
+    memory_id: Annotated[str | None, Field(max_length=100, description="Only records naming this memory.")] = None,
+) -> dict[str, Any]:
+    return {"records": api.audit_log(store, limit=limit, event=event, memory_id=memory_id)}
+
+
+# ---------------------------------------------------------------- writing
+
+
+def memory_add(
+    store: Store,
+    content: Content,
+    source: SourceLabel = "mcp",
+    type: Annotated[str, Field(json_schema_extra={"enum": list(fmt.NODE_TYPES)})] = "memory",
+    key: Annotated[
+        str | None,
+        Field(max_length=200, description="Stable key: same-key memories collapse to the narrowest scope."),
+    ] = None,
+    quote: Annotated[str | None, Field(max_length=10_000, description="The words of the source this rests on.")] = None,
+    confidence: Annotated[float, Field(ge=0, le=1)] = 1.0,
+    scope: Annotated[
+        dict[str, str | None] | None, Field(description=f"Scope keys: {', '.join(fmt.SCOPE_KEYS)}.")
+    ] = None,
+    tags: Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=50)] = [],  # noqa: B006
+    trust: Annotated[
+        str,
+        Field(
+            json_schema_extra={"enum": list(CALLER_TRUST)},
+            description="An MCP caller cannot mark a memory trusted; only the user can (cclg add).",
+        ),
+    ] = "untrusted",
+    sensitivity: Annotated[
+        str,
+        Field(
+            json_schema_extra={"enum": list(guard.SENSITIVITY)},
+            description="confidential is packed only where the store allows; restricted never.",
+        ),
+    ] = guard.DEFAULT_SENSITIVITY,
+    retention: Annotated[
+        str,
+        Field(json_schema_extra={"enum": list(guard.RETENTION)}, description="required memories are packed first."),
+    ] = guard.DEFAULT_RETENTION,
+) -> dict[str, Any]:
+    if trust == "trusted":
+        raise UsageError("an MCP caller cannot mark a memory trusted; the user can, with `cclg add --trust trusted`")
+    result = api.add_memory(
+        store,
+        content,
+        source=source,
+        type=type,
+        key=key,
+        quote=quote,
+        confidence=confidence,
+        scope=api.parse_scope(scope),
+        tags=list(tags),
+        trust=trust,
+        sensitivity=sensitivity,
+        retention=retention,
+    )
+    return result.to_dict()
+
+
+def memory_patch(
+    store: Store,
+    operation: Annotated[str, Field(json_schema_extra={"enum": list(fmt.PATCH_OPERATIONS)})],
+    reason: Reason,
+    targets: Annotated[
+        list[Annotated[str, Field(max_length=100)]],
+        Field(max_length=MAX_TARGETS, description="Memory ids to change; for rollback, the patch id."),
+    ] = [],  # noqa: B006
+    contents: Annotated[
+        list[Annotated[str, Field(max_length=MAX_CONTENT_CHARS)]],
+        Field(max_length=MAX_TARGETS, description="New content (several for split)."),
+    ] = [],  # noqa: B006
+    source: SourceLabel = "mcp",
+    confidence: Annotated[float, Field(ge=0, le=1)] = 1.0,
+) -> dict[str, Any]:
+    result = api.patch(
+        store,
+        operation,
+        list(targets),
+        contents=list(contents),
+        reason=reason,
+        source=source,
+        confidence=confidence,
+        max_trust="untrusted",
+    )
+    return result.to_dict()
+
+
+def memory_raw(
+    store: Store,
+    content: Annotated[str, Field(max_length=MAX_RAW_CHARS, description="The evidence, verbatim.")],
+    name: Annotated[
+        str, Field(min_length=1, max_length=200, description="File name to keep it under, such as notes.md.")
+    ] = "mcp.txt",
+) -> dict[str, Any]:
+    return api.keep_raw(store, content.encode("utf-8"), name)
+
+
+def memory_resolve(
+    store: Store,
+    memory_ids: Annotated[
+        list[Annotated[str, Field(max_length=100)]],
+        Field(min_length=1, max_length=MAX_TARGETS, description="The memories in conflict."),
+    ],
+    content: Content,
+    reason: Reason,
+    source: SourceLabel = "mcp",
+) -> dict[str, Any]:
+    return api.resolve(
+        store, list(memory_ids), content=content, reason=reason, source=source, max_trust="untrusted"
+    ).to_dict()
+
+
+def memory_label(
+    store: Store,
+    memory_id: MemoryId,
+    reason: Reason,
+    trust: Annotated[
+        str | None,
+        Field(
+            json_schema_extra={"enum": [None, *CALLER_TRUST]},
+            description="quarantined keeps it out of every pack. An MCP caller cannot mark a memory trusted; "
+            "only the user can (cclg label).",
+        ),
+    ] = None,
+    sensitivity: Annotated[
+        str | None,
+        Field(
+            json_schema_extra={"enum": [None, *guard.SENSITIVITY]},
+            description="confidential is packed only where the store allows; restricted never.",
+        ),
+    ] = None,
+    retention: Annotated[
+        str | None,
+        Field(json_schema_extra={"enum": [None, *guard.RETENTION]}, description="required memories are packed first."),
+    ] = None,
+) -> dict[str, Any]:
+    return api.label(
+        store,
+        memory_id,
+        reason=reason,
+        trust=trust,
+        sensitivity=sensitivity,
+        retention=retention,
+        max_trust="untrusted",
+    ).to_dict()
+
+
+def memory_reindex(store: Store) -> dict[str, Any]:
+    return api.reindex(store)
+
+
+# ---------------------------------------------------------------- the code graph
+
+
+def code_index(
+    store: Store,
+    repo: Annotated[str, Field(min_length=1, max_length=4_096, description="The repository folder to index.")],
+) -> dict[str, Any]:
+    return api.code_index(store, repo)
+
+
+def code_search(
+    store: Store,
+    query: Query,
+    repo: Annotated[str, Field(min_length=1, max_length=4_096, description="The indexed repository's folder.")],
+    limit: Annotated[int, Field(ge=1, le=100)] = 10,
+) -> dict[str, Any]:
+    return api.code_search(store, query, repo, limit=limit)
+
+
+# ---------------------------------------------------------------- the table
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool: served as ``<prefix><sep><verb>`` for each prefix, calling ``function(store, ...)``."""
+
+    verb: str
+    function: Callable[..., dict[str, Any]]
+    description: str
+    annotations: ToolAnnotations
+    prefixes: tuple[str, ...] = ("cclg", "memory")
+
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec("search", memory_search, "Search current memories (ranked; optional scope filters).", READ_ONLY),
+    ToolSpec("grep", memory_grep, "Find exact text (or a regex) line by line in memories and raw evidence.", READ_ONLY),
+    ToolSpec("bm25", memory_bm25, "Ranked word search over current memories (BM25 only).", READ_ONLY),
+    ToolSpec(
+        "pack",
+        memory_pack,
+        "Compile the ActiveMemoryPack: current memories for a task, under a budget. With format json the result "
+        f"is the pack; with {RENDERED_FORMATS} it is the pack plus its text in that format under rendered.",
+        READ_ONLY,
+    ),
+    ToolSpec(
+        "add",
+        memory_add,
+        "Record a new memory: one self-contained statement with its source. Content already stored comes back as "
+        "duplicate_of; content that was forgotten is refused; close memories are listed in similar (patch those).",
+        ADDITIVE,
+    ),
+    ToolSpec(
+        "patch",
+        memory_patch,
+        "Change memories through the ledger: refine, supersede, forget, rollback, ... with a reason.",
+        DESTRUCTIVE,
+    ),
+    ToolSpec("raw", memory_raw, "Keep text verbatim as raw evidence (stored once, never overwritten).", IDEMPOTENT),
+    ToolSpec(
+        "recall", memory_recall, "Current memories for a query, each with its source, quote and raw spans.", READ_ONLY
+    ),
+    ToolSpec("cite", memory_cite, "Where one memory came from: source, quote, raw evidence, patches.", READ_ONLY),
+    ToolSpec("conflicts", memory_conflicts, "Memories waiting for a decision (conflict_pending).", READ_ONLY),
+    ToolSpec("resolve", memory_resolve, "Settle a conflict with one memory that says what is true now.", DESTRUCTIVE),
+    ToolSpec("audit", memory_audit, "The audit log, newest first: every change to the store.", READ_ONLY),
+    ToolSpec(
+        "label",
+        memory_label,
+        "Change a memory's trust (untrusted or quarantined, never trusted), sensitivity or retention, with a "
+        "reason: an update patch, same content, new labels.",
+        DESTRUCTIVE,
+    ),
+    ToolSpec(
+        "reindex", memory_reindex, "Rebuild the search index from the store's files (safe at any time).", IDEMPOTENT
+    ),
+    # The code graph's tools have no memory_ alias: the CCLG standard names none.
+    ToolSpec(
+        "code_index",
+        code_index,
+        "Index a repository's code graph (files, symbols, imports, churn) into the store; reruns parse changes.",
+        IDEMPOTENT,
+        prefixes=("cclg",),
+    ),
+    ToolSpec(
+        "code_search",
+        code_search,
+        "Which files of an indexed repository to read first for a task, with key symbols and why.",
+        READ_ONLY,
+        prefixes=("cclg",),
+    ),
+)
+
+
+def _bind(function: Callable[..., dict[str, Any]], store: Store) -> Callable[..., dict[str, Any]]:
+    """``function`` over ``store``, its library errors turned into MCP tool errors carrying their message.
+
+    The SDK builds a tool's input schema from ``inspect.signature`` of what it is given, and names
+    the schema after its ``__name__``: the wrapper keeps the function's name and shows the
+    signature of ``function`` without its first parameter, so no ``store`` reaches the client.
+    """
+    bound = functools.partial(function, store)
+
+    @functools.wraps(function)
     def call(**arguments: Any) -> dict[str, Any]:
         try:
-            return fn(**arguments)
+            return bound(**arguments)
         except CclgError as error:
             raise ToolError(str(error)) from error
 
+    call.__signature__ = inspect.signature(bound, eval_str=True)  # type: ignore[attr-defined]
     return call
 
 
 def build_server(store: Store, *, dotted_names: bool = False) -> MCPServer:
-    """The server with every tool registered under its names."""
+    """The server with every tool of ``TOOLS`` registered under its names."""
     sep = "." if dotted_names else "_"
     server = MCPServer(
         name="cclg",
@@ -96,293 +477,16 @@ def build_server(store: Store, *, dotted_names: bool = False) -> MCPServer:
             f"(cclg{sep}patch). Retired memories are history, never current truth."
         ),
     )
-
-    def register(
-        verb: str,
-        fn: Callable[..., dict[str, Any]],
-        description: str,
-        annotations: ToolAnnotations,
-        prefixes: tuple[str, ...] = ("cclg", "memory"),
-    ) -> None:
-        for prefix in prefixes:
+    for tool in TOOLS:
+        function = _bind(tool.function, store)
+        for prefix in tool.prefixes:
             server.add_tool(
-                _library_errors(fn),
-                name=f"{prefix}{sep}{verb}",
-                description=description,
-                annotations=annotations,
+                function,
+                name=f"{prefix}{sep}{tool.verb}",
+                description=tool.description,
+                annotations=tool.annotations,
                 structured_output=True,
             )
-
-    def memory_search(
-        query: Query,
-        mode: Annotated[
-            str,
-            Field(
-                json_schema_extra={"enum": list(search.MODES)},
-                description="bm25: ranked words; grep: exact text; graph: hits and what they relate to; "
-                "temporal: newest first; auto: all fused.",
-            ),
-        ] = "auto",
-        limit: Limit = 10,
-        session_id: SessionId = None,
-        project: Project = None,
-        workspace: Workspace = None,
-        status: Annotated[
-            str | None,
-            Field(
-                json_schema_extra={"enum": [None, "all", *fmt.NODE_STATUSES]},
-                description="Search memories of this status instead of current ones ('all' for every one).",
-            ),
-        ] = None,
-    ) -> dict[str, Any]:
-        if status is not None and status != "all" and status not in fmt.NODE_STATUSES:
-            raise UsageError(f"unknown status {status!r}; use all or one of {', '.join(fmt.NODE_STATUSES)}")
-        hits = search.search(
-            store, query, mode=mode, limit=limit, where=_where(session_id, project, workspace), status=status
-        )
-        return {"results": [h.to_dict() for h in hits]}
-
-    def memory_bm25(
-        query: Query,
-        limit: Limit = 10,
-        session_id: SessionId = None,
-        project: Project = None,
-        workspace: Workspace = None,
-    ) -> dict[str, Any]:
-        hits = search.search(store, query, mode="bm25", limit=limit, where=_where(session_id, project, workspace))
-        return {"results": [h.to_dict() for h in hits]}
-
-    def memory_grep(
-        pattern: Annotated[str, Field(min_length=1, max_length=1_000, description="Text (or regex) to find.")],
-        regex: Annotated[bool, Field(description="The pattern is a regular expression.")] = False,
-        ignore_case: bool = False,
-        raw: Annotated[bool, Field(description="Also search raw evidence.")] = False,
-        limit: Limit = 50,
-        session_id: SessionId = None,
-        project: Project = None,
-        workspace: Workspace = None,
-    ) -> dict[str, Any]:
-        matches = search.grep(
-            store,
-            pattern,
-            regex=regex,
-            ignore_case=ignore_case,
-            raw=raw,
-            where=_where(session_id, project, workspace),
-            limit=limit,
-        )
-        return {"matches": [m.to_dict() for m in matches]}
-
-    def memory_pack(
-        query: Annotated[
-            str, Field(max_length=MAX_QUERY_CHARS, description="The task at hand; empty for pinned memories only.")
-        ] = "",
-        session_id: SessionId = None,
-        project: Project = None,
-        workspace: Workspace = None,
-        max_nodes: Annotated[int, Field(ge=0, le=MAX_LIMIT)] = DEFAULT_MAX_NODES,
-        max_chars: Annotated[int, Field(ge=0, le=1_000_000)] = DEFAULT_MAX_CHARS,
-        max_tokens: Annotated[int | None, Field(ge=0, le=250_000)] = None,
-    ) -> dict[str, Any]:
-        return compile_pack(
-            store,
-            query,
-            session_id=session_id,
-            project=project,
-            workspace=workspace,
-            max_nodes=max_nodes,
-            max_chars=max_chars,
-            max_tokens=max_tokens,
-        )
-
-    def memory_add(
-        content: Content,
-        source: SourceLabel = "mcp",
-        type: Annotated[str, Field(json_schema_extra={"enum": list(fmt.NODE_TYPES)})] = "memory",
-        key: Annotated[
-            str | None,
-            Field(max_length=200, description="Stable key: same-key memories collapse to the narrowest scope."),
-        ] = None,
-        quote: Annotated[
-            str | None, Field(max_length=10_000, description="The words of the source this rests on.")
-        ] = None,
-        confidence: Annotated[float, Field(ge=0, le=1)] = 1.0,
-        scope: Annotated[
-            dict[str, str | None] | None, Field(description=f"Scope keys: {', '.join(fmt.SCOPE_KEYS)}.")
-        ] = None,
-        tags: Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=50)] = [],  # noqa: B006
-        trust: Annotated[
-            str,
-            Field(
-                json_schema_extra={"enum": ["untrusted", "quarantined"]},
-                description="An MCP caller cannot mark a memory trusted; only the user can (cclg add).",
-            ),
-        ] = "untrusted",
-        sensitivity: Annotated[
-            str,
-            Field(
-                json_schema_extra={"enum": list(guard.SENSITIVITY)},
-                description="confidential is packed only where the store allows; restricted never.",
-            ),
-        ] = guard.DEFAULT_SENSITIVITY,
-        retention: Annotated[
-            str,
-            Field(json_schema_extra={"enum": list(guard.RETENTION)}, description="required memories are packed first."),
-        ] = guard.DEFAULT_RETENTION,
-    ) -> dict[str, Any]:
-        if trust == "trusted":
-            raise UsageError(
-                "an MCP caller cannot mark a memory trusted; the user can, with `cclg add --trust trusted`"
-            )
-        result = api.add_memory(
-            store,
-            content,
-            source=source,
-            type=type,
-            key=key,
-            quote=quote,
-            confidence=confidence,
-            scope=api.parse_scope(scope),
-            tags=list(tags),
-            trust=trust,
-            sensitivity=sensitivity,
-            retention=retention,
-        )
-        return result.to_dict()
-
-    def memory_patch(
-        operation: Annotated[str, Field(json_schema_extra={"enum": list(fmt.PATCH_OPERATIONS)})],
-        reason: Reason,
-        targets: Annotated[
-            list[Annotated[str, Field(max_length=100)]],
-            Field(max_length=MAX_TARGETS, description="Memory ids to change; for rollback, the patch id."),
-        ] = [],  # noqa: B006
-        contents: Annotated[
-            list[Annotated[str, Field(max_length=MAX_CONTENT_CHARS)]],
-            Field(max_length=MAX_TARGETS, description="New content (several for split)."),
-        ] = [],  # noqa: B006
-        source: SourceLabel = "mcp",
-        confidence: Annotated[float, Field(ge=0, le=1)] = 1.0,
-    ) -> dict[str, Any]:
-        result = api.patch(
-            store,
-            operation,
-            list(targets),
-            contents=list(contents),
-            reason=reason,
-            source=source,
-            confidence=confidence,
-            max_trust="untrusted",
-        )
-        return result.to_dict()
-
-    def memory_raw(
-        content: Annotated[str, Field(max_length=MAX_RAW_CHARS, description="The evidence, verbatim.")],
-        name: Annotated[
-            str, Field(min_length=1, max_length=200, description="File name to keep it under, such as notes.md.")
-        ] = "mcp.txt",
-    ) -> dict[str, Any]:
-        return api.keep_raw(store, content.encode("utf-8"), name)
-
-    def memory_recall(
-        query: Query,
-        limit: Annotated[int, Field(ge=1, le=50)] = 5,
-        session_id: SessionId = None,
-        project: Project = None,
-        workspace: Workspace = None,
-    ) -> dict[str, Any]:
-        return {"results": api.recall(store, query, where=_where(session_id, project, workspace), limit=limit)}
-
-    def memory_cite(memory_id: MemoryId) -> dict[str, Any]:
-        return api.cite(store, api.resolve_node_id(store, memory_id))
-
-    def memory_conflicts() -> dict[str, Any]:
-        return {"conflicts": api.conflicts(store)}
-
-    def memory_resolve(
-        memory_ids: Annotated[
-            list[Annotated[str, Field(max_length=100)]],
-            Field(min_length=1, max_length=MAX_TARGETS, description="The memories in conflict."),
-        ],
-        content: Content,
-        reason: Reason,
-        source: SourceLabel = "mcp",
-    ) -> dict[str, Any]:
-        return api.resolve(
-            store, list(memory_ids), content=content, reason=reason, source=source, max_trust="untrusted"
-        ).to_dict()
-
-    def memory_audit(
-        limit: Annotated[int, Field(ge=1, le=1_000)] = 50,
-        event: Annotated[str | None, Field(json_schema_extra={"enum": [None, *fmt.AUDIT_EVENTS]})] = None,
-        memory_id: Annotated[str | None, Field(max_length=100, description="Only records naming this memory.")] = None,
-    ) -> dict[str, Any]:
-        return {"records": api.audit_log(store, limit=limit, event=event, memory_id=memory_id)}
-
-    def code_index(
-        repo: Annotated[str, Field(min_length=1, max_length=4_096, description="The repository folder to index.")],
-    ) -> dict[str, Any]:
-        from cclg.codegraph.build import build_graph
-
-        graph = build_graph(store, repo)
-        return {"root": graph["root"], **graph["summary"]}
-
-    def code_search(
-        query: Query,
-        repo: Annotated[str, Field(min_length=1, max_length=4_096, description="The indexed repository's folder.")],
-        limit: Annotated[int, Field(ge=1, le=100)] = 10,
-    ) -> dict[str, Any]:
-        from cclg.codegraph.rank import rank_files, render_pack
-        from cclg.codegraph.stored import find_search_index
-
-        root, index = find_search_index(store, repo)
-        files = rank_files(index, query, limit=limit)
-        return {"query": query, "root": str(root), "files": files, "pack": render_pack(files)}
-
-    register("search", memory_search, "Search current memories (ranked; optional scope filters).", READ_ONLY)
-    register("grep", memory_grep, "Find exact text (or a regex) line by line in memories and raw evidence.", READ_ONLY)
-    register("bm25", memory_bm25, "Ranked word search over current memories (BM25 only).", READ_ONLY)
-    register(
-        "pack", memory_pack, "Compile the ActiveMemoryPack: current memories for a task, under a budget.", READ_ONLY
-    )
-    register(
-        "add",
-        memory_add,
-        "Record a new memory: one self-contained statement with its source. Content already stored comes back as "
-        "duplicate_of; content that was forgotten is refused; close memories are listed in similar (patch those).",
-        ADDITIVE,
-    )
-    register(
-        "patch",
-        memory_patch,
-        "Change memories through the ledger: refine, supersede, forget, rollback, ... with a reason.",
-        DESTRUCTIVE,
-    )
-    register(
-        "raw", memory_raw, "Keep text verbatim as raw evidence (stored once, never overwritten).", ADDITIVE_IDEMPOTENT
-    )
-    register(
-        "recall", memory_recall, "Current memories for a query, each with its source, quote and raw spans.", READ_ONLY
-    )
-    register("cite", memory_cite, "Where one memory came from: source, quote, raw evidence, patches.", READ_ONLY)
-    register("conflicts", memory_conflicts, "Memories waiting for a decision (conflict_pending).", READ_ONLY)
-    register("resolve", memory_resolve, "Settle a conflict with one memory that says what is true now.", DESTRUCTIVE)
-    register("audit", memory_audit, "The audit log, newest first: every change to the store.", READ_ONLY)
-    # The code graph's tools have no memory_ alias: the CCLG standard names none.
-    register(
-        "code_index",
-        code_index,
-        "Index a repository's code graph (files, symbols, imports, churn) into the store; reruns parse changes.",
-        ADDITIVE_IDEMPOTENT,
-        prefixes=("cclg",),
-    )
-    register(
-        "code_search",
-        code_search,
-        "Which files of an indexed repository to read first for a task, with key symbols and why.",
-        READ_ONLY,
-        prefixes=("cclg",),
-    )
     return server
 
 
@@ -408,7 +512,7 @@ def main(root: str | None, transport: str, host: str, port: int, dotted_names: b
     Register it with Claude Code: claude mcp add cclg -- cclg-mcp
     """
     try:
-        store = Store.open(root)
+        store = api.open_store(root)
     except CclgError as error:
         click.echo(f"cclg-mcp: {error}", err=True)
         sys.exit(error.exit_code)

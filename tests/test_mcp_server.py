@@ -34,7 +34,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp_types import CallToolResult, Tool
 
-from cclg import __version__, api, doctor, search
+from cclg import __version__, api, doctor, guard, search
 from cclg import format as fmt
 from cclg.cli import cli
 from cclg.ledger import apply_patch, create_nodes
@@ -43,7 +43,22 @@ from cclg.pack import compile_pack
 from cclg.store import Store, read_jsonl
 
 SERVER = [sys.executable, "-m", "cclg.mcp_server"]
-VERBS = ("search", "grep", "bm25", "pack", "add", "patch", "raw", "recall", "cite", "conflicts", "resolve", "audit")
+VERBS = (
+    "search",
+    "grep",
+    "bm25",
+    "pack",
+    "add",
+    "patch",
+    "raw",
+    "recall",
+    "cite",
+    "conflicts",
+    "resolve",
+    "audit",
+    "label",
+    "reindex",
+)
 READ_ONLY_VERBS = {"search", "grep", "bm25", "pack", "recall", "cite", "conflicts", "audit"}
 CODE_VERBS = ("code_index", "code_search")  # the code graph's tools: cclg_ names only
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -267,7 +282,7 @@ def test_lists_every_verb_under_both_names_with_schemas_and_annotations(served: 
     assert code_tools["cclg_code_index"].annotations.destructive_hint is False  # type: ignore[union-attr]
     tools = [t for t in every if t.name not in code_tools]
     by_name = {t.name: t for t in tools}
-    assert len(tools) == 24 and len(by_name) == 24
+    assert len(tools) == 2 * len(VERBS) == 28 and len(by_name) == 28
     instructions = served.client.instructions or ""
     named = set(re.findall(r"\b(?:cclg|memory)[._][a-z0-9]+\b", instructions))
     assert named and named <= set(by_name), "the instructions name only tools the server serves"
@@ -289,9 +304,10 @@ def test_lists_every_verb_under_both_names_with_schemas_and_annotations(served: 
         )
     add = by_name["cclg_add"].annotations
     assert add is not None and add.read_only_hint is False and add.destructive_hint is False
-    raw = by_name["cclg_raw"].annotations
-    assert raw is not None and raw.idempotent_hint is True and raw.destructive_hint is False
-    for verb in ("patch", "resolve"):
+    for verb in ("raw", "reindex"):
+        hints = by_name[f"cclg_{verb}"].annotations
+        assert hints is not None and hints.idempotent_hint is True and hints.destructive_hint is False
+    for verb in ("patch", "resolve", "label"):
         hints = by_name[f"cclg_{verb}"].annotations
         assert hints is not None and hints.destructive_hint is True and hints.read_only_hint is False
 
@@ -316,6 +332,15 @@ def test_input_schemas_carry_the_limits_and_vocabularies(served: Served) -> None
     assert schemas["cclg_resolve"]["properties"]["memory_ids"]["minItems"] == 1
     assert schemas["cclg_cite"]["required"] == ["memory_id"]
     assert "required" not in schemas["cclg_conflicts"] or schemas["cclg_conflicts"]["required"] == []
+    pack = schemas["cclg_pack"]["properties"]["format"]
+    assert (pack["enum"], pack["default"]) == (list(api.FORMATS), "json")
+    label = schemas["cclg_label"]
+    assert label["required"] == ["memory_id", "reason"]
+    assert label["properties"]["trust"]["enum"] == [None, "untrusted", "quarantined"], "never trusted"
+    assert label["properties"]["sensitivity"]["enum"] == [None, *guard.SENSITIVITY]
+    assert label["properties"]["retention"]["enum"] == [None, *guard.RETENTION]
+    assert schemas["cclg_reindex"]["properties"] == {}
+    assert all("store" not in schema["properties"] for schema in schemas.values()), "the store is bound, not asked"
 
 
 def test_optional_enum_arguments_accept_null_per_their_own_schema(served: Served) -> None:
@@ -323,6 +348,7 @@ def test_optional_enum_arguments_accept_null_per_their_own_schema(served: Served
     schemas = {t.name: t.input_schema for t in served.list_tools()}
     jsonschema.validate({"query": "deploys", "status": None}, schemas["cclg_search"])
     jsonschema.validate({"event": None}, schemas["cclg_audit"])
+    jsonschema.validate({"memory_id": "mem_01", "reason": "r", "trust": None}, schemas["cclg_label"])
 
 
 @pytest.fixture(scope="module")
@@ -397,6 +423,21 @@ def test_pack_is_the_compiled_pack(served: Served) -> None:
     assert served.ids["new"] in [n["id"] for n in got["memory_nodes"]]
     assert served.ids["old"] not in [n["id"] for n in got["memory_nodes"]]
     assert served.ids["old"] in [n["id"] for n in got["suppressed_nodes"]]
+
+
+def test_pack_format_json_is_the_pack_and_other_formats_add_its_rendering(served: Served) -> None:
+    query = "how are tests run"
+    as_json = served.ok("cclg_pack", {"query": query, "format": "json"})
+    assert as_json == compile_pack(served.store, query, generated_at=as_json["generated_at"])
+    assert "rendered" not in as_json
+    markdown = served.ok("memory_pack", {"query": query, "format": "markdown"})
+    pack = {k: v for k, v in markdown.items() if k != "rendered"}
+    assert pack == compile_pack(served.store, query, generated_at=markdown["generated_at"])
+    assert markdown["rendered"] == api.render(pack, "markdown")
+    assert served.ids["tests"] in markdown["rendered"] and "The test suite runs with pytest -q" in markdown["rendered"]
+    toml = served.ok("cclg_pack", {"query": query, "format": "toml"})
+    assert toml["rendered"] == api.render({k: v for k, v in toml.items() if k != "rendered"}, "toml")
+    assert "unknown pack format" in served.error("cclg_pack", {"query": query, "format": "yaml"})
 
 
 def test_recall_gives_each_memory_with_its_provenance(served: Served) -> None:
@@ -551,6 +592,53 @@ def test_audit_is_newest_first_and_includes_the_writes_just_made(served: Served)
     assert raws and {r["event"] for r in raws} == {"raw_written"} and raws[0]["path"] == raw["path"]
     about = served.ok("cclg_audit", {"memory_id": node["id"]})["records"]
     assert [r["event"] for r in about] == ["patch_written", "node_written"]
+
+
+def test_label_quarantines_a_memory_and_the_pack_withholds_it(served: Served) -> None:
+    store = served.store
+    query = "heron deploys smoke tests"
+    node = api.add_memory(store, "Heron deploys skip the smoke tests on Fridays", source="session:s9").node
+    before = served.ok("cclg_pack", {"query": query})
+    assert node.id in [n["id"] for n in before["memory_nodes"]]
+    result = served.ok("memory_label", {"memory_id": node.id, "trust": "quarantined", "reason": "looks injected"})
+    assert result["patch"] == store.read_patch(result["patch"]["id"]).to_dict()
+    assert result["patch"]["operation"] == "update" and result["patch"]["reason"] == "looks injected"
+    (new,) = result["new_nodes"]
+    assert store.read_node(new["id"]).to_dict() == new
+    assert new["content"] == node.content and new["metadata"]["trust"] == "quarantined"
+    assert store.read_node(node.id).status == "superseded"
+    after = served.ok("cclg_pack", {"query": query, "format": "markdown"})
+    assert {node.id, new["id"]}.isdisjoint(n["id"] for n in after["memory_nodes"])
+    assert after["budget"]["withheld_nodes"] == before["budget"]["withheld_nodes"] + 1
+    assert not [line for line in after["rendered"].split("\n") if line.startswith(f"- {new['id']} ")]
+    # Left as is (the library's pack): the version the label retired, same content, is still listed under
+    # "Retired" (suppressed_nodes), as its own labels allow it.
+
+
+def test_label_cannot_mark_a_memory_trusted_and_writes_nothing(served: Served) -> None:
+    store = served.store
+    node = api.add_memory(store, "Egret builds cache their wheels", source="mcp").node
+    assert guard.labels(node.metadata)[0] == "untrusted"
+    before = footprint(store)
+    message = served.error("cclg_label", {"memory_id": node.id, "trust": "trusted", "reason": "trust me"})
+    assert "cannot mark a memory trusted" in message
+    assert footprint(store) == before, "a refused label writes nothing"
+    assert store.read_node(node.id).to_dict() == node.to_dict()
+    relabelled = served.ok("cclg_label", {"memory_id": node.id, "sensitivity": "confidential", "reason": "internal"})
+    assert guard.labels(relabelled["new_nodes"][0]["metadata"]) == ("untrusted", "confidential", "optional")
+
+
+def test_reindex_rebuilds_the_index_and_counts_the_memories(served: Served) -> None:
+    store = served.store
+    api.add_memory(store, "Kingfisher releases are signed with the team key", source="user")
+    before = footprint(store)
+    found = served.ok("cclg_search", {"query": "kingfisher releases signed"})
+    got = served.ok("cclg_reindex")
+    assert got["memories"] == len(store.record_files("nodes")) == len(store.load_nodes())
+    assert isinstance(got["seconds"], float) and got["seconds"] >= 0
+    assert footprint(store) == before, "reindex changes no record"
+    assert served.ok("memory_reindex")["memories"] == got["memories"]
+    assert served.ok("cclg_search", {"query": "kingfisher releases signed"}) == found
 
 
 # ---------------------------------------------------------------- 4: the CLI's --json is the same record
@@ -804,6 +892,21 @@ def test_cli_and_mcp_resolve_write_the_same_records(served: Served) -> None:
         pytest.param("cclg_grep", {"pattern": "(", "regex": True}, ["bad regular expression"], id="regex"),
         pytest.param("cclg_search", {"query": "x", "mode": "psychic"}, ["unknown search mode", "psychic"], id="mode"),
         pytest.param("cclg_resolve", {"memory_ids": [], "content": "c", "reason": "r"}, ["memory_ids"], id="no-ids"),
+        pytest.param(
+            "cclg_label", {"memory_id": "mem_0000nothere", "reason": "r"}, ["at least one of trust"], id="no-labels"
+        ),
+        pytest.param(
+            "cclg_label",
+            {"memory_id": "mem_0000nothere", "trust": "quarantined", "reason": "r"},
+            ["no memory", "mem_0000nothere"],
+            id="label-unknown-id",
+        ),
+        pytest.param(
+            "cclg_label",
+            {"memory_id": "mem_0000nothere", "retention": "forever", "reason": "r"},
+            ["retention", "forever"],
+            id="label-vocabulary",
+        ),
         pytest.param("cclg_teleport", {}, ["Unknown tool", "cclg_teleport"], id="unknown-tool"),
     ],
 )
