@@ -2,7 +2,7 @@
 
 Run by hand (not part of the test suite):
 
-    python benchmarks/bench_hook.py [--sizes 1000,10000] [--runs 15]
+    python benchmarks/bench_hook.py [--sizes 1000,10000] [--runs 15] [--compare OTHER_CCLG_HOOK]
 
 For each size a store is built as ``bench_pack.py`` builds it (in a temporary
 folder, removed afterwards) and indexed; then the installed ``cclg-hook`` is run
@@ -10,6 +10,10 @@ the way a host runs it: a fresh process, a Claude Code payload on stdin. Each
 figure is a median over ``--runs``, taken in the same run as the ``python -c
 pass`` baseline, and reported as a ratio to it. The session log and raw evidence
 grow as the runs go on, as they do in real use.
+
+``--compare`` times a second ``cclg-hook`` executable (another install, say the
+previous release in its own virtualenv) on the same store and queries, each run
+right after the first one's, and reports both medians and their ratio.
 
 Targets (from the design): user-prompt within 2x of `python -c pass` at 10,000
 memories and within 3x at 100,000.
@@ -50,7 +54,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--compare", help="another cclg-hook executable to time beside this one")
     args = parser.parse_args()
+    if args.compare:
+        compare(args)
+        return
     work = Path(tempfile.mkdtemp(prefix="cclg-bench-hook-"))
     try:
         print(f"{'memories':>9} {'pass ms':>8} {'user-prompt ms':>15} {'ratio':>6} {'post-tool ms':>13} {'ratio':>6}")
@@ -87,6 +95,43 @@ def main() -> None:
                 f"{size:>9} {baseline * 1000:>8.1f} {p * 1000:>15.1f} {p / baseline:>6.2f} "
                 f"{t * 1000:>13.1f} {t / baseline:>6.2f}"
             )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def compare(args: argparse.Namespace) -> None:
+    """This install's hook against ``args.compare``, interleaved on the same stores and queries."""
+    work = Path(tempfile.mkdtemp(prefix="cclg-bench-hook-"))
+    hooks = {"this": HOOK, "other": args.compare}
+    try:
+        print(f"{'memories':>9} {'event':>12} {'this ms':>8} {'other ms':>9} {'this/other':>11}")
+        for size in (int(s) for s in args.sizes.split(",")):
+            root = work / f"store-{size}"
+            build_store(root, size, work)
+            open_index(Store.open(root)).close()
+            times: dict[tuple[str, str], list[float]] = {
+                (h, e): [] for h in hooks for e in ("user-prompt", "post-tool")
+            }
+            for i, query in enumerate(synth.bench_queries(args.runs, size=size)):
+                base = {"session_id": f"bench-{size}", "transcript_path": "/tmp/t.jsonl", "cwd": str(work)}
+                payloads = {
+                    "user-prompt": {**base, "hook_event_name": "UserPromptSubmit", "prompt": query},
+                    "post-tool": {
+                        **base,
+                        "hook_event_name": "PostToolUse",
+                        "tool_name": "Bash",
+                        "tool_input": {"command": f"make test {i}"},
+                        "tool_response": {"stdout": "ok\n" * 2000},
+                    },
+                }
+                order = list(hooks.items()) if i % 2 == 0 else list(hooks.items())[::-1]  # no one always goes first
+                for event, payload in payloads.items():
+                    for name, hook in order:
+                        data = json.dumps(payload).encode()
+                        times[(name, event)].append(timed([hook, "--root", str(root), event], data))
+            for event in events:
+                this, other = (statistics.median(times[(h, event)]) for h in hooks)
+                print(f"{size:>9} {event:>12} {this * 1000:>8.1f} {other * 1000:>9.1f} {this / other:>11.2f}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
