@@ -109,9 +109,8 @@ def compare(args: argparse.Namespace) -> None:
             root = work / f"store-{size}"
             build_store(root, size, work)
             open_index(Store.open(root)).close()
-            times: dict[tuple[str, str], list[float]] = {
-                (h, e): [] for h in hooks for e in ("user-prompt", "post-tool")
-            }
+            events = ("user-prompt", "post-tool")
+            times: dict[tuple[str, str], list[float]] = {(h, e): [] for h in hooks for e in events}
             for i, query in enumerate(synth.bench_queries(args.runs, size=size)):
                 base = {"session_id": f"bench-{size}", "transcript_path": "/tmp/t.jsonl", "cwd": str(work)}
                 payloads = {
