@@ -35,7 +35,7 @@ commit is dropped for its files being younger than a base. Slower: one
 incremental index (history read included) per query.
 
 Rankers, on the same queries and the same files (the graph's files; text is the
-content of the files cclg parsed, cut at ``rank.MAX_TEXT_CHARS`` as cclg's text
+content of the files cclg parsed, cut at ``search_index.MAX_TEXT_CHARS`` as cclg's text
 index cuts it):
 
 - ``cclg``: ``rank_files`` as ``cclg code-search`` calls it (BM25 over path,
@@ -89,7 +89,8 @@ from typing import Any
 import cclg
 from cclg.codegraph.build import build_graph
 from cclg.codegraph.languages import language_of
-from cclg.codegraph.rank import MAX_TEXT_CHARS, rank_files
+from cclg.codegraph.rank import rank_files
+from cclg.codegraph.search_index import MAX_TEXT_CHARS
 from cclg.store import Store
 
 RANKERS = ("cclg", "bm25", "path")

@@ -14,6 +14,14 @@ for, so that both sides always agree:
 - English words also yield a light stem (``deploys``, ``deployed`` -> ``deploy``).
   A query in any of these languages therefore finds text written in it without a
   dictionary.
+
+``query_words`` and ``query_terms`` read a query with the same rules.
+
+The code graph's search (``cclg.codegraph``) has its own, simpler family, below
+the memory tokenizer: ``split_identifiers`` (camelCase apart, for SQLite's FTS5
+to stem), ``code_words`` (a task's plain lower-cased words), ``code_names`` (the
+names a task spells like code) and ``subject_components`` /
+``without_component_prefix`` (a commit-style ``area: ...`` prefix).
 """
 
 from __future__ import annotations
@@ -153,3 +161,78 @@ def query_terms(text: str) -> list[str]:
         if term not in STOPWORDS and term not in seen:
             seen[term] = None
     return list(seen)
+
+
+# ---------------------------------------------------------------- code search words
+#
+# The code graph's search index and ranking (``cclg.codegraph``) tokenise with
+# these instead: SQLite's FTS5 (Porter stemming) does the stemming and the
+# case-folding, so a code word is just a lower-cased identifier part, and a task's
+# words are plain strings rather than groups of variants. The patterns are
+# compiled on first use: the hook imports this module on every prompt and needs
+# them only when it adds the code graph.
+
+_CAMEL_BOUNDARY = r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])"
+_CODE_WORD = r"[A-Za-z][A-Za-z0-9]*"
+_CODE_NAME = (
+    r"`([^`]+)`"  # written in backticks
+    r"|\b([A-Za-z_][A-Za-z0-9_]*)\("  # called: name(
+    r"|\b([A-Za-z0-9]*[a-z0-9][A-Z][A-Za-z0-9]*|[A-Za-z0-9]*_[A-Za-z0-9_]*[A-Za-z0-9]|[A-Z]{2,}[a-z][A-Za-z0-9]*)\b"
+)
+_COMPONENT_PREFIX = r"^\s*([\w./,\- ]+?)(?:\(([\w./,\- ]+)\))?!?:\s"
+
+
+@functools.cache
+def _pattern(source: str) -> re.Pattern[str]:
+    return re.compile(source)
+
+
+def split_identifiers(text: str) -> str:
+    """``parseHTTPHeader`` -> ``parse HTTP Header``; snake_case is split by the tokenizer itself."""
+    return _pattern(_CAMEL_BOUNDARY).sub(" ", text)
+
+
+def code_words(text: str) -> list[str]:
+    """The distinct words of ``text`` for code search, in order: lower-cased, identifiers split,
+    stopwords and one-letter words left out (``parseHTTPHeader now`` -> ``["parse", "http", "header"]``)."""
+    words = []
+    for raw in _pattern(_CODE_WORD).findall(split_identifiers(text)):
+        word = raw.lower()
+        if len(word) > 1 and word not in STOPWORDS and word not in words:
+            words.append(word)
+    return words
+
+
+def code_names(query: str) -> set[str]:
+    """Names the task spells the way code does: ``snake_case``, ``camelCase``, ``HTTPServer``,
+    in backticks or called with ``(``. Plain words ("add", "types") are not among them."""
+    names = set()
+    for match in _pattern(_CODE_NAME).finditer(query):
+        for group in match.groups():
+            if group:
+                names.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", group))
+    return names
+
+
+def subject_components(query: str) -> list[list[str]]:
+    """The parts of the code a commit-style subject names before its colon: ``ignore/types: ...``
+    gives [["ignore", "types"]], ``ignore,globset: ...`` [["ignore"], ["globset"]], ``fix(parser): ...``
+    [["parser"]]. Each component is a list of path words that must all appear in a file's path."""
+    match = _pattern(_COMPONENT_PREFIX).match(query)
+    if not match:
+        return []
+    text = match.group(2) or match.group(1)
+    if match.group(2) is None and " " in text.strip():
+        return []  # "Fix the bug: ..." is a sentence, not a component
+    components = []
+    for part in re.split(r"[, ]+", text):
+        words = [w.lower() for w in re.split(r"[/.\-]+", part) if w]
+        if words:
+            components.append(words)
+    return components
+
+
+def without_component_prefix(query: str) -> str:
+    """The task without what a commit-style subject says before its colon: ``fix(parser): handle errors``
+    -> ``handle errors`` (the prefix names a part of the code, it calls nothing)."""
+    return _pattern(_COMPONENT_PREFIX).sub("", query, count=1)

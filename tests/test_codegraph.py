@@ -25,10 +25,12 @@ from cclg.cli import cli
 from cclg.codegraph import build as build_module
 from cclg.codegraph import parse as parse_module
 from cclg.codegraph.build import Repository, build_graph, load_graph
+from cclg.codegraph.context import REFRESH_EVERY, prompt_context, refresh_in_background
 from cclg.codegraph.languages import grammar
-from cclg.codegraph.rank import rank_files
+from cclg.codegraph.rank import rank_files, render_pack
 from cclg.codegraph.stored import cache_path, graph_path, search_index_path
 from cclg.errors import UsageError
+from cclg.guard import estimate_tokens
 from cclg.store import Store
 
 ALICE = ("Alice", "alice@example.com")
@@ -858,7 +860,7 @@ def test_cli_code_index_and_code_search(store: Store, python_repo: GitRepo) -> N
     found = run("--root", str(store.root), "code-search", "load the User model", "--repo", root, "--json")
     assert found.exit_code == 0, found.output
     data = json.loads(found.stdout)
-    assert set(data) == {"query", "root", "files"}
+    assert set(data) == {"query", "root", "files", "pack"}
     assert data["query"] == "load the User model" and data["root"] == str(python_repo.root.resolve())
     assert data["files"] and data["files"][0]["path"] == "app/models.py"
     for entry in data["files"]:
@@ -934,6 +936,126 @@ def test_syntax_errors_binary_and_minified_files_do_not_break_indexing(store: St
     assert again["summary"]["parsed"] == 0 and stable(again) == stable(graph)
 
 
+# ---------------------------------------------------------------- 10. the code graph in a prompt's context
+
+
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], dict[str, Any]]]:
+    """The background re-indexes prompt_context starts (recorded, not run)."""
+    calls: list[tuple[list[str], dict[str, Any]]] = []
+    monkeypatch.setattr(subprocess, "Popen", lambda args, **kwargs: calls.append((args, kwargs)))
+    return calls
+
+
+def make_stale(store: Store, root: Path, seconds: int = 2000) -> Path:
+    """Date the stored graph ``seconds`` back, so git's index is newer than it; returns the graph file."""
+    graph_file = graph_path(store, root)
+    past = time.time() - seconds
+    os.utime(graph_file, (past, past))
+    return graph_file
+
+
+def test_prompt_context_is_the_pack_for_the_repository_holding_cwd(
+    store: Store, python_repo: GitRepo, started: list[tuple[list[str], dict[str, Any]]]
+) -> None:
+    build_graph(store, python_repo.root)
+    query = "load the User model"
+    text = prompt_context(store, str(python_repo.root / "app"), query, max_tokens=400)
+    assert text.startswith("\n## Code graph: files to read first\n")
+    assert '\n1. "app/models.py": ' in text and "not proof of what the code does" in text
+    index = search_index_path(store, python_repo.root.resolve())
+    assert text == "\n" + render_pack(rank_files(index, query), max_tokens=400)
+    assert estimate_tokens(text) <= 400
+    assert prompt_context(store, str(python_repo.root), query, max_tokens=5) == "", "nothing fits the budget"
+    assert started == [], "a current graph is not re-indexed"
+
+
+def test_prompt_context_is_empty_without_a_usable_cwd_or_query(
+    store: Store, python_repo: GitRepo, started: list[tuple[list[str], dict[str, Any]]]
+) -> None:
+    build_graph(store, python_repo.root)
+    make_stale(store, python_repo.root)
+    root = str(python_repo.root)
+    for cwd in (None, 5, "", ["/"]):
+        assert prompt_context(store, cwd, "load the User model", max_tokens=400) == "", cwd
+    assert prompt_context(store, root, "   ", max_tokens=400) == ""
+    assert started == [], "nothing starts a re-index before the query is known to be usable"
+    assert prompt_context(store, root, "the", max_tokens=400) == "", "no words to rank on"
+
+
+def test_prompt_context_notes_a_repository_never_indexed(
+    store: Store, python_repo: GitRepo, started: list[tuple[list[str], dict[str, Any]]]
+) -> None:
+    root = python_repo.root.resolve()
+    note = prompt_context(store, str(root / "app"), "load the User model", max_tokens=400)
+    assert note == f"\n(No code graph for this repository yet: `cclg code-index {root}` builds one.)\n"
+    assert started == []
+
+
+def test_a_stale_graph_starts_one_background_reindex_at_a_time(
+    store: Store, python_repo: GitRepo, started: list[tuple[list[str], dict[str, Any]]]
+) -> None:
+    root = python_repo.root.resolve()
+    build_graph(store, root)
+    graph_file = make_stale(store, root)
+    marker = graph_file.with_suffix(".refreshing")
+    text = prompt_context(store, str(root), "load the User model", max_tokens=400)
+    assert '1. "app/models.py"' in text, "this prompt uses the graph as it is"
+    assert started == [
+        (
+            [sys.executable, "-m", "cclg", "--root", str(store.root), "code-index", str(root)],
+            {
+                "stdin": subprocess.DEVNULL,
+                "stdout": subprocess.DEVNULL,
+                "stderr": subprocess.DEVNULL,
+                "start_new_session": True,
+            },
+        )
+    ]
+    assert marker.exists()
+
+    assert refresh_in_background(store, root) is False, "one is running"
+    assert len(started) == 1
+    long_ago = time.time() - REFRESH_EVERY - 60
+    os.utime(marker, (long_ago, long_ago))  # still newer than the graph, but older than REFRESH_EVERY
+    assert refresh_in_background(store, root) is True, "one that never finished is started again"
+    assert len(started) == 2
+
+    build_graph(store, root)  # what the background re-index does: the graph is current, the marker gone
+    assert not marker.exists()
+    assert refresh_in_background(store, root) is False and len(started) == 2
+
+
+def test_prompt_context_outside_git_starts_nothing(
+    store: Store, tmp_path: Path, started: list[tuple[list[str], dict[str, Any]]]
+) -> None:
+    folder = tmp_path / "plain"
+    write_tree(folder, {"billing/invoice.py": "class InvoiceCalculator:\n    pass\n"})
+    build_graph(store, folder)
+    make_stale(store, folder.resolve())
+    text = prompt_context(store, str(folder), "InvoiceCalculator", max_tokens=400)
+    assert '1. "billing/invoice.py"' in text and started == []
+
+
+def test_prompt_context_loads_no_heavy_modules(store: Store, python_repo: GitRepo) -> None:
+    build_graph(store, python_repo.root)
+    heavy = ("click", "mcp", "git", "tree_sitter", "tomli_w", "dataclasses", "inspect", "typing", "tomllib")
+    script = (
+        "import sys\n"
+        "from cclg.codegraph.context import prompt_context\n"
+        "from cclg.store import Store\n"
+        f"text = prompt_context(Store.open({str(store.root)!r}), {str(python_repo.root)!r}, 'load the User model',"
+        " max_tokens=400)\n"
+        f"heavy = {heavy!r}\n"
+        "print(repr(sorted(m for m in sys.modules if m.split('.')[0] in heavy)))\n"
+        "print(repr(text))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    loaded, text = done.stdout.splitlines()
+    assert loaded == "[]" and "app/models.py" in text
+
+
 # ---------------------------------------------------------------- problems found and fixed
 
 
@@ -971,24 +1093,6 @@ def test_a_file_that_becomes_minified_loses_its_old_text(store: Store, tmp_path:
     graph = build_graph(store, repo.root)
     assert by_path(graph)["a.py"]["parsed"] is False
     assert search(store, graph, "zebra unique") == []
-
-
-def test_only_names_spelled_like_code_count_as_written_names() -> None:
-    from cclg.codegraph.rank import code_names
-
-    assert code_names("ignore/types: add Rocq .v files") == set(), "plain words are not names"
-    assert code_names("InvoiceCalculator rounds totals wrong") == {"InvoiceCalculator"}
-    assert code_names("handle parse_args() and `load` in HTTPServer") == {"parse_args", "load", "HTTPServer"}
-
-
-def test_commit_subject_components_name_parts_of_the_code() -> None:
-    from cclg.codegraph.rank import subject_components
-
-    assert subject_components("ignore/types: add Rocq .v files") == [["ignore", "types"]]
-    assert subject_components("ignore,globset: increase pool capacity") == [["ignore"], ["globset"]]
-    assert subject_components("fix(parser): handle errors") == [["parser"]]
-    assert subject_components("Fix the bug: stuff") == [], "a sentence before a colon is not a component"
-    assert subject_components("no colon here") == []
 
 
 def test_a_folder_its_enclosing_repository_ignores_is_indexed_on_its_own(store: Store, tmp_path: Path) -> None:

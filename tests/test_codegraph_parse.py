@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 import pytest
+import tree_sitter
 
 from cclg.codegraph import languages
+from cclg.codegraph.captures import Rules
 from cclg.codegraph.languages import EXTENSIONS, LANGUAGES, grammar, language_of, missing_grammars, query
 from cclg.codegraph.parse import parse_source
 from cclg.codegraph.resolve import resolve_imports
@@ -79,13 +82,55 @@ def test_missing_grammar_gives_none_and_a_reason(monkeypatch: pytest.MonkeyPatch
 def test_a_pattern_that_does_not_fit_the_grammar_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(languages, "_QUERIES", {})
     monkeypatch.setattr(languages, "_QUERY_PROBLEMS", {})
-    monkeypatch.setitem(languages.PATTERNS, "bash", [*languages.PATTERNS["bash"], "(no_such_node) @ref"])
+    bash = LANGUAGES["bash"]
+    monkeypatch.setitem(LANGUAGES, "bash", replace(bash, patterns=(*bash.patterns, "(no_such_node) @ref")))
 
     result = parsed("bash", "deploy() { build_all; }\n")
     assert kinds(result) == [("deploy", "function")]
     assert result["references"] == ["build_all"]
     problems = languages.query_problems()
     assert list(problems) == ["bash"] and "no_such_node" in problems["bash"][0]
+
+
+def test_every_registered_language_is_complete() -> None:
+    """One record per language holds every part; a part missing cannot pass unnoticed."""
+    for name, record in LANGUAGES.items():
+        assert record.name == name and record.problems() == [], name
+        assert record.extensions and all(language_of(f"x{suffix}") == name for suffix in record.extensions)
+        assert record.wheel.startswith("tree_sitter_") and record.wheel_function, name
+        assert isinstance(record.rules, Rules) and callable(record.resolver), name
+        lang = grammar(name)
+        assert lang is not None, name
+        for pattern in record.patterns:
+            tree_sitter.Query(lang, pattern)  # every pattern compiles on its own against the installed grammar
+        tag_query = query(name)
+        assert tag_query is not None, name
+        captured = {tag_query.capture_name(i) for i in range(tag_query.capture_count)}
+        styles = {capture.removeprefix("import.") for capture in captured if capture.startswith("import.")}
+        assert styles and styles == set(record.import_readers), name
+        assert all(callable(reader) for reader in record.import_readers.values()), name
+
+
+def test_an_incomplete_language_is_refused_when_registered() -> None:
+    python = LANGUAGES["python"]
+    with pytest.raises(ValueError, match="no import reader for \\['python'\\]"):
+        replace(python, import_readers={})
+    with pytest.raises(ValueError, match="import readers no pattern uses: \\['str'\\]"):
+        replace(python, import_readers={**python.import_readers, "str": python.import_readers["python"]})
+    with pytest.raises(ValueError, match="extensions"):
+        replace(python, extensions=())
+    with pytest.raises(ValueError, match="no grammar wheel"):
+        replace(python, wheel="")
+    with pytest.raises(ValueError, match="no tag patterns"):
+        replace(python, patterns=())
+    with pytest.raises(ValueError, match="no capture rules"):
+        replace(python, rules=None)
+    with pytest.raises(ValueError, match="no import resolver"):
+        replace(python, resolver=None)
+    with pytest.raises(ValueError, match="claimed by 'python' and 'python2'"):
+        languages._table(python, replace(python, name="python2"))
+    with pytest.raises(ValueError, match="registered twice"):
+        languages._table(python, replace(python, extensions=(".py3",)))
 
 
 def test_parsing_from_several_threads() -> None:
@@ -612,7 +657,7 @@ JUNK = {
 }
 
 
-@pytest.mark.parametrize("language", LANGUAGES)
+@pytest.mark.parametrize("language", tuple(LANGUAGES))
 def test_odd_input_never_raises(language: str) -> None:
     for label, source in JUNK.items():
         result = parse_source(language, source)

@@ -9,7 +9,20 @@ from __future__ import annotations
 
 import pytest
 
-from cclg.text import STOPWORDS, is_cjk, query_terms, query_words, stem, tokens, word_groups
+from cclg.text import (
+    STOPWORDS,
+    code_names,
+    code_words,
+    is_cjk,
+    query_terms,
+    query_words,
+    split_identifiers,
+    stem,
+    subject_components,
+    tokens,
+    without_component_prefix,
+    word_groups,
+)
 
 
 def finds(query: str, text: str) -> bool:
@@ -229,3 +242,44 @@ def test_tokens_agree_for_query_and_text_sides() -> None:
     bag = set(tokens(text))
     for variants in query_words(text):
         assert set(variants) <= bag
+
+
+# ---------------------------------------------------------------- code search words
+
+
+def test_split_identifiers_separates_camel_case_and_keeps_the_rest() -> None:
+    assert split_identifiers("parseHTTPHeader") == "parse HTTP Header"
+    assert split_identifiers("snake_case and x2Go") == "snake_case and x2 Go"
+    assert split_identifiers("src/cclg/cli.py") == "src/cclg/cli.py"
+
+
+def test_code_words_are_plain_distinct_lower_cased_words() -> None:
+    assert code_words("Fix parseHTTPHeader in the HTTP parser") == ["fix", "parse", "http", "header", "parser"]
+    assert code_words("a b x1 load_user") == ["x1", "load", "user"], "one-letter words go, snake_case splits"
+    assert code_words("why is it so") == []
+    assert code_words("deploys deployed") == ["deploys", "deployed"], "no stemming: FTS5's Porter stemmer does it"
+
+
+def test_code_words_differ_from_query_words_in_shape() -> None:
+    assert code_words("Run tests") == ["run", "tests"]
+    assert query_words("Run tests") == [("run",), ("tests", "test")]
+
+
+def test_only_names_spelled_like_code_count_as_written_names() -> None:
+    assert code_names("ignore/types: add Rocq .v files") == set(), "plain words are not names"
+    assert code_names("InvoiceCalculator rounds totals wrong") == {"InvoiceCalculator"}
+    assert code_names("handle parse_args() and `load` in HTTPServer") == {"parse_args", "load", "HTTPServer"}
+
+
+def test_commit_subject_components_name_parts_of_the_code() -> None:
+    assert subject_components("ignore/types: add Rocq .v files") == [["ignore", "types"]]
+    assert subject_components("ignore,globset: increase pool capacity") == [["ignore"], ["globset"]]
+    assert subject_components("fix(parser): handle errors") == [["parser"]]
+    assert subject_components("Fix the bug: stuff") == [], "a sentence before a colon is not a component"
+    assert subject_components("no colon here") == []
+
+
+def test_without_component_prefix_drops_what_comes_before_the_colon() -> None:
+    assert without_component_prefix("fix(parser): handle errors") == "handle errors"
+    assert without_component_prefix("ignore/types: add Rocq .v files") == "add Rocq .v files"
+    assert without_component_prefix("no colon here") == "no colon here"

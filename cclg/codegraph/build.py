@@ -11,6 +11,8 @@ from one ``git log`` over recent history, and writes:
 - ``active/codegraphs/<repo>.cache.json``: what each file's parse produced, keyed
   by its content hash (with its size and mtime as a shortcut), so that a warm
   re-index with no changes parses nothing and an edit re-parses only that file.
+- ``active/codegraphs/<repo>.search.sqlite``: the search index the ranking reads
+  (``cclg.codegraph.search_index``), its text written while the files are parsed.
 
 The repository itself is never written to.
 """
@@ -24,14 +26,15 @@ import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from cclg.codegraph.languages import language_of, missing_grammars, query
 from cclg.codegraph.parse import parse_source
-from cclg.codegraph.rank import SearchIndexWriter, search_index_is_usable, text_body
 from cclg.codegraph.resolve import resolve_imports
+from cclg.codegraph.search_index import SearchIndexWriter, search_index_is_usable, text_body
 from cclg.codegraph.stored import cache_path, graph_path, read_graph, search_index_path
 from cclg.errors import UsageError
 from cclg.records import now_iso
@@ -154,28 +157,33 @@ class Repository:
                 "--name-only",
             ]
         )
-        per_file: dict[str, dict[str, Any]] = {}
-        authors: dict[str, set[str]] = defaultdict(set)
-        pairs: Counter[tuple[str, str]] = Counter()
-        commits = 0
-        for chunk in output.split("\0")[1:]:
-            header, _, names = chunk.partition("\n")
-            stamp, _, author = header.partition("\t")
-            files = sorted({n for n in names.split("\n") if n})
-            commits += 1
-            when = int(stamp) if stamp.isdigit() else 0
-            for name in files:
-                entry = per_file.setdefault(name, {"commits": 0, "last_commit": 0})
-                entry["commits"] += 1
-                entry["last_commit"] = max(entry["last_commit"], when)
-                authors[name].add(author)
-            if 2 <= len(files) <= CO_CHANGE_MAX_FILES:
-                for i, a in enumerate(files):
-                    for b in files[i + 1 :]:
-                        pairs[(a, b)] += 1
-        for name, entry in per_file.items():
-            entry["authors"] = len(authors[name])
-        return per_file, pairs, commits
+        return _tally(output)
+
+
+def _tally(log: str) -> tuple[dict[str, dict[str, Any]], Counter[tuple[str, str]], int]:
+    """Per-file churn and co-change counts from ``git log --format=%x00%at%x09%aE --name-only``."""
+    per_file: dict[str, dict[str, Any]] = {}
+    authors: dict[str, set[str]] = defaultdict(set)
+    pairs: Counter[tuple[str, str]] = Counter()
+    commits = 0
+    for chunk in log.split("\0")[1:]:
+        header, _, names = chunk.partition("\n")
+        stamp, _, author = header.partition("\t")
+        files = sorted({n for n in names.split("\n") if n})
+        commits += 1
+        when = int(stamp) if stamp.isdigit() else 0
+        for name in files:
+            entry = per_file.setdefault(name, {"commits": 0, "last_commit": 0})
+            entry["commits"] += 1
+            entry["last_commit"] = max(entry["last_commit"], when)
+            authors[name].add(author)
+        if 2 <= len(files) <= CO_CHANGE_MAX_FILES:
+            for i, a in enumerate(files):
+                for b in files[i + 1 :]:
+                    pairs[(a, b)] += 1
+    for name, entry in per_file.items():
+        entry["authors"] = len(authors[name])
+    return per_file, pairs, commits
 
 
 def _in_vendored_folder(path: str) -> bool:
@@ -297,6 +305,16 @@ def _load_cache(path: Path) -> dict[str, Any]:
 # ---------------------------------------------------------------- the graph
 
 
+@dataclass
+class _Scan:
+    """What a build found in the repository, before parsing."""
+
+    listed: list[tuple[str, str, os.stat_result]]  # (path, language, stat) of every source file
+    cache: dict[str, Any]  # path -> cache entry (its "facts" filled in by the parse)
+    jobs: list[tuple[str, str, bytes]]  # (path, language, content) of the files to parse now
+    changed: set[str]  # files whose content is new to the cache
+
+
 def build_graph(
     store: Store,
     folder: str | os.PathLike[str],
@@ -309,10 +327,46 @@ def build_graph(
     repo = Repository(Path(folder))
     cache_file = cache_path(store, repo.root)
     old_cache = _load_cache(cache_file)
-    cache: dict[str, Any] = {}
-    jobs: list[tuple[str, str, bytes]] = []
-    changed: set[str] = set()  # files whose content is new to the cache
-    listed: list[tuple[str, str, os.stat_result]] = []
+    scan = _scan(repo, old_cache)
+    # The search text is written while the workers parse (the main process would only wait).
+    index_file = search_index_path(store, repo.root)
+    rebuild = not search_index_is_usable(index_file, len(old_cache))
+    keep = {path for path, _, _ in scan.listed}
+    writer = SearchIndexWriter(index_file, rebuild=rebuild, keep=keep, replaced=scan.changed)
+    try:
+        _parse_and_add_text(repo, scan, writer, rebuild=rebuild, progress=progress)
+        head = repo.git_info()
+        git_info = None if head is None else {**head, "max_commits": max_commits}
+        previous = _previous_graph(store, repo.root)
+        unchanged = not scan.changed and not (set(old_cache) - keep) and not rebuild and _git_of(previous) == git_info
+        if previous is not None and unchanged:
+            # Nothing changed since the last build: the stored graph stands (cheap warm runs).
+            writer.finish(None)
+            previous["summary"] = _summary(previous, 0, start)
+            with store.lock():
+                if scan.cache != old_cache:  # only mtimes moved
+                    store.write_file(cache_file, _cache_bytes(scan.cache))
+                _mark_current(graph_path(store, repo.root))
+            return previous
+        per_file_churn, pairs, commits = repo.churn(max_commits)
+        graph = _assemble(repo, scan.listed, scan.cache, per_file_churn, pairs)
+        graph["git"] = None if git_info is None else {**git_info, "commits_read": commits}
+    except BaseException:
+        writer.abandon()
+        raise
+    writer.finish(graph)
+    with store.lock():
+        store.write_file(cache_file, _cache_bytes(scan.cache))
+        store.write_file(graph_path(store, repo.root), graph_bytes(graph))
+        _mark_current(graph_path(store, repo.root))
+    graph["summary"] = _summary(graph, len(scan.jobs), start)  # the run's figures, not stored with the graph
+    return graph
+
+
+def _scan(repo: Repository, old_cache: dict[str, Any]) -> _Scan:
+    """The repository's source files, each with its cache entry: reused when the file is unchanged
+    (same size and mtime, or same content), else new and, unless too big or minified, a parse job."""
+    scan = _Scan(listed=[], cache={}, jobs=[], changed=set())
     for path in repo.files():
         language = language_of(path)
         if language is None:
@@ -321,11 +375,11 @@ def build_graph(
             info = (repo.root / path).stat()
         except OSError:
             continue
-        listed.append((path, language, info))
+        scan.listed.append((path, language, info))
         entry = old_cache.get(path)
         unparsed = entry is not None and entry.get("facts") is None and info.st_size <= MAX_FILE_BYTES
         if entry and entry.get("size") == info.st_size and entry.get("mtime_ns") == info.st_mtime_ns and not unparsed:
-            cache[path] = entry  # unchanged (a file left unparsed is looked at again: its grammar may be here now)
+            scan.cache[path] = entry  # unchanged (a file left unparsed is looked at again: its grammar may be here now)
             continue
         try:
             data = (repo.root / path).read_bytes()
@@ -333,58 +387,45 @@ def build_graph(
             continue
         digest = _content_hash(data)
         if entry and entry.get("sha1") == digest and not unparsed:
-            cache[path] = {**entry, "mtime_ns": info.st_mtime_ns}
+            scan.cache[path] = {**entry, "mtime_ns": info.st_mtime_ns}
             continue
-        changed.add(path)
-        cache[path] = {"size": info.st_size, "mtime_ns": info.st_mtime_ns, "sha1": digest, "language": language}
-        cache[path]["lines"] = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
-        if len(data) <= MAX_FILE_BYTES and not _minified(data, cache[path]["lines"]):
-            jobs.append((path, language, data))
+        scan.changed.add(path)
+        lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+        scan.cache[path] = {
+            "size": info.st_size,
+            "mtime_ns": info.st_mtime_ns,
+            "sha1": digest,
+            "language": language,
+            "lines": lines,
+        }
+        if len(data) <= MAX_FILE_BYTES and not _minified(data, lines):
+            scan.jobs.append((path, language, data))
         else:
-            cache[path]["facts"] = None
-    # The search text is written while the workers parse (the main process would only wait).
-    index_file = search_index_path(store, repo.root)
-    rebuild = not search_index_is_usable(index_file, len(old_cache))
-    keep = {path for path, _, _ in listed}
-    writer = SearchIndexWriter(index_file, rebuild=rebuild, keep=keep, replaced=changed)
-    try:
-        for path, facts, body in _parse_all(jobs, progress):
-            cache[path]["facts"] = facts
-            writer.add(path, _names(facts), body)
-        parsed = {path for path, _, _ in jobs}
-        for path in sorted(keep - parsed):
-            if rebuild or path in changed:  # not parsed now: unchanged (the index is rebuilt) or unparseable
-                facts = cache[path].get("facts")
-                writer.add(path, _names(facts), text_body(_read(repo.root / path)) if facts is not None else "")
-        head = repo.git_info()
-        git_info = None if head is None else {**head, "max_commits": max_commits}
-        previous = _previous_graph(store, repo.root)
-        previous_git = None if previous is None or previous.get("git") is None else dict(previous["git"])
-        if previous_git is not None:
-            previous_git.pop("commits_read", None)
-        unchanged = not changed and not (set(old_cache) - keep) and not rebuild and previous_git == git_info
-        if previous is not None and unchanged:
-            # Nothing changed since the last build: the stored graph stands (cheap warm runs).
-            writer.finish(None)
-            previous["summary"] = _summary(previous, 0, start)
-            with store.lock():
-                if cache != old_cache:  # only mtimes moved
-                    store.write_file(cache_file, _cache_bytes(cache))
-                _mark_current(graph_path(store, repo.root))
-            return previous
-        per_file_churn, pairs, commits = repo.churn(max_commits)
-        graph = _assemble(repo, listed, cache, per_file_churn, pairs)
-        graph["git"] = None if git_info is None else {**git_info, "commits_read": commits}
-    except BaseException:
-        writer.abandon()
-        raise
-    writer.finish(graph)
-    with store.lock():
-        store.write_file(cache_file, _cache_bytes(cache))
-        store.write_file(graph_path(store, repo.root), graph_bytes(graph))
-        _mark_current(graph_path(store, repo.root))
-    graph["summary"] = _summary(graph, len(jobs), start)  # the run's figures, not stored with the graph
-    return graph
+            scan.cache[path]["facts"] = None
+    return scan
+
+
+def _parse_and_add_text(
+    repo: Repository, scan: _Scan, writer: SearchIndexWriter, *, rebuild: bool, progress: Progress | None
+) -> None:
+    """Parse the scan's jobs into the cache and give the search index the text of every file it lacks."""
+    for path, facts, body in _parse_all(scan.jobs, progress):
+        scan.cache[path]["facts"] = facts
+        writer.add(path, _names(facts), body)
+    parsed = {path for path, _, _ in scan.jobs}
+    for path in sorted({path for path, _, _ in scan.listed} - parsed):
+        if rebuild or path in scan.changed:  # not parsed now: unchanged (the index is rebuilt) or unparseable
+            facts = scan.cache[path].get("facts")
+            writer.add(path, _names(facts), text_body(_read(repo.root / path)) if facts is not None else "")
+
+
+def _git_of(graph: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A stored graph's git state as ``git_info`` gives it (without the build's commit count)."""
+    if graph is None or graph.get("git") is None:
+        return None
+    state = dict(graph["git"])
+    state.pop("commits_read", None)
+    return state
 
 
 def _mark_current(graph_file: Path) -> None:
@@ -429,19 +470,39 @@ def _assemble(
     churn: dict[str, dict[str, Any]],
     pairs: Counter[tuple[str, str]],
 ) -> dict[str, Any]:
+    files, symbols, edges = _nodes(listed, cache, churn)
     paths = frozenset(path for path, _, _ in listed)
-    go_module = repo.go_module()
+    definers: dict[str, set[str]] = defaultdict(set)
+    for found in symbols:
+        definers[found["name"]].add(found["path"])
+    edges.extend(_import_and_reference_edges(listed, cache, paths, definers, repo.go_module()))
+    for (a, b), count in sorted(pairs.items()):
+        if count >= CO_CHANGE_MIN and a in paths and b in paths:
+            edges.append({"type": "co_change", "from": a, "to": b, "weight": count})
+    return {
+        "schema_version": SCHEMA,
+        "root": str(repo.root),
+        "generated_at": now_iso(),
+        "git": None,
+        "files": files,
+        "symbols": symbols,
+        "edges": edges,
+    }
+
+
+def _nodes(
+    listed: list[tuple[str, str, os.stat_result]], cache: dict[str, Any], churn: dict[str, dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The graph's files (with their churn), symbols, and the edges from each file to what it defines."""
     files = []
     symbols = []
     edges: list[dict[str, Any]] = []
-    definers: dict[str, set[str]] = defaultdict(set)
     for path, language, _ in listed:
         entry = cache[path]
         facts = entry.get("facts") or {}
         for definition in facts.get("definitions", []):
             symbol_id = f"{path}#{definition['name']}:{definition['line']}"
             symbols.append({"id": symbol_id, "path": path, **definition})
-            definers[definition["name"]].add(path)
             edges.append({"type": "defines", "from": path, "to": symbol_id, "weight": 1})
         history = churn.get(path, {})
         files.append(
@@ -456,29 +517,29 @@ def _assemble(
                 "authors": history.get("authors", 0),
             }
         )
+    return files, symbols, edges
+
+
+def _import_and_reference_edges(
+    listed: list[tuple[str, str, os.stat_result]],
+    cache: dict[str, Any],
+    paths: frozenset[str],
+    definers: dict[str, set[str]],
+    go_module: str | None,
+) -> Iterator[dict[str, Any]]:
+    """Per file: the files its imports resolve to, then the files defining the names it uses (a name
+    defined in too many files links nothing)."""
     for path, language, _ in listed:
         facts = cache[path].get("facts") or {}
         for target in resolve_imports(path, language, facts.get("imports", []), paths, go_module=go_module):
-            edges.append({"type": "imports", "from": path, "to": target, "weight": 1})
+            yield {"type": "imports", "from": path, "to": target, "weight": 1}
         referenced: Counter[str] = Counter()
         for name in facts.get("references", []):
             owners = definers.get(name, ())
             if 0 < len(owners) <= REFERENCE_MAX_DEFINERS:
                 referenced.update(owner for owner in owners if owner != path)
         for target, count in sorted(referenced.items()):
-            edges.append({"type": "references", "from": path, "to": target, "weight": count})
-    for (a, b), count in sorted(pairs.items()):
-        if count >= CO_CHANGE_MIN and a in paths and b in paths:
-            edges.append({"type": "co_change", "from": a, "to": b, "weight": count})
-    return {
-        "schema_version": SCHEMA,
-        "root": str(repo.root),
-        "generated_at": now_iso(),
-        "git": None,
-        "files": files,
-        "symbols": symbols,
-        "edges": edges,
-    }
+            yield {"type": "references", "from": path, "to": target, "weight": count}
 
 
 def load_graph(store: Store, folder: str | os.PathLike[str]) -> dict[str, Any]:

@@ -1,84 +1,255 @@
-"""Languages of the code graph: file suffixes, tree-sitter grammars and tag queries.
+"""The languages of the code graph: one ``Language`` record each, in one table, and their grammars.
+
+A ``Language`` holds everything the code graph needs to know of a language: its
+file suffixes, the wheel and function giving its tree-sitter grammar, its tag
+query (``cclg.codegraph.tags``), the rules for reading its captures and its
+import readers (``cclg.codegraph.captures``) and its import resolver
+(``cclg.codegraph.resolvers``). Adding a language means adding one record to
+``LANGUAGES``; a record with a part missing (no suffix, no wheel, no pattern, an
+``import.<style>`` capture without a reader, a reader no pattern uses, no
+resolver) or a suffix claimed twice raises ``ValueError`` when this module is
+imported, so a forgotten part cannot silently give a language without imports.
+
+Why here: the table must see every part, so it sits above the modules holding
+them (``tags``, ``captures``, ``resolvers``, which import nothing of the code
+graph) and below the engines that look a language up by name (``parse``,
+``resolve``, and the grammar loading further down this module). Imports point
+one way, without cycles.
 
 Each grammar comes from its own wheel (``tree_sitter_python``, ...), imported
 lazily the first time a file of that language is parsed and cached for the
 process. A wheel that is missing or fails to load never raises: ``grammar``
 returns None and ``missing_grammars`` tells why, so the indexer can print a note
-and carry on with the other languages.
-
-One query per language finds, in a single pass over the syntax tree, everything
-``cclg.codegraph.parse`` needs. Its capture names say what a node is:
-
-- ``name.<kind>``: the name of a definition (``name.function``, ``name.class``,
-  ...); ``parse`` decides from the enclosing scopes whether a function is a
-  method, and drops definitions local to a function body. ``name.proto`` is a
-  C/C++ function prototype, ``name.gotype`` a Go type spec, refined by ``parse``.
-- ``import.<style>``: an import, either its module string (``import.str``) or a
-  node that ``parse`` reads with a language-specific helper.
-- ``ref``: an identifier-like node whose text is a reference.
-- captures starting with ``_`` only serve predicates.
-
-The queries are kept as lists of patterns: if a grammar release renames a node
-type, the patterns that still compile are used and the others are reported by
-``query_problems``.
+and carry on with the other languages. The tag query is compiled once per
+process (``query``); patterns that do not compile against the installed grammar
+are skipped and reported by ``query_problems``.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 import tree_sitter
 
-EXTENSIONS: dict[str, str] = {
-    ".py": "python",
-    ".pyi": "python",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "javascript",
-    ".ts": "typescript",
-    ".mts": "typescript",
-    ".cts": "typescript",
-    ".tsx": "tsx",
-    ".go": "go",
-    ".rs": "rust",
-    ".java": "java",
-    ".c": "c",
-    ".h": "c",
-    ".cc": "cpp",
-    ".cpp": "cpp",
-    ".cxx": "cpp",
-    ".hpp": "cpp",
-    ".hh": "cpp",
-    ".hxx": "cpp",
-    ".rb": "ruby",
-    ".cs": "csharp",
-    ".php": "php",
-    ".sh": "bash",
-    ".bash": "bash",
-}
+from cclg.codegraph import captures, resolvers, tags
+from cclg.codegraph.captures import ImportReader, Rules
+from cclg.codegraph.resolvers import Resolver
 
-# language -> (wheel module, function returning the language pointer)
-_WHEELS: dict[str, tuple[str, str]] = {
-    "python": ("tree_sitter_python", "language"),
-    "javascript": ("tree_sitter_javascript", "language"),
-    "typescript": ("tree_sitter_typescript", "language_typescript"),
-    "tsx": ("tree_sitter_typescript", "language_tsx"),
-    "go": ("tree_sitter_go", "language"),
-    "rust": ("tree_sitter_rust", "language"),
-    "java": ("tree_sitter_java", "language"),
-    "c": ("tree_sitter_c", "language"),
-    "cpp": ("tree_sitter_cpp", "language"),
-    "ruby": ("tree_sitter_ruby", "language"),
-    "csharp": ("tree_sitter_c_sharp", "language"),
-    "php": ("tree_sitter_php", "language_php"),
-    "bash": ("tree_sitter_bash", "language"),
-}
+_IMPORT_CAPTURE = re.compile(r"@import\.(\w+)")
 
-LANGUAGES: tuple[str, ...] = tuple(_WHEELS)
+
+@dataclass(frozen=True, slots=True)
+class Language:
+    """Everything the code graph knows of one language; checked complete when made."""
+
+    name: str
+    extensions: tuple[str, ...]  # file suffixes, lower-case, with their dot
+    wheel: str  # the module holding the tree-sitter grammar
+    wheel_function: str  # its function returning the language pointer
+    patterns: tuple[str, ...]  # the tag query, one string per pattern
+    rules: Rules  # how the captures are read
+    import_readers: Mapping[str, ImportReader]  # capture style (import.<style>) -> reader
+    resolver: Resolver  # import spec -> repository files
+
+    def __post_init__(self) -> None:
+        problems = self.problems()
+        if problems:
+            raise ValueError(f"language {self.name!r} is incomplete: {'; '.join(problems)}")
+
+    def problems(self) -> list[str]:
+        """What this record lacks (empty when it is complete)."""
+        problems = []
+        if not self.name:
+            problems.append("no name")
+        if not self.extensions or any(not e.startswith(".") or e != e.lower() for e in self.extensions):
+            problems.append(f"extensions must be lower-case suffixes with their dot, not {self.extensions!r}")
+        if not self.wheel or not self.wheel_function:
+            problems.append("no grammar wheel or function")
+        if not self.patterns or not all(isinstance(p, str) and p.strip() for p in self.patterns):
+            problems.append("no tag patterns (or an empty one)")
+        if not isinstance(self.rules, Rules):
+            problems.append("no capture rules")
+        styles = {style for pattern in self.patterns for style in _IMPORT_CAPTURE.findall(pattern)}
+        if not styles:
+            problems.append("no pattern captures imports")
+        if styles - set(self.import_readers):
+            problems.append(f"no import reader for {sorted(styles - set(self.import_readers))}")
+        if set(self.import_readers) - styles:
+            problems.append(f"import readers no pattern uses: {sorted(set(self.import_readers) - styles)}")
+        if not all(callable(reader) for reader in self.import_readers.values()):
+            problems.append("an import reader is not callable")
+        if not callable(self.resolver):
+            problems.append("no import resolver")
+        return problems
+
+
+def _table(*languages: Language) -> dict[str, Language]:
+    """The language table, refusing a name or a suffix given twice."""
+    table: dict[str, Language] = {}
+    owners: dict[str, str] = {}
+    for language in languages:
+        if language.name in table:
+            raise ValueError(f"language {language.name!r} is registered twice")
+        for extension in language.extensions:
+            if extension in owners:
+                raise ValueError(f"{extension} is claimed by {owners[extension]!r} and {language.name!r}")
+            owners[extension] = language.name
+        table[language.name] = language
+    return table
+
+
+# Languages whose imports are all captured as the module string itself (import.str).
+_STRING_IMPORTS = {"str": captures.import_string}
+
+LANGUAGES: dict[str, Language] = _table(
+    Language(
+        name="python",
+        extensions=(".py", ".pyi"),
+        wheel="tree_sitter_python",
+        wheel_function="language",
+        patterns=tags.PYTHON,
+        rules=captures.PYTHON_RULES,
+        import_readers={"python": captures.python_import},
+        resolver=resolvers.resolve_python,
+    ),
+    Language(
+        name="javascript",
+        extensions=(".js", ".mjs", ".cjs", ".jsx"),
+        wheel="tree_sitter_javascript",
+        wheel_function="language",
+        patterns=tags.JAVASCRIPT,
+        rules=captures.JAVASCRIPT_RULES,
+        import_readers=_STRING_IMPORTS,
+        resolver=resolvers.resolve_js,
+    ),
+    Language(
+        name="typescript",
+        extensions=(".ts", ".mts", ".cts"),
+        wheel="tree_sitter_typescript",
+        wheel_function="language_typescript",
+        patterns=tags.TYPESCRIPT,
+        rules=captures.TYPESCRIPT_RULES,
+        import_readers=_STRING_IMPORTS,
+        resolver=resolvers.resolve_js,
+    ),
+    Language(
+        name="tsx",
+        extensions=(".tsx",),
+        wheel="tree_sitter_typescript",
+        wheel_function="language_tsx",
+        patterns=tags.TYPESCRIPT,
+        rules=captures.TYPESCRIPT_RULES,
+        import_readers=_STRING_IMPORTS,
+        resolver=resolvers.resolve_js,
+    ),
+    Language(
+        name="go",
+        extensions=(".go",),
+        wheel="tree_sitter_go",
+        wheel_function="language",
+        patterns=tags.GO,
+        rules=captures.GO_RULES,
+        import_readers=_STRING_IMPORTS,
+        resolver=resolvers.resolve_go,
+    ),
+    Language(
+        name="rust",
+        extensions=(".rs",),
+        wheel="tree_sitter_rust",
+        wheel_function="language",
+        patterns=tags.RUST,
+        rules=captures.RUST_RULES,
+        import_readers={"rust_use": captures.rust_use, "rust_mod": captures.rust_mod},
+        resolver=resolvers.resolve_rust,
+    ),
+    Language(
+        name="java",
+        extensions=(".java",),
+        wheel="tree_sitter_java",
+        wheel_function="language",
+        patterns=tags.JAVA,
+        rules=captures.JAVA_RULES,
+        import_readers={"java": captures.java_import},
+        resolver=resolvers.resolve_java,
+    ),
+    Language(
+        name="c",
+        extensions=(".c", ".h"),
+        wheel="tree_sitter_c",
+        wheel_function="language",
+        patterns=tags.C,
+        rules=captures.C_RULES,
+        import_readers=_STRING_IMPORTS,
+        resolver=resolvers.resolve_c,
+    ),
+    Language(
+        name="cpp",
+        extensions=(".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"),
+        wheel="tree_sitter_cpp",
+        wheel_function="language",
+        patterns=tags.CPP,
+        rules=captures.CPP_RULES,
+        import_readers=_STRING_IMPORTS,
+        resolver=resolvers.resolve_c,
+    ),
+    Language(
+        name="ruby",
+        extensions=(".rb",),
+        wheel="tree_sitter_ruby",
+        wheel_function="language",
+        patterns=tags.RUBY,
+        rules=captures.RUBY_RULES,
+        import_readers={"str": captures.import_string, "ruby_relative": captures.ruby_relative},
+        resolver=resolvers.resolve_ruby,
+    ),
+    Language(
+        name="csharp",
+        extensions=(".cs",),
+        wheel="tree_sitter_c_sharp",
+        wheel_function="language",
+        patterns=tags.CSHARP,
+        rules=captures.CSHARP_RULES,
+        import_readers={"csharp": captures.csharp_using},
+        resolver=resolvers.resolve_csharp,
+    ),
+    Language(
+        name="php",
+        extensions=(".php",),
+        wheel="tree_sitter_php",
+        wheel_function="language_php",
+        patterns=tags.PHP,
+        rules=captures.PHP_RULES,
+        import_readers={"php_use": captures.php_use, "php_require": captures.php_require},
+        resolver=resolvers.resolve_php,
+    ),
+    Language(
+        name="bash",
+        extensions=(".sh", ".bash"),
+        wheel="tree_sitter_bash",
+        wheel_function="language",
+        patterns=tags.BASH,
+        rules=captures.BASH_RULES,
+        import_readers={"bash": captures.bash_source},
+        resolver=resolvers.resolve_bash,
+    ),
+)
+
+# File suffix -> language name, from the records.
+EXTENSIONS: dict[str, str] = {extension: name for name, record in LANGUAGES.items() for extension in record.extensions}
+
+
+def language_of(path: str) -> str | None:
+    """The language of a file from its suffix (case-insensitive), or None."""
+    return EXTENSIONS.get(PurePosixPath(path).suffix.lower())
+
+
+# ---------------------------------------------------------------------------
+# Grammars and tag queries, loaded once per process.
 
 _LOCK = threading.Lock()
 _GRAMMARS: dict[str, tree_sitter.Language | None] = {}
@@ -87,15 +258,9 @@ _QUERIES: dict[str, tree_sitter.Query | None] = {}
 _QUERY_PROBLEMS: dict[str, list[str]] = {}
 
 
-def language_of(path: str) -> str | None:
-    """The language of a file from its suffix (case-insensitive), or None."""
-    return EXTENSIONS.get(PurePosixPath(path).suffix.lower())
-
-
-def _load(language: str) -> tree_sitter.Language:
-    module_name, function = _WHEELS[language]
-    module = importlib.import_module(module_name)
-    return tree_sitter.Language(getattr(module, function)())
+def _load(language: Language) -> tree_sitter.Language:
+    module = importlib.import_module(language.wheel)
+    return tree_sitter.Language(getattr(module, language.wheel_function)())
 
 
 def grammar(language: str) -> tree_sitter.Language | None:
@@ -108,14 +273,14 @@ def grammar(language: str) -> tree_sitter.Language | None:
         if language in _GRAMMARS:
             return _GRAMMARS[language]
         loaded: tree_sitter.Language | None = None
-        if language not in _WHEELS:
+        known = LANGUAGES.get(language)
+        if known is None:
             _MISSING[language] = "no grammar is known for this language"
         else:
             try:
-                loaded = _load(language)
+                loaded = _load(known)
             except Exception as exc:  # ImportError, ABI mismatch (ValueError), anything else
-                module_name = _WHEELS[language][0]
-                _MISSING[language] = f"cannot load {module_name}: {type(exc).__name__}: {exc}"
+                _MISSING[language] = f"cannot load {known.wheel}: {type(exc).__name__}: {exc}"
         _GRAMMARS[language] = loaded
         return loaded
 
@@ -155,7 +320,7 @@ def query_problems() -> dict[str, list[str]]:
 
 
 def _compile(language: str, lang: tree_sitter.Language) -> tree_sitter.Query | None:
-    patterns = PATTERNS.get(language, [])
+    patterns = LANGUAGES[language].patterns  # the grammar loaded, so the language is in the table
     try:
         return tree_sitter.Query(lang, "\n".join(patterns))
     except Exception:
@@ -179,217 +344,3 @@ def _compile(language: str, lang: tree_sitter.Language) -> tree_sitter.Query | N
     except Exception as exc:
         _MISSING[language] = f"tag query does not compile: {type(exc).__name__}: {exc}"
         return None
-
-
-# ---------------------------------------------------------------------------
-# Tag queries. One string per pattern (see the module docstring).
-
-_PYTHON = [
-    "(function_definition name: (identifier) @name.function)",
-    "(class_definition name: (identifier) @name.class)",
-    "(expression_statement (assignment left: (identifier) @name.constant))",
-    "(type_alias_statement left: (type (identifier) @name.type))",
-    "(type_alias_statement left: (type (generic_type . (identifier) @name.type)))",
-    "(import_statement) @import.python",
-    "(import_from_statement) @import.python",
-    "(identifier) @ref",
-]
-
-_JS_COMMON = [
-    "(function_declaration name: (identifier) @name.function)",
-    "(generator_function_declaration name: (identifier) @name.function)",
-    "(class_declaration name: (_) @name.class)",
-    "(class_body (method_definition name: [(property_identifier) (private_property_identifier)] @name.method))",
-    # Top-level declarations: functions bound to a name, or constants (refined in parse).
-    "(program [(lexical_declaration (variable_declarator name: (identifier) @name.constant))"
-    " (variable_declaration (variable_declarator name: (identifier) @name.constant))])",
-    "(program (export_statement declaration:"
-    " [(lexical_declaration (variable_declarator name: (identifier) @name.constant))"
-    " (variable_declaration (variable_declarator name: (identifier) @name.constant))]))",
-    # exports.foo = function () {}, Foo.prototype.bar = () => {}
-    "((program (expression_statement (assignment_expression"
-    " left: (member_expression property: (property_identifier) @name.function)"
-    " right: [(function_expression) (arrow_function)])))"
-    ' (#not-eq? @name.function "exports"))',  # module.exports = function () {} defines no "exports"
-    "(import_statement source: (string (string_fragment) @import.str))",
-    "(export_statement source: (string (string_fragment) @import.str))",
-    "((call_expression function: (identifier) @_fn arguments: (arguments . (string (string_fragment) @import.str)))"
-    ' (#eq? @_fn "require"))',
-    "(call_expression function: (import) arguments: (arguments . (string (string_fragment) @import.str)))",
-    "(identifier) @ref",
-    "(property_identifier) @ref",
-    "(shorthand_property_identifier) @ref",
-    "(shorthand_property_identifier_pattern) @ref",
-]
-
-_JAVASCRIPT = list(_JS_COMMON)
-
-_TYPESCRIPT = [
-    *_JS_COMMON,
-    "(abstract_class_declaration name: (type_identifier) @name.class)",
-    "(interface_declaration name: (type_identifier) @name.interface)",
-    "(type_alias_declaration name: (type_identifier) @name.type)",
-    "(enum_declaration name: (identifier) @name.enum)",
-    "(function_signature name: (identifier) @name.function)",
-    "(interface_body (method_signature name: (property_identifier) @name.method))",
-    "(class_body (method_signature name: (property_identifier) @name.method))",
-    "(class_body (abstract_method_signature name: (property_identifier) @name.method))",
-    "(internal_module name: (identifier) @name.module)",
-    "(import_require_clause source: (string (string_fragment) @import.str))",
-    "(type_identifier) @ref",
-]
-
-_GO = [
-    "(function_declaration name: (identifier) @name.function)",
-    "(method_declaration name: (field_identifier) @name.method)",
-    "(type_spec name: (type_identifier) @name.gotype)",
-    "(type_alias name: (type_identifier) @name.type)",
-    "(source_file (const_declaration (const_spec name: (identifier) @name.constant)))",
-    "(interface_type (method_elem name: (field_identifier) @name.method))",
-    "(import_spec path: (interpreted_string_literal (interpreted_string_literal_content) @import.str))",
-    "(identifier) @ref",
-    "(type_identifier) @ref",
-    "(field_identifier) @ref",
-]
-
-_RUST = [
-    "(function_item name: (identifier) @name.function)",
-    "(function_signature_item name: (identifier) @name.function)",
-    "(struct_item name: (type_identifier) @name.type)",
-    "(union_item name: (type_identifier) @name.type)",
-    "(enum_item name: (type_identifier) @name.enum)",
-    "(trait_item name: (type_identifier) @name.interface)",
-    "(type_item name: (type_identifier) @name.type)",
-    "(const_item name: (identifier) @name.constant)",
-    "(static_item name: (identifier) @name.constant)",
-    "(macro_definition name: (identifier) @name.macro)",
-    "(mod_item name: (identifier) @name.module body: (declaration_list))",
-    "(use_declaration argument: (_) @import.rust_use)",
-    "(mod_item name: (identifier) @import.rust_mod !body)",
-    "(identifier) @ref",
-    "(type_identifier) @ref",
-    "(field_identifier) @ref",
-]
-
-_JAVA = [
-    "(class_declaration name: (identifier) @name.class)",
-    "(interface_declaration name: (identifier) @name.interface)",
-    "(annotation_type_declaration name: (identifier) @name.interface)",
-    "(enum_declaration name: (identifier) @name.enum)",
-    "(record_declaration name: (identifier) @name.class)",
-    "(method_declaration name: (identifier) @name.method)",
-    '(field_declaration (modifiers "static") declarator: (variable_declarator name: (identifier) @name.constant))',
-    "(constant_declaration declarator: (variable_declarator name: (identifier) @name.constant))",
-    "(import_declaration) @import.java",
-    "(identifier) @ref",
-    "(type_identifier) @ref",
-]
-
-_C_COMMON = [
-    "(function_definition declarator: (function_declarator declarator: (identifier) @name.function))",
-    "(function_definition declarator: (_ (function_declarator declarator: (identifier) @name.function)))",
-    "(function_definition declarator: (_ (_ (function_declarator declarator: (identifier) @name.function))))",
-    "(declaration declarator: (function_declarator declarator: (identifier) @name.proto))",
-    "(declaration declarator: (_ (function_declarator declarator: (identifier) @name.proto)))",
-    "(struct_specifier name: (type_identifier) @name.type body: (_))",
-    "(union_specifier name: (type_identifier) @name.type body: (_))",
-    "(enum_specifier name: (type_identifier) @name.enum body: (_))",
-    "(type_definition declarator: (type_identifier) @name.type)",
-    "(type_definition declarator: (_ (type_identifier) @name.type))",
-    "(preproc_def name: (identifier) @name.macro)",
-    "(preproc_function_def name: (identifier) @name.macro)",
-    "(preproc_include path: (string_literal (string_content) @import.str))",
-    "(preproc_include path: (system_lib_string) @import.str)",
-    "(identifier) @ref",
-    "(type_identifier) @ref",
-    "(field_identifier) @ref",
-]
-
-_C = list(_C_COMMON)
-
-_CPP = [
-    *_C_COMMON,
-    "(function_definition declarator: (function_declarator declarator: (field_identifier) @name.function))",
-    "(function_definition declarator: (function_declarator declarator:"
-    " (qualified_identifier name: (identifier) @name.method)))",
-    "(function_definition declarator: (function_declarator declarator:"
-    " (qualified_identifier name: (qualified_identifier name: (identifier) @name.method))))",
-    "(function_definition declarator: (_ (function_declarator declarator:"
-    " (qualified_identifier name: (identifier) @name.method))))",
-    "(field_declaration declarator: (function_declarator declarator: (field_identifier) @name.method))",
-    "(field_declaration declarator: (_ (function_declarator declarator: (field_identifier) @name.method)))",
-    "(class_specifier name: (type_identifier) @name.class body: (_))",
-    "(namespace_definition name: (namespace_identifier) @name.module)",
-    "(alias_declaration name: (type_identifier) @name.type)",
-    "(namespace_identifier) @ref",
-]
-
-_RUBY = [
-    "(method name: (_) @name.function)",
-    "(singleton_method name: (_) @name.method)",
-    "(class name: (constant) @name.class)",
-    "(class name: (scope_resolution name: (constant) @name.class))",
-    "(module name: (constant) @name.module)",
-    "(module name: (scope_resolution name: (constant) @name.module))",
-    "(assignment left: (constant) @name.constant)",
-    "((call method: (identifier) @_m arguments: (argument_list . (string . (string_content) @import.str .)))"
-    ' (#any-of? @_m "require" "load"))',
-    "((call method: (identifier) @_m arguments: (argument_list . (string . (string_content) @import.ruby_relative .)))"
-    ' (#eq? @_m "require_relative"))',
-    "(identifier) @ref",
-    "(constant) @ref",
-]
-
-_CSHARP = [
-    "(class_declaration name: (identifier) @name.class)",
-    "(interface_declaration name: (identifier) @name.interface)",
-    "(enum_declaration name: (identifier) @name.enum)",
-    "(struct_declaration name: (identifier) @name.type)",
-    "(record_declaration name: (identifier) @name.class)",
-    "(delegate_declaration name: (identifier) @name.type)",
-    "(method_declaration name: (identifier) @name.method)",
-    "(namespace_declaration name: (_) @name.module)",
-    "(file_scoped_namespace_declaration name: (_) @name.module)",
-    '(field_declaration (modifier "const")'
-    " (variable_declaration (variable_declarator name: (identifier) @name.constant)))",
-    "(using_directive) @import.csharp",
-    "(identifier) @ref",
-]
-
-_PHP = [
-    "(function_definition name: (name) @name.function)",
-    "(class_declaration name: (name) @name.class)",
-    "(interface_declaration name: (name) @name.interface)",
-    "(trait_declaration name: (name) @name.class)",
-    "(enum_declaration name: (name) @name.enum)",
-    "(method_declaration name: (name) @name.method)",
-    "(const_declaration (const_element (name) @name.constant))",
-    "(namespace_definition name: (namespace_name) @name.module)",
-    "(namespace_use_declaration) @import.php_use",
-    "[(require_expression) (require_once_expression) (include_expression) (include_once_expression)]"
-    " @import.php_require",
-    "(name) @ref",
-]
-
-_BASH = [
-    "(function_definition name: (word) @name.function)",
-    '((command name: (command_name (word) @_c)) @import.bash (#any-of? @_c "source" "."))',
-    "(command_name (word) @ref)",
-    "(variable_name) @ref",
-]
-
-PATTERNS: dict[str, list[str]] = {
-    "python": _PYTHON,
-    "javascript": _JAVASCRIPT,
-    "typescript": _TYPESCRIPT,
-    "tsx": _TYPESCRIPT,
-    "go": _GO,
-    "rust": _RUST,
-    "java": _JAVA,
-    "c": _C,
-    "cpp": _CPP,
-    "ruby": _RUBY,
-    "csharp": _CSHARP,
-    "php": _PHP,
-    "bash": _BASH,
-}

@@ -44,7 +44,7 @@ def cache_path(store: Store, root: Path) -> Path:
 
 
 def search_index_path(store: Store, root: Path) -> Path:
-    """The graph as the ranking reads it (``cclg.codegraph.rank``)."""
+    """The graph as the ranking (``cclg.codegraph.rank``) reads it; ``cclg.codegraph.search_index`` writes it."""
     return store.root / "active" / "codegraphs" / f"{graph_name(root)}.search.sqlite"
 
 

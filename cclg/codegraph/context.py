@@ -1,0 +1,84 @@
+"""The code graph in a prompt's context: what the hook adds for the repository the agent works in.
+
+``prompt_context(store, cwd, query, max_tokens=...)`` returns the CodeGraphPack
+(``cclg.codegraph.rank.render_pack``) for the task ``query``, ranked from the
+stored search index of the git repository holding ``cwd``, as text to append to
+the memory pack:
+
+- ``""`` when ``cwd`` is not a usable folder name or the query is blank, and when
+  the ranking finds nothing that fits ``max_tokens``;
+- a one-line note (``No code graph for this repository yet: `cclg code-index
+  ROOT` builds one.``) when the repository was never indexed;
+- else ``"\\n"`` and the rendered pack.
+
+It uses the graph as the last ``cclg code-index`` left it. When git's index is
+newer than the graph, a re-index (``python -m cclg code-index ROOT``, which parses
+the changed files only) starts detached in the background and this prompt uses the
+graph as it is; a ``<graph>.refreshing`` marker beside the graph keeps it to one
+re-index at a time, and to one every ``REFRESH_EVERY`` seconds while one is due
+(the indexer removes the marker when it is done).
+
+Light on purpose: the hook calls this on every prompt, so it imports the standard
+library and the ranking and storage modules only (never gitpython or tree-sitter),
+and ``subprocess`` only when a re-index starts.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from cclg.codegraph.rank import rank_files, render_pack
+from cclg.codegraph.stored import graph_path, repository_root, search_index_path
+
+TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from cclg.store import Store
+
+REFRESH_EVERY = 600  # seconds: a re-index that has not finished by then may be started again
+
+
+def prompt_context(store: Store, cwd: object, query: str, *, max_tokens: int) -> str:
+    """The CodeGraphPack for ``query`` from the repository holding ``cwd``, under ``max_tokens``
+    (see the module docstring for what comes back when)."""
+    if not isinstance(cwd, str) or not cwd or not query.strip():
+        return ""
+    root = repository_root(cwd)
+    index = search_index_path(store, root)
+    if not index.is_file():
+        return f"\n(No code graph for this repository yet: `cclg code-index {root}` builds one.)\n"
+    refresh_in_background(store, root)
+    text = render_pack(rank_files(index, query), max_tokens=max_tokens)
+    return "\n" + text if text else ""
+
+
+def refresh_in_background(store: Store, root: Path) -> bool:
+    """Start ``cclg code-index root`` detached when git's index is newer than the stored graph, unless
+    one started less than ``REFRESH_EVERY`` seconds ago; whether one started."""
+    graph_file = graph_path(store, root)
+    marker = graph_file.with_suffix(".refreshing")
+    try:
+        if (root / ".git" / "index").stat().st_mtime <= graph_file.stat().st_mtime:
+            return False
+        if marker.exists() and marker.stat().st_mtime > graph_file.stat().st_mtime and _age(marker) < REFRESH_EVERY:
+            return False
+    except OSError:  # not a git work tree, or no graph file
+        return False
+    import subprocess  # only when a refresh starts
+
+    marker.touch()
+    subprocess.Popen(
+        [sys.executable, "-m", "cclg", "--root", str(store.root), "code-index", str(root)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    return True
+
+
+def _age(path: Path) -> float:
+    """Seconds since ``path`` was last modified."""
+    return time.time() - path.stat().st_mtime

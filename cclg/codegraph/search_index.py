@@ -1,0 +1,174 @@
+"""The code graph's search index: its SQLite schema and its writer.
+
+The graph as the ranking (``cclg.codegraph.rank``) reads it, in SQLite beside the
+graph's JSON (``active/codegraphs/<repo>.search.sqlite``, see
+``cclg.codegraph.stored.search_index_path``): a query touches only the rows it
+needs instead of parsing the whole graph. The tables:
+
+- ``files_text`` (FTS5, Porter stemming): per file, its path, the names it
+  defines and its contents (``text_body``), identifiers split at camelCase;
+- ``files``: path, file name, churn and last commit time;
+- ``symbols`` and ``symbol_words``: every definition with the words of its name,
+  how many words that is and how many files define the name;
+- ``links``: import and reference edges, weighted, both ways;
+- ``meta``: the schema version, the newest commit time and the file count.
+
+``build_graph`` writes it through one ``SearchIndexWriter`` per build; the index
+is a projection of the graph and the files, so a broken or outdated one is
+rebuilt (``search_index_is_usable`` decides), never repaired.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from cclg.text import code_words, split_identifiers
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+TEXT_SCHEMA = 1
+MAX_TEXT_CHARS = 300_000  # of a file's contents are searchable
+
+_SCHEMA_SQL = """
+CREATE VIRTUAL TABLE IF NOT EXISTS files_text
+    USING fts5(file UNINDEXED, path, names, body, tokenize='porter unicode61');
+CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, name TEXT, churn INTEGER, last_commit INTEGER);
+CREATE INDEX IF NOT EXISTS files_name ON files (name);
+CREATE TABLE IF NOT EXISTS symbols (
+    id INTEGER PRIMARY KEY, path TEXT, name TEXT, kind TEXT, line INTEGER, signature TEXT,
+    parts INTEGER, definers INTEGER
+);
+CREATE INDEX IF NOT EXISTS symbols_path ON symbols (path);
+CREATE TABLE IF NOT EXISTS symbol_words (word TEXT, symbol INTEGER);
+CREATE INDEX IF NOT EXISTS symbol_words_word ON symbol_words (word);
+CREATE TABLE IF NOT EXISTS links (source TEXT, target TEXT, weight REAL);
+CREATE INDEX IF NOT EXISTS links_source ON links (source);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
+"""
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path)
+    db.executescript(_SCHEMA_SQL)
+    return db
+
+
+def text_body(content: bytes | None) -> str:
+    """A file's contents as the text index stores them: identifiers split (the slow part, done by
+    the parse workers)."""
+    return split_identifiers(content[:MAX_TEXT_CHARS].decode("utf-8", errors="replace")) if content else ""
+
+
+class SearchIndexWriter:
+    """One build's changes to the search index, in one transaction.
+
+    Text rows are added as files are parsed (``add``); ``finish(graph)`` replaces
+    the tables of files, symbols and links from the new graph (when the build
+    changed anything) and commits. The index is a projection the next build can
+    rebuild, so it is written without fsyncs; a torn one fails the usability check.
+    """
+
+    def __init__(self, path: Path, *, rebuild: bool, keep: set[str], replaced: set[str]) -> None:
+        self.db = _connect(path)
+        self.db.execute("PRAGMA synchronous = OFF")
+        self.db.execute("BEGIN")
+        if rebuild:
+            self.db.execute("DELETE FROM files_text")
+        else:
+            stored = {row[0] for row in self.db.execute("SELECT file FROM files_text")}
+            for gone in sorted((stored - keep) | (stored & replaced)):
+                self.db.execute("DELETE FROM files_text WHERE file = ?", (gone,))
+
+    def add(self, file: str, names: list[str], body: str) -> None:
+        """The text of one file: its path, the names it defines, its body (``text_body``)."""
+        self.db.execute(
+            "INSERT INTO files_text (file, path, names, body) VALUES (?, ?, ?, ?)",
+            (
+                file,
+                split_identifiers(file.replace("/", " ").replace(".", " ")),
+                split_identifiers(" ".join(names)),
+                body,
+            ),
+        )
+
+    def finish(self, graph: dict[str, Any] | None) -> None:
+        try:
+            if graph is not None:
+                _write_structure(self.db, graph)
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (TEXT_SCHEMA,))
+            self.db.execute("COMMIT")
+        finally:
+            self.db.close()
+
+    def abandon(self) -> None:
+        """Drop this build's changes (nothing happens if ``finish`` already ran)."""
+        try:
+            self.db.execute("ROLLBACK")
+            self.db.close()
+        except sqlite3.ProgrammingError:  # already closed by finish
+            pass
+
+
+def _write_structure(db: sqlite3.Connection, graph: dict[str, Any]) -> None:
+    """Replace the files, symbols and links tables with the graph's."""
+    for table in ("files", "symbols", "symbol_words", "links"):
+        db.execute(f"DELETE FROM {table}")
+    db.executemany(
+        "INSERT INTO files VALUES (?, ?, ?, ?)",
+        ((f["path"], f["path"].rsplit("/", 1)[-1], f["churn"], f["last_commit"]) for f in graph["files"]),
+    )
+    _write_symbols(db, graph["symbols"])
+    db.executemany("INSERT INTO links VALUES (?, ?, ?)", _links(graph["edges"]))
+    newest = max((f.get("last_commit") or 0 for f in graph["files"]), default=0)
+    db.execute("INSERT OR REPLACE INTO meta VALUES ('newest', ?)", (newest,))
+    db.execute("INSERT OR REPLACE INTO meta VALUES ('files', ?)", (len(graph["files"]),))
+
+
+def _write_symbols(db: sqlite3.Connection, symbols: list[dict[str, Any]]) -> None:
+    # How many files define each name (a name defined everywhere says little).
+    definers = Counter(name for name, _ in {(s["name"], s["path"]) for s in symbols})
+    parts_of = {name: code_words(name.replace("_", " ")) for name in definers}
+    words: list[tuple[str, int]] = []
+    rows = []
+    for number, symbol in enumerate(symbols, 1):
+        name = symbol["name"]
+        parts = parts_of[name]
+        shown = (symbol["path"], name, symbol["kind"], symbol["line"], symbol["signature"])
+        rows.append((number, *shown, len(parts), definers[name]))
+        words.extend((part, number) for part in parts)
+    db.executemany("INSERT INTO symbols VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    db.executemany("INSERT INTO symbol_words VALUES (?, ?)", words)
+
+
+def _links(edges: list[dict[str, Any]]) -> list[tuple[str, str, float]]:
+    """The import and reference edges as weighted links, sorted: what a file leans on, and, weighing
+    half as much, what leans on it (references count by the log of their number)."""
+    links: dict[tuple[str, str], float] = defaultdict(float)
+    for edge in edges:
+        if edge["type"] not in ("imports", "references"):
+            continue
+        weight = 1.0 if edge["type"] == "imports" else math.log1p(edge.get("weight", 1))
+        links[(edge["from"], edge["to"])] += weight
+        links[(edge["to"], edge["from"])] += 0.5 * weight
+    return [(a, b, w) for (a, b), w in sorted(links.items())]
+
+
+def search_index_is_usable(path: Path, expected_files: int) -> bool:
+    """Whether the index at ``path`` is of this schema and holds the text of ``expected_files`` files."""
+    if not path.is_file():
+        return False
+    try:
+        db = _connect(path)
+        try:
+            schema = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            count = db.execute("SELECT count(*) FROM files_text").fetchone()[0]
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return False
+    return schema is not None and schema[0] == TEXT_SCHEMA and count == expected_files
