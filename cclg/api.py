@@ -30,15 +30,17 @@ from cclg.container import Container, ImportReport, export_store, import_contain
 from cclg.demo import build_demo_store
 from cclg.doctor import Finding, Report, diagnose, repair, validate_paths
 from cclg.errors import NotFoundError, UsageError
+from cclg.files import read_jsonl
+from cclg.ids import is_valid_id
 from cclg.index import rebuild_index
 from cclg.intake import AddResult, ImportResult, add_memory, build_node, import_jsonl, parse_scope
 from cclg.ledger import PatchResult
 from cclg.pack import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, FORMATS, compile_pack, render, to_toml
-from cclg.records import MemoryNode, MemoryPatch, Source, is_valid_id
+from cclg.records import MemoryNode, MemoryPatch, Source
 from cclg.redaction import redact_store, scan_secrets
 from cclg.search import MODES, GrepMatch, Hit, Where, grep, parse_moment
 from cclg.search import search as search_memories  # the package's ``search`` attribute is the module
-from cclg.store import Store, read_jsonl, resolve_root
+from cclg.store import Store, resolve_root
 from cclg.view import effective_view
 
 # The public surface; ``cclg/__init__.py`` declares the same list (a test keeps the two equal).

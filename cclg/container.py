@@ -45,8 +45,9 @@ from typing import Any
 from cclg import format as fmt
 from cclg import guard, ledger, view
 from cclg.errors import UsageError, ValidationError
+from cclg.ids import content_hash, now_iso, sha256_hex
 from cclg.index import note_changes
-from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Record, Session, content_hash, now_iso, sha256_hex
+from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Record, Session
 from cclg.store import Store, audit_record
 
 MAGIC = "CCLG"

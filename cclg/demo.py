@@ -26,7 +26,8 @@ from pathlib import Path
 
 from cclg import intake, ledger, sessions
 from cclg.errors import UsageError
-from cclg.records import FixedClock, Source, fixed_clock
+from cclg.ids import FixedClock, fixed_clock
+from cclg.records import Source
 from cclg.store import Store
 
 DEMO_START = "2026-06-30T09:58:47+00:00"

@@ -20,12 +20,14 @@ from typing import Any
 
 from cclg import format as fmt
 from cclg.errors import CclgError, UnknownPatchOperationError, ValidationError
+from cclg.files import read_jsonl
+from cclg.ids import content_hash, parse_time
 from cclg.index import Index, connect
 from cclg.install import check_installation
 from cclg.lattice import LIVE_STATUSES, RULES
 from cclg.ledger import link_replacements
-from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Session, content_hash, parse_time
-from cclg.store import HOOK_FAILURES, INDEX_FILE, Store, audit_record, patch_order, read_jsonl
+from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Session
+from cclg.store import HOOK_FAILURES, INDEX_FILE, Store, audit_record, patch_order
 from cclg.view import effective_view, expected_statuses, retired_ids, undone_patch_ids
 
 CHECKS = dict(enumerate(fmt.DOCTOR_CHECKS))

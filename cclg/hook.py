@@ -113,7 +113,7 @@ def handle(
 ) -> str | None:
     """Do the event's work; return the context for the model, or None."""
     from cclg import guard, sessions
-    from cclg.records import is_valid_session_id
+    from cclg.ids import is_valid_session_id
     from cclg.store import Store
 
     # Secrets in prompts and tool output are redacted before anything reaches disk.
@@ -296,7 +296,7 @@ def respond(event: str, context: str | None) -> dict[str, Any]:
 def _log_failure(root: str | None, event: str, error: str) -> None:
     """Record a hook failure in the store (if there is one); never raises."""
     try:
-        from cclg.records import now_iso
+        from cclg.ids import now_iso
         from cclg.store import Store
 
         store = Store.open(root)

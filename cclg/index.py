@@ -26,8 +26,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from cclg.errors import ValidationError
+from cclg.ids import content_hash, parse_time
 from cclg.lattice import RULES, undone_patches
-from cclg.records import MemoryNode, MemoryPatch, content_hash, parse_time
+from cclg.records import MemoryNode, MemoryPatch
 from cclg.store import Store
 from cclg.text import tokens
 from cclg.view import PRECEDENCE

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from cclg.errors import UsageError
-from cclg.store import atomic_write
+from cclg.files import atomic_write
 
 HOSTS = ("claude", "codex")
 TEMPLATES = {"claude": "claude-settings.json", "codex": "codex-hooks.json"}

@@ -23,19 +23,11 @@ from typing import Any
 from cclg import format as fmt
 from cclg import guard, ledger
 from cclg.errors import IllegalPatchError, UsageError, ValidationError
+from cclg.ids import content_hash, normalize_text
 from cclg.index import Index, open_index
 from cclg.lattice import INITIAL_STATUSES
 from cclg.ledger import create_nodes
-from cclg.records import (
-    MemoryNode,
-    MemoryPatch,
-    Record,
-    Scope,
-    Source,
-    content_hash,
-    new_node,
-    normalize_text,
-)
+from cclg.records import MemoryNode, MemoryPatch, Record, Scope, Source, new_node
 from cclg.search import Where, bm25
 from cclg.sessions import note_overlay
 from cclg.store import Store

@@ -16,19 +16,10 @@ from __future__ import annotations
 
 from cclg import guard, lattice
 from cclg.errors import IllegalPatchError, NotFoundError, UsageError
+from cclg.ids import new_id, now_iso
 from cclg.index import note_changes
 from cclg.lattice import rule_for
-from cclg.records import (
-    MemoryEdge,
-    MemoryNode,
-    MemoryPatch,
-    Record,
-    Source,
-    default_resolution_policy,
-    new_id,
-    new_node,
-    now_iso,
-)
+from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Record, Source, default_resolution_policy, new_node
 from cclg.store import Store, audit_record, patch_order
 from cclg.view import touched_ids, undone_patch_ids
 

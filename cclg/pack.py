@@ -27,8 +27,9 @@ from cclg import format as fmt
 from cclg import guard
 from cclg.errors import UsageError
 from cclg.guard import estimate_tokens, json_literal
+from cclg.ids import now_iso
 from cclg.index import Index, open_index
-from cclg.records import MemoryNode, now_iso
+from cclg.records import MemoryNode
 from cclg.search import Hit, View, Where, bm25, document_frequencies, idf
 from cclg.store import Store
 from cclg.text import is_cjk, query_words

@@ -6,339 +6,23 @@ strictly: an unknown schema version, a missing required field, a wrong type, an
 unknown field or an id with the wrong prefix is a ``ValidationError`` that names
 the file (``where``) and the field, and lists every problem at once.
 
-Ids are ``<prefix>_`` followed by 26 characters of lower-case Crockford base32:
-48 bits of milliseconds since the epoch, then 80 random bits (os.urandom), so ids
-sort by creation time and cannot be guessed.
+Ids, times and content hashes come from ``cclg.ids``; strict field reading from
+``cclg.fields``.
 """
 
 from __future__ import annotations
 
-import _thread
-import contextlib
 import json
-import math
-import os
 import re
-import time
-import unicodedata
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 
 from cclg import format as fmt
 from cclg.errors import ValidationError
+from cclg.fields import FieldReader, ordered
+from cclg.ids import content_hash, is_valid_id, is_valid_session_id, new_id, normalize_text, now_iso, parse_time
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from typing import Any
-
-# ---------------------------------------------------------------- ids and times
-
-_CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
-_ID_SUFFIX = r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}"
-SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-_id_lock = _thread.allocate_lock()  # threading itself costs start-up time
-_last_id_parts: tuple[int, int] = (0, 0)
-
-
-def _base32(value: int, length: int) -> str:
-    chars = []
-    for _ in range(length):
-        chars.append(_CROCKFORD[value & 31])
-        value >>= 5
-    return "".join(reversed(chars))
-
-
-def _system_id(prefix: str) -> str:
-    global _last_id_parts
-    with _id_lock:
-        millis = time.time_ns() // 1_000_000
-        last_millis, last_random = _last_id_parts
-        if millis <= last_millis:
-            millis, rand = last_millis, last_random + 1
-        else:
-            rand = int.from_bytes(os.urandom(10), "big")
-        _last_id_parts = (millis, rand)
-    return f"{prefix}_{_base32(millis, 10)}{_base32(rand % (1 << 80), 16)}"
-
-
-def _system_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
-
-
-class FixedClock:
-    """Deterministic ids and times, for generated fixtures such as the demo store.
-
-    Ids are ``<prefix>_<tag><n>`` and each call to ``now`` advances one second
-    from ``start``.
-    """
-
-    def __init__(self, start: str, tag: str = "demo") -> None:
-        self._moment = parse_time(start)
-        self._tag = tag
-        self._count = 0
-
-    def new_id(self, prefix: str) -> str:
-        self._count += 1
-        return f"{prefix}_{self._tag}{self._count:04d}"
-
-    def now(self) -> str:
-        value = self._moment.isoformat()
-        self._moment += timedelta(seconds=1)
-        return value
-
-
-_clock: FixedClock | None = None
-
-
-def _forget_last_id() -> None:
-    # A forked child must not continue the parent's sequence: two processes would
-    # otherwise make the same id within one millisecond.
-    global _last_id_parts
-    _last_id_parts = (0, 0)
-
-
-os.register_at_fork(after_in_child=_forget_last_id)
-
-
-@contextlib.contextmanager
-def fixed_clock(clock: FixedClock) -> Iterator[FixedClock]:
-    """Within this block, ``new_id`` and ``now_iso`` come from ``clock``."""
-    global _clock
-    previous, _clock = _clock, clock
-    try:
-        yield clock
-    finally:
-        _clock = previous
-
-
-def new_id(prefix: str) -> str:
-    """A fresh id such as ``mem_01jq...``: time-sortable, 80 unguessable bits.
-
-    Within one process, ids made in the same millisecond still sort in creation
-    order (the random part is incremented instead of redrawn).
-    """
-    return _clock.new_id(prefix) if _clock is not None else _system_id(prefix)
-
-
-def is_valid_id(value: object, prefix: str) -> bool:
-    return isinstance(value, str) and re.fullmatch(f"{prefix}_{_ID_SUFFIX}", value) is not None
-
-
-def is_valid_session_id(value: object) -> bool:
-    return isinstance(value, str) and SESSION_ID_RE.fullmatch(value) is not None
-
-
-def now_iso() -> str:
-    """The current UTC time as ISO 8601 with microseconds and ``+00:00``."""
-    return _clock.now() if _clock is not None else _system_now()
-
-
-def parse_time(value: str) -> datetime:
-    """Parse an ISO 8601 timestamp that carries a timezone; ``ValueError`` otherwise."""
-    parsed = datetime.fromisoformat(value)
-    if parsed.tzinfo is None:
-        raise ValueError(f"timestamp {value!r} has no timezone")
-    return parsed
-
-
-# ---------------------------------------------------------------- content hash
-
-
-def normalize_text(text: str) -> str:
-    """NFC, with ``\\r\\n`` and lone ``\\r`` turned into ``\\n``."""
-    return unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
-
-
-def _normalize_value(value: Any) -> Any:
-    if isinstance(value, str):
-        return normalize_text(value)
-    if isinstance(value, dict):
-        return {normalize_text(str(k)): _normalize_value(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_normalize_value(v) for v in value]
-    return value
-
-
-def content_hash(value: Any) -> str:
-    """``sha256:<hex>`` of a text (normalised) or of a structured payload.
-
-    Structured payloads are hashed as sorted-key JSON of their normalised
-    strings, so the hash does not depend on key order or line endings.
-    """
-    if isinstance(value, str):
-        data = normalize_text(value).encode("utf-8")
-    else:
-        data = json.dumps(_normalize_value(value), sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode(
-            "utf-8"
-        )
-    return "sha256:" + sha256_hex(data)
-
-
-def sha256_hex(data: bytes) -> str:
-    """Hex SHA-256 of ``data``.
-
-    CPython's own SHA-256 module loads in well under a millisecond; ``hashlib``
-    loads OpenSSL first, which costs the hook about 10 ms of start-up. Both give
-    the same digest; ``hashlib`` is the fallback where the built-in module is absent.
-    """
-    try:
-        from _sha2 import sha256  # type: ignore[import-not-found]  # Python 3.12+
-    except ImportError:
-        try:
-            from _sha256 import sha256  # type: ignore[import-not-found]  # Python 3.11
-        except ImportError:
-            from hashlib import sha256
-    digest: str = sha256(data).hexdigest()
-    return digest
-
-
-# ---------------------------------------------------------------- strict reading
-
-
-class _Reader:
-    """Reads fields out of one JSON object, collecting every problem found."""
-
-    def __init__(self, data: Any, where: str, kind: str) -> None:
-        self.where = where
-        self.problems: list[str] = []
-        if not isinstance(data, dict):
-            self.problems.append(f"{where}: a {kind} record must be a JSON object")
-            data = {}
-        self.data: dict[str, Any] = data
-
-    def problem(self, name: str, message: str) -> None:
-        self.problems.append(f"{self.where}: field '{name}' {message}")
-
-    def check_fields(self, kind: str) -> None:
-        known = set(fmt.canonical_order(kind))
-        for name in fmt.required_fields(kind):
-            if name not in self.data:
-                self.problem(name, "is required but missing")
-        for name in self.data:
-            if name not in known:
-                self.problem(name, "is not a field of this record")
-
-    def finish(self) -> None:
-        if self.problems:
-            raise ValidationError(
-                self.problems[0] if len(self.problems) == 1 else f"{len(self.problems)} problems in {self.where}",
-                self.problems,
-            )
-
-    def get(self, name: str, expected: str, value: Any) -> Any:
-        """Validate ``value`` against an ``expected`` shape name; returns it or a fallback."""
-        ok = {
-            "str": isinstance(value, str),
-            "str?": value is None or isinstance(value, str),
-            "int": isinstance(value, int) and not isinstance(value, bool),
-            "bool": isinstance(value, bool),
-            "dict": isinstance(value, dict),
-            "list[str]": isinstance(value, list) and all(isinstance(v, str) for v in value),
-            "list[dict]": isinstance(value, list) and all(isinstance(v, dict) for v in value),
-        }[expected]
-        if not ok:
-            self.problem(name, f"must be {_DESCRIBE[expected]}, got {_json_type(value)}")
-            return _FALLBACK[expected]()
-        return value
-
-    def field(self, name: str, expected: str, default: Any = None) -> Any:
-        if name not in self.data:
-            return default
-        return self.get(name, expected, self.data[name])
-
-    def const(self, name: str, expected_value: str) -> str:
-        value = self.data.get(name)
-        if name in self.data and value != expected_value:
-            self.problem(name, f"must be {expected_value!r}, got {value!r} (unknown schema version?)")
-        return expected_value
-
-    def ident(self, name: str, prefix: str, value: Any = None, nullable: bool = False) -> Any:
-        if value is None and name in self.data:
-            value = self.data[name]
-        if value is None and nullable:
-            return None
-        if not is_valid_id(value, prefix):
-            self.problem(name, f"must be an id starting with '{prefix}_', got {value!r}")
-            return f"{prefix}_invalid"
-        return value
-
-    def id_list(self, name: str, prefix: str, value: Any) -> list[str]:
-        items = self.get(name, "list[str]", value)
-        for item in items:
-            if not is_valid_id(item, prefix):
-                self.problem(name, f"must list ids starting with '{prefix}_', got {item!r}")
-        return list(items)
-
-    def enum(self, name: str, vocabulary: tuple[str, ...]) -> str:
-        value = self.data.get(name)
-        if value not in vocabulary:
-            if name in self.data:
-                self.problem(name, f"must be one of {', '.join(vocabulary)}; got {value!r}")
-            return vocabulary[0]
-        return str(value)
-
-    def time(self, name: str, nullable: bool = False) -> Any:
-        value = self.data.get(name)
-        if value is None and (nullable or name not in self.data):
-            return None
-        if not isinstance(value, str):
-            self.problem(name, f"must be an ISO 8601 timestamp, got {_json_type(value)}")
-            return None
-        try:
-            parse_time(value)
-        except ValueError:
-            self.problem(name, f"must be an ISO 8601 timestamp with a timezone, got {value!r}")
-        return value
-
-    def confidence(self, name: str) -> float:
-        value = self.data.get(name, 1.0)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            self.problem(name, f"must be a number from 0 to 1, got {_json_type(value)}")
-            return 1.0
-        if not 0.0 <= value <= 1.0:
-            self.problem(name, f"must be from 0 to 1, got {value}")
-        return float(value)
-
-
-_DESCRIBE = {
-    "str": "a string",
-    "str?": "a string or null",
-    "int": "an integer",
-    "bool": "true or false",
-    "dict": "an object",
-    "list[str]": "a list of strings",
-    "list[dict]": "a list of objects",
-}
-_FALLBACK: dict[str, Any] = {
-    "str": str,
-    "str?": lambda: None,
-    "int": int,
-    "bool": bool,
-    "dict": dict,
-    "list[str]": list,
-    "list[dict]": list,
-}
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {
-        bool: "a boolean",
-        int: "a number",
-        float: "a number",
-        str: "a string",
-        list: "a list",
-        dict: "an object",
-    }.get(type(value), type(value).__name__)
-
-
-def _ordered(kind: str, values: dict[str, Any], optional: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Values in the contract's canonical order; ``optional`` fields are left out when None."""
-    return {
-        name: values[name] for name in fmt.canonical_order(kind) if not (name in optional and values.get(name) is None)
-    }
-
 
 # ---------------------------------------------------------------- record classes
 
@@ -392,7 +76,7 @@ class Scope(Record):
         return {key: getattr(self, key) for key in fmt.SCOPE_KEYS}
 
     @classmethod
-    def read(cls, r: _Reader, name: str, value: Any) -> Scope:
+    def read(cls, r: FieldReader, name: str, value: Any) -> Scope:
         data = r.get(name, "dict", value)
         for key in data:
             if key not in fmt.SCOPE_KEYS:
@@ -427,10 +111,10 @@ class Source(Record):
         self.quote = quote
 
     def to_dict(self) -> dict[str, Any]:
-        return _ordered("source", self.__dict__, optional=("quote",))
+        return ordered("source", self.__dict__, optional=("quote",))
 
     @classmethod
-    def read(cls, r: _Reader, name: str, value: Any) -> Source:
+    def read(cls, r: FieldReader, name: str, value: Any) -> Source:
         data = r.get(name, "dict", value)
         known = fmt.canonical_order("source")
         for key in fmt.required_fields("source"):
@@ -464,7 +148,7 @@ def empty_relations() -> dict[str, list[str]]:
     return {kind: [] for kind in fmt.RELATION_KINDS}
 
 
-def _read_relations(r: _Reader, name: str, value: Any) -> dict[str, list[str]]:
+def _read_relations(r: FieldReader, name: str, value: Any) -> dict[str, list[str]]:
     data = r.get(name, "dict", value)
     relations = empty_relations()
     for kind, ids in data.items():
@@ -491,10 +175,10 @@ class Retrieval(Record):
         self.temporal_keys = [] if temporal_keys is None else temporal_keys
 
     def to_dict(self) -> dict[str, Any]:
-        return _ordered("retrieval", self.__dict__)
+        return ordered("retrieval", self.__dict__)
 
     @classmethod
-    def read(cls, r: _Reader, name: str, value: Any) -> Retrieval:
+    def read(cls, r: FieldReader, name: str, value: Any) -> Retrieval:
         data = r.get(name, "dict", value)
         for key in fmt.required_fields("retrieval"):
             if key not in data:
@@ -570,11 +254,11 @@ class MemoryNode(Record):
         values["source"] = self.source.to_dict()
         values["relations"] = {kind: list(self.relations.get(kind, [])) for kind in fmt.RELATION_KINDS}
         values["retrieval"] = self.retrieval.to_dict()
-        return _ordered("memory_node", values)
+        return ordered("memory_node", values)
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "<node>") -> MemoryNode:
-        r = _Reader(data, where, "memory_node")
+        r = FieldReader(data, where, "memory_node")
         r.check_fields("memory_node")
         r.const("schema_version", fmt.NODE_SCHEMA)
         node = cls(
@@ -724,13 +408,13 @@ class MemoryPatch(Record):
     def to_dict(self) -> dict[str, Any]:
         values = dict(self.__dict__)
         values["source"] = self.source.to_dict()
-        return _ordered("memory_patch", values, optional=("rollback_of",))
+        return ordered("memory_patch", values, optional=("rollback_of",))
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "<patch>", *, check_operation: bool = True) -> MemoryPatch:
         """``check_operation=False`` reads an operation outside the closed set as it is (a container
         loaded without validation); computing an effective view over it then raises."""
-        r = _Reader(data, where, "memory_patch")
+        r = FieldReader(data, where, "memory_patch")
         r.check_fields("memory_patch")
         r.const("schema_version", fmt.PATCH_SCHEMA)
         # The operation is checked against the closed set: an unknown one is an
@@ -800,11 +484,11 @@ class MemoryEdge(Record):
         values = dict(self.__dict__)
         values["from"] = self.from_id
         values["to"] = self.to_id
-        return _ordered("memory_edge", values)
+        return ordered("memory_edge", values)
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "<edge>") -> MemoryEdge:
-        r = _Reader(data, where, "memory_edge")
+        r = FieldReader(data, where, "memory_edge")
         r.check_fields("memory_edge")
         r.const("schema_version", fmt.EDGE_SCHEMA)
         edge = cls(
@@ -870,11 +554,11 @@ class Session(Record):
         self.schema_version = schema_version
 
     def to_dict(self) -> dict[str, Any]:
-        return _ordered("session", self.__dict__)
+        return ordered("session", self.__dict__)
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "<session>") -> Session:
-        r = _Reader(data, where, "session")
+        r = FieldReader(data, where, "session")
         r.check_fields("session")
         r.const("schema_version", fmt.SESSION_SCHEMA)
         session_id = r.data.get("id")

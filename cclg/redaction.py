@@ -14,8 +14,9 @@ from typing import Any
 
 from cclg import guard
 from cclg.errors import UsageError
+from cclg.ids import content_hash
 from cclg.index import rebuild_index
-from cclg.records import MemoryNode, content_hash, dumps, retrieval_for
+from cclg.records import MemoryNode, dumps, retrieval_for
 from cclg.store import CODEGRAPHS, INDEX_FILE, Store, audit_record
 
 

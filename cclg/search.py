@@ -23,8 +23,9 @@ from datetime import UTC, datetime
 
 from cclg import format as fmt
 from cclg.errors import UsageError
+from cclg.ids import parse_time
 from cclg.index import Index, open_index, search_fields
-from cclg.records import MemoryNode, Record, parse_time
+from cclg.records import MemoryNode, Record
 from cclg.store import Store, patch_order
 from cclg.text import query_terms, tokens
 from cclg.view import effective_view

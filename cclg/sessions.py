@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 
 from cclg.errors import NotFoundError
-from cclg.records import Session, now_iso
+from cclg.ids import now_iso
+from cclg.records import Session
 from cclg.store import Store, audit_record
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway

@@ -26,7 +26,6 @@ import fcntl
 import json
 import os
 import re
-import stat
 import time
 from collections.abc import Iterable, Iterator
 from datetime import datetime
@@ -34,19 +33,9 @@ from pathlib import Path
 
 from cclg import format as fmt
 from cclg.errors import ConcurrencyError, NotFoundError, StoreNotFoundError, UsageError, ValidationError
-from cclg.records import (
-    MemoryEdge,
-    MemoryNode,
-    MemoryPatch,
-    Record,
-    Session,
-    dumps,
-    is_valid_id,
-    is_valid_session_id,
-    now_iso,
-    parse_time,
-    sha256_hex,
-)
+from cclg.files import atomic_write, fsync_dir, jsonl_line, pid_alive, read_jsonl, safe_name
+from cclg.ids import is_valid_id, is_valid_session_id, now_iso, parse_time, sha256_hex
+from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Session, dumps
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -68,120 +57,6 @@ def resolve_root(root: str | os.PathLike[str] | None = None) -> Path:
     if env:
         return Path(env).expanduser()
     return Path("~/.cclg").expanduser()
-
-
-class JsonlContents(Record):
-    """What a JSON-lines log holds: parsed records, unreadable lines, a torn tail."""
-
-    def __init__(self) -> None:
-        self.records: list[dict[str, Any]] = []
-        self.bad_lines: list[tuple[int, str]] = []
-        self.torn_tail = b""
-
-
-def read_jsonl(path: Path) -> JsonlContents:
-    """Parse a log. A final line without ``\\n`` is reported as ``torn_tail``, never parsed."""
-    result = JsonlContents()
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return result
-    body, sep, tail = data.rpartition(b"\n")
-    if not sep:
-        body, tail = b"", data
-    result.torn_tail = tail
-    if not body:
-        return result
-    for number, line in enumerate(body.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            result.bad_lines.append((number, f"not JSON: {exc}"))
-            continue
-        if not isinstance(value, dict):
-            result.bad_lines.append((number, "not a JSON object"))
-            continue
-        result.records.append(value)
-    return result
-
-
-def jsonl_line(record: dict[str, Any]) -> bytes:
-    return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def safe_name(name: str, limit: int = 80) -> str:
-    """A file name made of letters, digits, ``.``, ``_`` and ``-`` only, not starting with a dot."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip(".-") or "raw"
-    return cleaned[:limit]
-
-
-def atomic_write(
-    path: Path, data: bytes, *, replace: bool = True, durable: bool = True, exclusive: bool = False, mode: int = 0o600
-) -> None:
-    """The project's one way to write a whole file: a temp file in the same folder, then a rename,
-    so a reader sees the old file or the new one, never half.
-
-    - ``replace=False``: an existing file is a ``FileExistsError`` (published with a hard
-      link, which fails instead of overwriting; or, with ``exclusive`` when the caller
-      holds a lock that every writer of the folder takes, a check then a rename).
-    - ``durable``: fsync the file and its folder (off inside a store batch).
-    - The new file keeps the mode of the file it replaces, else gets ``mode``.
-    """
-    if replace:
-        with contextlib.suppress(FileNotFoundError):
-            mode = stat.S_IMODE(os.stat(path).st_mode)
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    try:
-        if mode & 0o077:
-            os.fchmod(fd, mode)  # the umask may have narrowed the group and other bits given to open
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        if durable:
-            os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        tmp.unlink(missing_ok=True)
-        raise
-    os.close(fd)
-    try:
-        if replace:
-            os.replace(tmp, path)
-        elif exclusive:
-            if path.exists():
-                raise FileExistsError(errno.EEXIST, "refusing to overwrite", str(path))
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)
-            finally:
-                tmp.unlink(missing_ok=True)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    if durable:
-        _fsync_dir(path.parent)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class Store:
@@ -583,7 +458,7 @@ class Store:
                 continue
             for path in folder.iterdir():
                 match = _TEMP_RE.match(path.name)
-                if match and not _pid_alive(int(match["pid"])):
+                if match and not pid_alive(int(match["pid"])):
                     orphans.append(path)
         return sorted(orphans)
 
@@ -592,7 +467,7 @@ class Store:
         target = self.root / "recovered" / path.parent.name / path.name
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.replace(path, target)
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
         return self.relative(target)
 
     def recover(self) -> list[str]:

@@ -19,8 +19,9 @@ from datetime import datetime
 
 from cclg import format as fmt
 from cclg import lattice
+from cclg.ids import now_iso, parse_time
 from cclg.lattice import LIVE_STATUSES, RULES, rule_for
-from cclg.records import MemoryNode, MemoryPatch, now_iso, parse_time
+from cclg.records import MemoryNode, MemoryPatch
 from cclg.store import patch_order
 
 # Scope level -> rank; the smaller rank wins among nodes sharing a key.

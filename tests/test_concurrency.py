@@ -23,9 +23,10 @@ import pytest
 from cclg import doctor
 from cclg.api import add_memory, build_node
 from cclg.errors import IllegalPatchError
+from cclg.files import read_jsonl
 from cclg.ledger import apply_patch, create_nodes
 from cclg.sessions import record_event, start_session
-from cclg.store import Store, read_jsonl
+from cclg.store import Store
 from cclg.view import effective_view
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -302,7 +303,7 @@ def test_sigkill_mid_write_leaves_a_store_doctor_can_repair(store: Store) -> Non
 FILE_WRITER = textwrap.dedent(
     """
     import copy, sys
-    from cclg.records import content_hash, new_id
+    from cclg.ids import content_hash, new_id
     from cclg.store import Store
 
     store = Store.open(sys.argv[1])

@@ -30,8 +30,9 @@ from cclg.container import (
 )
 from cclg.doctor import diagnose
 from cclg.errors import IllegalPatchError, UnknownPatchOperationError, UsageError
+from cclg.ids import content_hash
 from cclg.ledger import apply_patch, rollback
-from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Scope, Session, Source, content_hash, new_node
+from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Scope, Session, Source, new_node
 from cclg.sessions import end_session, start_session
 from cclg.store import Store
 from cclg.view import effective_view

@@ -36,9 +36,11 @@ from click.testing import CliRunner, Result
 from cclg import api, guard
 from cclg.cli import cli
 from cclg.container import write_container
+from cclg.files import read_jsonl
 from cclg.guard import SecretError, redact, redact_value, refuse_secrets, scan
-from cclg.records import Source, content_hash, new_node
-from cclg.store import Store, read_jsonl
+from cclg.ids import content_hash
+from cclg.records import Source, new_node
+from cclg.store import Store
 
 SEED = 20_251_130
 

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from cclg.api import add_memory
+from cclg.files import read_jsonl
 from cclg.ledger import apply_patch
-from cclg.store import Store, read_jsonl
+from cclg.store import Store
 
 HOOK = [sys.executable, "-c", "from cclg.hook import main; main()"]
 

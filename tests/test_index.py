@@ -22,9 +22,10 @@ from cclg import doctor
 from cclg.api import add_memory, build_node
 from cclg.cli import cli
 from cclg.errors import IllegalPatchError
+from cclg.ids import content_hash
 from cclg.index import connect, open_index
 from cclg.ledger import apply_patch, create_nodes, rollback
-from cclg.records import MemoryNode, Scope, content_hash, dumps, new_node, retrieval_for
+from cclg.records import MemoryNode, Scope, dumps, new_node, retrieval_for
 from cclg.search import Hit, View, Where, search
 from cclg.store import INDEX_FILE, Store
 from cclg.view import effective_view, retired_ids

@@ -37,10 +37,11 @@ from mcp_types import CallToolResult, Tool
 from cclg import __version__, api, doctor, guard, search
 from cclg import format as fmt
 from cclg.cli import cli
+from cclg.files import read_jsonl
 from cclg.ledger import apply_patch, create_nodes
 from cclg.mcp_server import main
 from cclg.pack import compile_pack
-from cclg.store import Store, read_jsonl
+from cclg.store import Store
 
 SERVER = [sys.executable, "-m", "cclg.mcp_server"]
 VERBS = (

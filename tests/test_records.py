@@ -19,23 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cclg import format as fmt
-from cclg import records
+from cclg import ids, records
 from cclg.errors import ValidationError
-from cclg.records import (
-    FixedClock,
-    MemoryEdge,
-    MemoryNode,
-    MemoryPatch,
-    Scope,
-    Session,
-    Source,
-    content_hash,
-    fixed_clock,
-    is_valid_id,
-    new_id,
-    new_node,
-    now_iso,
-)
+from cclg.ids import FixedClock, content_hash, fixed_clock, is_valid_id, new_id, now_iso
+from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Scope, Session, Source, new_node
 
 DATA = Path(__file__).parent / "data"
 DEMO_STORE = DATA / "reference-demo-store"
@@ -457,8 +444,8 @@ def test_new_id_sorts_in_creation_order_and_is_unique() -> None:
 
 def test_new_id_sorts_within_one_millisecond_and_when_the_clock_steps_back(monkeypatch: pytest.MonkeyPatch) -> None:
     ticks = iter([5_000_000_000_000] * 300 + [4_000_000_000_000] * 50 + [6_000_000_000_000] * 10)
-    monkeypatch.setattr(records, "time", types.SimpleNamespace(time_ns=lambda: next(ticks)))
-    monkeypatch.setattr(records, "_last_id_parts", (0, 0))
+    monkeypatch.setattr(ids, "time", types.SimpleNamespace(time_ns=lambda: next(ticks)))
+    monkeypatch.setattr(ids, "_last_id_parts", (0, 0))
     generated = [new_id("mem") for _ in range(360)]
     assert sorted(generated) == generated
     assert len(set(generated)) == 360

@@ -21,8 +21,9 @@ from cclg import search as search_module
 from cclg.api import add_memory, import_jsonl
 from cclg.cli import cli
 from cclg.errors import UsageError
+from cclg.ids import FixedClock, fixed_clock, parse_time
 from cclg.ledger import apply_patch, create_nodes, rollback
-from cclg.records import FixedClock, MemoryNode, Scope, dumps, fixed_clock, new_node, parse_time
+from cclg.records import MemoryNode, Scope, dumps, new_node
 from cclg.search import MODES, Hit, Where, grep, parse_moment, search
 from cclg.store import Store
 

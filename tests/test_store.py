@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from cclg.errors import StoreNotFoundError, UsageError
-from cclg.store import Store, read_jsonl, resolve_root
+from cclg.files import read_jsonl
+from cclg.store import Store, resolve_root
 
 
 def temp_files(folder: Path) -> list[Path]:

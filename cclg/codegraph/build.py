@@ -37,7 +37,7 @@ from cclg.codegraph.resolve import resolve_imports
 from cclg.codegraph.search_index import SearchIndexWriter, search_index_is_usable, text_body
 from cclg.codegraph.stored import cache_path, graph_path, read_graph, search_index_path
 from cclg.errors import UsageError
-from cclg.records import now_iso
+from cclg.ids import now_iso
 from cclg.store import Store
 
 SCHEMA = "cclg.code_graph.v0.1"

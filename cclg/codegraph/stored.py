@@ -12,8 +12,9 @@ import os
 from pathlib import Path
 
 from cclg.errors import UsageError
-from cclg.records import sha256_hex
-from cclg.store import Store, safe_name
+from cclg.files import safe_name
+from cclg.ids import sha256_hex
+from cclg.store import Store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,16 +37,16 @@ def graph_name(root: Path) -> str:
 
 
 def graph_path(store: Store, root: Path) -> Path:
-    return store.root / "active" / "codegraphs" / f"{graph_name(root)}.json"
+    return store.codegraphs_dir / f"{graph_name(root)}.json"
 
 
 def cache_path(store: Store, root: Path) -> Path:
-    return store.root / "active" / "codegraphs" / f"{graph_name(root)}.cache.json"
+    return store.codegraphs_dir / f"{graph_name(root)}.cache.json"
 
 
 def search_index_path(store: Store, root: Path) -> Path:
     """The graph as the ranking (``cclg.codegraph.rank``) reads it; ``cclg.codegraph.search_index`` writes it."""
-    return store.root / "active" / "codegraphs" / f"{graph_name(root)}.search.sqlite"
+    return store.codegraphs_dir / f"{graph_name(root)}.search.sqlite"
 
 
 def find_search_index(store: Store, folder: str | os.PathLike[str]) -> tuple[Path, Path]:

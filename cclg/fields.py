@@ -1,0 +1,165 @@
+"""Strict reading of JSON records: every problem of a record found at once.
+
+``FieldReader`` reads the fields of one JSON object against the shapes the
+contract gives them, collecting each problem (``<file>: field 'x' must be ...``)
+instead of stopping at the first; ``finish`` raises one ``ValidationError`` that
+lists them all. ``ordered`` writes a record's fields in the contract's canonical
+order. The record classes (``cclg.records``) are built on both.
+"""
+
+from __future__ import annotations
+
+import math
+
+from cclg import format as fmt
+from cclg.errors import ValidationError
+from cclg.ids import is_valid_id, parse_time
+
+TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class FieldReader:
+    """Reads fields out of one JSON object, collecting every problem found."""
+
+    def __init__(self, data: Any, where: str, kind: str) -> None:
+        self.where = where
+        self.problems: list[str] = []
+        if not isinstance(data, dict):
+            self.problems.append(f"{where}: a {kind} record must be a JSON object")
+            data = {}
+        self.data: dict[str, Any] = data
+
+    def problem(self, name: str, message: str) -> None:
+        self.problems.append(f"{self.where}: field '{name}' {message}")
+
+    def check_fields(self, kind: str) -> None:
+        known = set(fmt.canonical_order(kind))
+        for name in fmt.required_fields(kind):
+            if name not in self.data:
+                self.problem(name, "is required but missing")
+        for name in self.data:
+            if name not in known:
+                self.problem(name, "is not a field of this record")
+
+    def finish(self) -> None:
+        if self.problems:
+            raise ValidationError(
+                self.problems[0] if len(self.problems) == 1 else f"{len(self.problems)} problems in {self.where}",
+                self.problems,
+            )
+
+    def get(self, name: str, expected: str, value: Any) -> Any:
+        """Validate ``value`` against an ``expected`` shape name; returns it or a fallback."""
+        ok = {
+            "str": isinstance(value, str),
+            "str?": value is None or isinstance(value, str),
+            "int": isinstance(value, int) and not isinstance(value, bool),
+            "bool": isinstance(value, bool),
+            "dict": isinstance(value, dict),
+            "list[str]": isinstance(value, list) and all(isinstance(v, str) for v in value),
+            "list[dict]": isinstance(value, list) and all(isinstance(v, dict) for v in value),
+        }[expected]
+        if not ok:
+            self.problem(name, f"must be {_DESCRIBE[expected]}, got {_json_type(value)}")
+            return _FALLBACK[expected]()
+        return value
+
+    def field(self, name: str, expected: str, default: Any = None) -> Any:
+        if name not in self.data:
+            return default
+        return self.get(name, expected, self.data[name])
+
+    def const(self, name: str, expected_value: str) -> str:
+        value = self.data.get(name)
+        if name in self.data and value != expected_value:
+            self.problem(name, f"must be {expected_value!r}, got {value!r} (unknown schema version?)")
+        return expected_value
+
+    def ident(self, name: str, prefix: str, value: Any = None, nullable: bool = False) -> Any:
+        if value is None and name in self.data:
+            value = self.data[name]
+        if value is None and nullable:
+            return None
+        if not is_valid_id(value, prefix):
+            self.problem(name, f"must be an id starting with '{prefix}_', got {value!r}")
+            return f"{prefix}_invalid"
+        return value
+
+    def id_list(self, name: str, prefix: str, value: Any) -> list[str]:
+        items = self.get(name, "list[str]", value)
+        for item in items:
+            if not is_valid_id(item, prefix):
+                self.problem(name, f"must list ids starting with '{prefix}_', got {item!r}")
+        return list(items)
+
+    def enum(self, name: str, vocabulary: tuple[str, ...]) -> str:
+        value = self.data.get(name)
+        if value not in vocabulary:
+            if name in self.data:
+                self.problem(name, f"must be one of {', '.join(vocabulary)}; got {value!r}")
+            return vocabulary[0]
+        return str(value)
+
+    def time(self, name: str, nullable: bool = False) -> Any:
+        value = self.data.get(name)
+        if value is None and (nullable or name not in self.data):
+            return None
+        if not isinstance(value, str):
+            self.problem(name, f"must be an ISO 8601 timestamp, got {_json_type(value)}")
+            return None
+        try:
+            parse_time(value)
+        except ValueError:
+            self.problem(name, f"must be an ISO 8601 timestamp with a timezone, got {value!r}")
+        return value
+
+    def confidence(self, name: str) -> float:
+        value = self.data.get(name, 1.0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            self.problem(name, f"must be a number from 0 to 1, got {_json_type(value)}")
+            return 1.0
+        if not 0.0 <= value <= 1.0:
+            self.problem(name, f"must be from 0 to 1, got {value}")
+        return float(value)
+
+
+_DESCRIBE = {
+    "str": "a string",
+    "str?": "a string or null",
+    "int": "an integer",
+    "bool": "true or false",
+    "dict": "an object",
+    "list[str]": "a list of strings",
+    "list[dict]": "a list of objects",
+}
+_FALLBACK: dict[str, Any] = {
+    "str": str,
+    "str?": lambda: None,
+    "int": int,
+    "bool": bool,
+    "dict": dict,
+    "list[str]": list,
+    "list[dict]": list,
+}
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+    }.get(type(value), type(value).__name__)
+
+
+def ordered(kind: str, values: dict[str, Any], optional: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Values in the contract's canonical order; ``optional`` fields are left out when None."""
+    return {
+        name: values[name] for name in fmt.canonical_order(kind) if not (name in optional and values.get(name) is None)
+    }

@@ -1,0 +1,119 @@
+"""The shape of the package: imports point one way, and no module or function grows too big.
+
+``LAYERS`` lists every module of the package from the bottom up (the README's
+architecture section shows the same picture). A module may import only modules
+listed before it, at module level or inside a function alike: so the library
+never imports a surface, the code graph never imports the pack compiler, and the
+writer and the read model never point at each other. A new module fails here
+until it is given its place.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "cclg"
+
+LAYERS: list[list[str]] = [
+    # the package itself: its version, and the library's names loaded on first use (a string import)
+    [""],
+    # foundations: no knowledge of stores
+    ["errors", "format", "text", "ids", "fields", "records", "guard", "files", "install"],
+    # the files of a store
+    ["store"],
+    # the code graph: repositories, below everything that reads memories
+    [
+        "codegraph",
+        "codegraph.tags",
+        "codegraph.captures",
+        "codegraph.resolvers",
+        "codegraph.languages",
+        "codegraph.parse",
+        "codegraph.resolve",
+        "codegraph.search_index",
+        "codegraph.stored",
+        "codegraph.rank",
+        "codegraph.context",
+        "codegraph.build",
+    ],
+    # the ledger and its projections
+    ["lattice", "view", "index", "ledger"],
+    # reading and compiling
+    ["search", "pack", "sessions"],
+    # operations
+    ["intake", "container", "redaction", "doctor", "demo"],
+    # the library
+    ["api"],
+    # the surfaces
+    ["hook", "mcp_server"],
+    ["cli.common", "cli.memory", "cli.inspect", "cli.retrieval", "cli.containers", "cli.code", "cli.hosts", "cli"],
+    ["cli.__main__", "__main__"],
+]
+ORDER = [f"cclg.{name}" if name else "cclg" for layer in LAYERS for name in layer]
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 60  # lines of code, the docstring left out
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imported(path: Path) -> set[str]:
+    """The cclg modules ``path`` imports, wherever the import statement is (but under ``if
+    TYPE_CHECKING:``, which type checkers read and Python never runs)."""
+    found = set()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for block in ast.walk(tree):
+        if isinstance(block, ast.If) and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING":
+            block.body = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "cclg":
+            for alias in node.names:  # ``from cclg import x`` may name a module
+                candidate = f"{node.module}.{alias.name}"
+                found.add(candidate if candidate in MODULES else node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.split(".")[0] == "cclg")
+    return found
+
+
+def test_every_module_has_a_place() -> None:
+    assert sorted(MODULES) == sorted(ORDER), "give each new module its place in LAYERS (and the README)"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_point_down(module: str) -> None:
+    rank = ORDER.index(module)
+    upward = sorted(name for name in imported(MODULES[module]) - {module} if ORDER.index(name) > rank)
+    assert not upward, f"{module} imports {upward}, which sit above it"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_modules_and_functions_stay_small(module: str) -> None:
+    source = MODULES[module].read_text(encoding="utf-8")
+    assert source.count("\n") <= MAX_MODULE_LINES, f"{module} has more than {MAX_MODULE_LINES} lines"
+    long = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            has_docstring = len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+            start = body[1].lineno if has_docstring else body[0].lineno
+            if (node.end_lineno or start) - start + 1 > MAX_FUNCTION_LINES:
+                long.append(node.name)
+    assert not long, f"{module}: functions over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+def test_the_checks_see_a_violation(tmp_path: Path) -> None:
+    """The import scan is not blind: an upward import written in a function is found."""
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "if TYPE_CHECKING:\n    from cclg.hook import Call\n"
+        "def f():\n    from cclg.api import status\n    from cclg import pack\n"
+    )
+    assert imported(sample) == {"cclg.api", "cclg.pack"}
