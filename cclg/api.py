@@ -8,6 +8,7 @@ accepted (``resolve_node_id``, ``resolve_patch_id``).
 ``__all__`` is the public surface, declared again by ``cclg/__init__.py`` (which
 must not import this module to know it); a test keeps the two equal and checks
 that every public function and class here is in it.
+
 The work itself lives in the modules named after it (``intake`` for new memories,
 ``ledger`` for patches, ``search``, ``pack``, ``container``, ``doctor``,
 ``redaction``, ``codegraph``); this module gathers them and adds the operations

@@ -17,6 +17,11 @@ The budget (nodes, characters, estimated tokens) is respected exactly: a memory
 that does not fit is cut with a visible marker if enough room is left, else
 counted as omitted. The same store and query give the same bytes; only
 ``generated_at`` changes, and it can be pinned.
+
+Choosing (``select``: one read of the index) and spending the budget (``fill``)
+are apart, so ``fit_markdown``, which the hook uses, counts each memory as the
+Markdown line that shows it and fits a host's cap in one pass. ``RENDERERS`` is
+the table of formats that the CLI's ``--format``, the MCP pack tool and the hook read.
 """
 
 from __future__ import annotations

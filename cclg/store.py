@@ -1,9 +1,11 @@
-"""Where the store lives, and every write to it.
+"""Where the store lives, every path in it, and every write to it.
 
-This is the only module that writes files. Its promises:
+The store's files are written here and nowhere else (through ``cclg.files``'
+primitives). Its promises:
 
-- Whole-file writes are atomic: a temp file in the same folder, fsync, rename,
-  fsync of the folder. A reader sees the old file or the new one, never half.
+- Whole-file writes are atomic (``cclg.files.atomic_write``): a temp file in the
+  same folder, fsync, rename, fsync of the folder. A reader sees the old file or
+  the new one, never half.
   Record files that must never be replaced (patches, edges, raw evidence) are
   published with a hard link, which fails instead of overwriting.
 - Appends to logs (the audit log, session event logs) are one ``write`` per call
