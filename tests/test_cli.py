@@ -176,6 +176,25 @@ def test_patch_rollback_through_the_patch_command(root: Path) -> None:
     assert json.loads((root / "nodes" / f"{node['id']}.json").read_text())["status"] == "active"
 
 
+def test_patch_ids_take_a_unique_prefix_like_memory_ids(root: Path) -> None:
+    """Ids are resolved in one place (the library): diff and rollback accept a patch id's prefix,
+    and a prefix that several patches share is refused, naming how many."""
+    node = add(root, "Prefix me")
+    forgotten = run_json(root, "forget", node["id"])
+    assert isinstance(forgotten, dict)
+    patch_id = forgotten["patch"]["id"]
+    prefix = next(
+        patch_id[:n]
+        for n in range(len("patch_") + 1, len(patch_id))
+        if sum(p.stem.startswith(patch_id[:n]) for p in (root / "patches").glob("*.json")) == 1
+    )
+    assert f"{node['id']}: active -> forgotten" in run(root, "diff", prefix).output
+    undo = run_json(root, "rollback", prefix)
+    assert isinstance(undo, dict) and undo["patch"]["rollback_of"] == patch_id
+    shared = run(root, "diff", "patch_")
+    assert shared.exit_code == 2 and "matches 3 patches" in shared.stderr
+
+
 def test_illegal_patch_is_refused_with_exit_code_and_nothing_written(root: Path) -> None:
     node = add(root, "A fact")
     assert run(root, "forget", node["id"]).exit_code == 0
