@@ -151,7 +151,14 @@ class AddResult(Record):
 
 
 def add_memory(
-    store: Store, content: str, *, source: str, reason: str | None = None, force: bool = False, **fields: Any
+    store: Store,
+    content: str,
+    *,
+    source: str,
+    reason: str | None = None,
+    force: bool = False,
+    max_trust: str = "trusted",
+    **fields: Any,
 ) -> AddResult:
     """``cclg add``: one new memory, written with its ``create`` patch.
 
@@ -162,7 +169,12 @@ def add_memory(
       Both checks use the index's content hashes, not a scan.
     - Current memories of the same scope with the same key or very similar text
       are listed in ``similar``: patching one of them is usually what was meant.
+    - A caller limited to ``max_trust`` (MCP: untrusted) cannot ask for more.
     """
+    trust = fields.get("trust", guard.DEFAULT_TRUST)
+    guard.check_labels(trust)
+    if guard.least_trusted(trust, max_trust) != trust:
+        raise UsageError(f"this caller cannot mark a memory {trust}; the user can, with `cclg add --trust {trust}`")
     node = build_node(content, source=source, **fields)
     ledger.refuse_node_secrets([node])  # before the duplicate check: a secret is refused, not matched
     with store.lock():

@@ -37,7 +37,7 @@ from pydantic import Field
 
 from cclg import __version__, api, guard
 from cclg import format as fmt
-from cclg.errors import CclgError, UsageError
+from cclg.errors import CclgError
 from cclg.store import Store
 
 # Limits on what a caller may send: generous for real use, small enough that a
@@ -241,8 +241,6 @@ def memory_add(
         Field(json_schema_extra={"enum": list(guard.RETENTION)}, description="required memories are packed first."),
     ] = guard.DEFAULT_RETENTION,
 ) -> dict[str, Any]:
-    if trust == "trusted":
-        raise UsageError("an MCP caller cannot mark a memory trusted; the user can, with `cclg add --trust trusted`")
     result = api.add_memory(
         store,
         content,
@@ -256,6 +254,7 @@ def memory_add(
         trust=trust,
         sensitivity=sensitivity,
         retention=retention,
+        max_trust="untrusted",
     )
     return result.to_dict()
 
