@@ -321,9 +321,11 @@ def test_corrupt_store_fails_open(store: Store) -> None:
     assert result.returncode == 0 and result.stdout == b"{}\n"
 
 
-# Never on the hook's path: the heavy dependencies, and standard modules that cost
-# milliseconds of start-up each (dataclasses imports inspect; hashlib loads OpenSSL).
+# Never on the hook's path: the heavy dependencies, standard modules that cost
+# milliseconds of start-up each (dataclasses imports inspect; hashlib loads OpenSSL),
+# and the parts of cclg a read does not need (the writer, the library, the surfaces).
 HEAVY_MODULES = ("click", "mcp", "git", "tree_sitter", "tomli_w")
+CCLG_WRITERS_AND_SURFACES = ("cclg.ledger", "cclg.api", "cclg.intake", "cclg.cli", "cclg.mcp_server")
 SLOW_STDLIB = ("dataclasses", "inspect", "typing", "tomllib", "_hashlib", "argparse", "importlib.resources")
 
 
@@ -332,7 +334,7 @@ def test_the_hook_loads_no_heavy_modules(store: Store, memories: dict, event: st
     script = (
         "import sys\nfrom cclg.hook import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        f"heavy = {HEAVY_MODULES + SLOW_STDLIB!r}\n"
+        f"heavy = {HEAVY_MODULES + SLOW_STDLIB + CCLG_WRITERS_AND_SURFACES!r}\n"
         "heavy = sorted(m for m in sys.modules if m in heavy or m.split('.')[0] in heavy)\n"
         "print(repr(heavy), file=sys.stderr)\n"
     )
