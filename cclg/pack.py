@@ -200,13 +200,21 @@ def relevant(index: Index, query: str, where: Where, *, status: str | None = Non
 
 class Selection:
     """What a query selects before any budget: pinned and relevant memories, best first, and the
-    retired memories that match it."""
+    retired memories that match it with the current memories that replace them now."""
 
-    def __init__(self, query: str, chosen: list[Hit], retired: list[Hit], include_confidential: bool) -> None:
+    def __init__(
+        self,
+        query: str,
+        chosen: list[Hit],
+        retired: list[Hit],
+        include_confidential: bool,
+        replaced_by: dict[str, list[str]] | None = None,
+    ) -> None:
         self.query = query
         self.chosen = chosen
         self.retired = retired
         self.include_confidential = include_confidential
+        self.replaced_by = {} if replaced_by is None else replaced_by  # retired id -> current ids
 
 
 def select(
@@ -229,15 +237,22 @@ def select(
         ).fetchall()
         pinned = [view.node(r["id"]) for r in pinned_rows if view.contains(r)]
         chosen = [Hit(node=n, score=0.0, via="pinned") for n in pinned if n is not None]
-        seen = {h.id for h in chosen}
-        for hit in relevant(index, query, where, limit=max(max_nodes * 3, 30)):
-            if hit.id not in seen:
-                chosen.append(hit)
-                seen.add(hit.id)
+        found = relevant(index, query, where, limit=max(max_nodes * 3, 30))
         retired = relevant(index, query, where, status="retired", limit=MAX_SUPPRESSED * 4)
+        replaced_by = {}
+        for hit in retired:
+            successors = view.live_ends(hit.node)
+            replaced_by[hit.id] = [n.id for n in successors]
+            # A query that matches a retired fact is about what replaced it.
+            found += [Hit(node=n, score=hit.score, via=f"replaces {hit.id}") for n in successors]
     finally:
         index.close()
-    return Selection(query, chosen, retired, include_confidential)
+    seen = {h.id for h in chosen}
+    for hit in sorted(found, key=lambda h: -float(f"{h.score:.9g}")):  # stable: ties keep the ranking's order
+        if hit.id not in seen:
+            chosen.append(hit)
+            seen.add(hit.id)
+    return Selection(query, chosen, retired, include_confidential, replaced_by)
 
 
 def fill(
@@ -285,6 +300,7 @@ def _retired_entries(
             "content": "",
             "supersedes": node.relations["supersedes"],
             "superseded_by": node.relations["superseded_by"],
+            "replaced_by": selection.replaced_by.get(node.id, []),
         }
         show = _with_content(entry, shown)
         prefix = guard.reveal(node.content[:SUPPRESSED_PREFIX_CHARS])
@@ -447,7 +463,7 @@ def _memory_line(e: dict[str, Any]) -> str:
 
 
 def _retired_line(e: dict[str, Any]) -> str:
-    replaced = f"; replaced by {', '.join(e['superseded_by'])}" if e["superseded_by"] else ""
+    replaced = f"; replaced by {', '.join(e['replaced_by'])}" if e.get("replaced_by") else ""
     return f"- {e['id']} ({e['status']}{replaced}): {json_literal(e['content'])}"
 
 

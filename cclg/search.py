@@ -39,6 +39,7 @@ MODES = ("auto", "grep", "bm25", "graph", "temporal")
 BM25_WEIGHTS = (1.0, 2.0, 1.5, 0.5)
 GRAPH_RELATIONS = ("depends_on", "refines", "expands", "narrows", "derived_from")
 RRF_K = 60
+MAX_CHAIN = 20  # replacement links followed from a retired memory to the current one
 
 
 class Where(Record):
@@ -168,6 +169,30 @@ class View:
     def all_nodes(self) -> list[MemoryNode]:
         rows = self.index.db.execute(f"SELECT {_ROW}, n.record FROM nodes n WHERE n.current = 1 ORDER BY n.id")
         return [_node(r) for r in rows if self.contains(r)]
+
+    def live_ends(self, node: MemoryNode) -> list[MemoryNode]:
+        """The memories of this view that replace ``node`` now: its ``superseded_by`` followed, through
+        memories retired in turn (a supersede then a refine, ...), to the ones that are current."""
+        found: dict[str, MemoryNode] = {}
+        seen = {node.id}
+        frontier = list(node.relations["superseded_by"])
+        for _ in range(MAX_CHAIN):
+            following = []
+            for node_id in frontier:
+                if node_id in seen:
+                    continue
+                seen.add(node_id)
+                row = self.index.db.execute(
+                    f"SELECT {_ROW}, n.record, n.current FROM nodes n WHERE n.id = ?", (node_id,)
+                ).fetchone()
+                if row is None:
+                    continue
+                if not row["current"]:
+                    following.extend(_node(row).relations["superseded_by"])
+                elif self.contains(row):
+                    found[node_id] = _node(row)
+            frontier = following
+        return [found[i] for i in sorted(found)]
 
 
 def _node(row: sqlite3.Row) -> MemoryNode:

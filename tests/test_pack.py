@@ -207,12 +207,43 @@ def test_retired_memory_is_listed_apart_never_as_memory(store: Store, facts: lis
     suppressed = {e["id"]: e for e in result["suppressed_nodes"]}
     assert unrelated not in suppressed, "a retired memory that does not match the query is not listed"
     entry = suppressed[old]
-    assert list(entry) == ["id", "status", "content", "supersedes", "superseded_by"]
+    assert list(entry) == ["id", "status", "content", "supersedes", "superseded_by", "replaced_by"]
     assert entry["status"] == ("deprecated" if operation == "deprecate" else "superseded")
     assert entry["content"] == old_content[:SUPPRESSED_PREFIX_CHARS]
     assert entry["supersedes"] == []
-    assert entry["superseded_by"] == replacement
+    assert entry["superseded_by"] == entry["replaced_by"] == replacement
     check_budget(result, {n.id: n.content for n in store.load_nodes().values()})
+
+
+@pytest.mark.parametrize(
+    "operations",
+    [["supersede", "refine"], ["update", "narrow", "expand"], ["merge"], ["split"], ["resolve_conflict"]],
+)
+def test_a_query_about_a_retired_fact_gets_what_replaced_it_now(store: Store, operations: list[str]) -> None:
+    """The query's words are only in the old fact; the pack follows the replacement chain to its
+    current end, lists that memory as current, and names it in the retired entry."""
+    old = add(store, "Staging runs on RDS postgres in eu-west-1")
+    other = add(store, "Analytics jobs read the warehouse replica nightly")
+    current = [old]
+    for step, operation in enumerate(operations):
+        targets = [*current, other] if operation == "merge" else current[:1]
+        contents = ["Moved: the cluster lives in Aurora now", "Backups are hourly"]
+        contents = contents if operation == "split" else [f"Step {step}: the cluster lives in Aurora now"]
+        current = [n.id for n in apply_patch(store, operation, targets, reason="moved", contents=contents).new_nodes]
+    result = pack(store, "is staging still on RDS?")
+    assert set(current) <= set(ids(result["memory_nodes"]))
+    assert old not in ids(result["memory_nodes"])
+    (entry,) = [e for e in result["suppressed_nodes"] if e["id"] == old]
+    assert entry["replaced_by"] == sorted(current)
+    assert f"replaced by {', '.join(sorted(current))}" in prompt_markdown(result)
+
+
+def test_a_retired_fact_with_no_successor_brings_nothing_current(store: Store) -> None:
+    old = add(store, "Staging runs on RDS postgres in eu-west-1")
+    apply_patch(store, "expire", [old], reason="staging was shut down")
+    result = pack(store, "is staging still on RDS?")
+    assert result["memory_nodes"] == []
+    assert [(e["id"], e["replaced_by"]) for e in result["suppressed_nodes"]] == [(old, [])]
 
 
 @pytest.mark.parametrize("operation", ["forget", "rollback"])
