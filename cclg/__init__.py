@@ -68,6 +68,7 @@ __all__ = [  # noqa: F405 (names served by __getattr__)
     "resolve_patch_id",
     "rollback",
     "scan_secrets",
+    "scope_for",
     "search_memories",
     "show",
     "status",

@@ -34,7 +34,7 @@ from cclg.errors import NotFoundError, UsageError
 from cclg.files import read_jsonl
 from cclg.ids import is_valid_id
 from cclg.index import rebuild_index
-from cclg.intake import AddResult, ImportResult, add_memory, build_node, import_jsonl, parse_scope
+from cclg.intake import AddResult, ImportResult, add_memory, build_node, import_jsonl, parse_scope, scope_for
 from cclg.ledger import PatchResult
 from cclg.pack import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, FORMATS, compile_pack, render, to_toml
 from cclg.records import MemoryNode, MemoryPatch, Source
@@ -99,6 +99,7 @@ __all__ = [
     "resolve_patch_id",
     "rollback",
     "scan_secrets",
+    "scope_for",
     "search_memories",
     "show",
     "status",

@@ -71,14 +71,13 @@ def detect_agent(payload: dict[str, Any]) -> str:
 
 
 def project_of(cwd: object) -> str | None:
-    """The name of the git root above ``cwd``, else of ``cwd`` itself."""
+    """The project the host works in: its git repository's name (``cclg.repository``), else the
+    folder's own name."""
     if not isinstance(cwd, str) or not cwd:
         return None
-    path = Path(cwd)
-    for folder in (path, *path.parents):
-        if (folder / ".git").exists():
-            return folder.name or None
-    return path.name or None
+    from cclg.repository import git_project
+
+    return git_project(cwd) or Path(cwd).name or None
 
 
 def _text(value: object, limit: int = SUMMARY_CHARS) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from cclg import format as fmt
@@ -28,6 +29,7 @@ from cclg.index import Index, open_index
 from cclg.lattice import INITIAL_STATUSES
 from cclg.ledger import create_nodes
 from cclg.records import MemoryNode, MemoryPatch, Record, Scope, Source, new_node
+from cclg.repository import git_project
 from cclg.search import Where, bm25
 from cclg.sessions import note_overlay
 from cclg.store import Store
@@ -65,6 +67,22 @@ def parse_scope(pairs: list[str] | dict[str, Any] | None) -> Scope:
             raise UsageError(f"scope {key} must be a string or null")
         values[key] = (value.strip() or None) if isinstance(value, str) else None  # "" is unset, as on the CLI
     return Scope(**values)
+
+
+def scope_for(
+    pairs: list[str] | dict[str, Any] | None, *, folder: str | Path | None = None, global_scope: bool = False
+) -> Scope:
+    """The scope of a new memory written from ``folder``: ``pairs`` as given; with no project among
+    them, the project of the git repository holding ``folder`` (the one the hook reads memories for
+    there), unless ``global_scope`` asks for a memory of every project."""
+    scope = parse_scope(pairs)
+    if global_scope:
+        if scope.project is not None:
+            raise UsageError(f"a global memory has no project; drop project={scope.project} or the global option")
+        return scope
+    if scope.project is None and folder is not None:
+        scope.project = git_project(folder)
+    return scope
 
 
 def build_node(

@@ -27,6 +27,7 @@ import inspect
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any
 
 import click
@@ -221,6 +222,13 @@ def memory_add(
     scope: Annotated[
         dict[str, str | None] | None, Field(description=f"Scope keys: {', '.join(fmt.SCOPE_KEYS)}.")
     ] = None,
+    global_scope: Annotated[
+        bool,
+        Field(
+            description="A memory of every project. Without it, when the server runs inside a git repository "
+            "and scope names no project, the memory belongs to that repository's project."
+        ),
+    ] = False,
     tags: Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=50)] = [],  # noqa: B006
     trust: Annotated[
         str,
@@ -249,7 +257,7 @@ def memory_add(
         key=key,
         quote=quote,
         confidence=confidence,
-        scope=api.parse_scope(scope),
+        scope=api.scope_for(scope, folder=Path.cwd(), global_scope=global_scope),
         tags=list(tags),
         trust=trust,
         sensitivity=sensitivity,

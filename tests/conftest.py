@@ -1,4 +1,6 @@
-"""Shared fixtures. No test touches a real home directory: CCLG_HOME and HOME point into tmp_path."""
+"""Shared fixtures. No test touches a real home directory: CCLG_HOME and HOME point into tmp_path,
+and each test runs in a folder of its own (outside any git repository, so a memory added there has
+no project scope unless the test makes one)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,9 @@ REPO = Path(__file__).parent.parent
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("CCLG_HOME", str(tmp_path / "cclg-home"))
+    work = tmp_path.parent / f"{tmp_path.name}-cwd"  # beside tmp_path: tests may check what appears in it
+    work.mkdir(exist_ok=True)
+    monkeypatch.chdir(work)
 
 
 @pytest.fixture

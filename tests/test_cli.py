@@ -466,3 +466,43 @@ def test_export_to_a_file_then_open_and_import(root: Path, tmp_path: Path) -> No
     assert isinstance(described, dict)
     report = run_json(root, "import", str(out), "--dry-run")
     assert isinstance(report, dict)
+
+
+def _git_repo(path: Path) -> Path:
+    path.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    return path
+
+
+def test_add_inside_a_git_repository_belongs_to_that_project(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook reads a repository's memories under its name; a memory added there is written under it."""
+    repo = _git_repo(tmp_path / "shop")
+    (repo / "src").mkdir()
+    monkeypatch.chdir(repo / "src")
+    inside = add(root, "Invoices round half-even")
+    assert inside["scope"]["project"] == "shop"
+    everywhere = add(root, "Prefer small commits", "--global")
+    assert everywhere["scope"]["project"] is None
+    named = add(root, "Billing talks to the ledger service", "--scope", "project=ledger")
+    assert named["scope"]["project"] == "ledger"
+    both = run(root, "add", "--content", "x", "--source", "user", "--global", "--scope", "project=shop")
+    assert both.exit_code == 2 and "global memory has no project" in both.stderr
+    monkeypatch.chdir(tmp_path)
+    assert add(root, "Outside any repository")["scope"]["project"] is None
+    result = run(root, "pack", "--project", "other", "--query", "invoices round commits", "--format", "json")
+    packed = json.loads(result.stdout)
+    assert [e["id"] for e in packed["memory_nodes"]] == [everywhere["id"]], "shop's memory stays in shop"
+
+
+def test_the_mcp_add_tool_scopes_to_the_servers_repository(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cclg import mcp_server
+
+    monkeypatch.chdir(_git_repo(tmp_path / "shop"))
+    added = mcp_server.memory_add(store, "Invoices round half-even", source="mcp")
+    assert added["node"]["scope"]["project"] == "shop"
+    everywhere = mcp_server.memory_add(store, "Prefer small commits", source="mcp", global_scope=True)
+    assert everywhere["node"]["scope"]["project"] is None

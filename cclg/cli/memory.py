@@ -5,6 +5,8 @@ Every write is a recorded patch (``cclg log`` lists them, ``cclg rollback`` undo
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from cclg import api, guard
@@ -34,6 +36,12 @@ def init(ctx: click.Context) -> None:
 @click.option("--confidence", type=click.FloatRange(0, 1), default=1.0, show_default=True)
 @click.option("--priority", default="normal", show_default=True, help="low, normal, high, ...")
 @click.option("--scope", multiple=True, metavar="KEY=VALUE", help=f"Scope ({', '.join(fmt.SCOPE_KEYS)}); repeatable.")
+@click.option(
+    "--global",
+    "global_scope",
+    is_flag=True,
+    help="A memory of every project. Without it, inside a git repository the memory belongs to that project.",
+)
 @click.option("--tag", multiple=True, help="A tag; repeatable.")
 @click.option(
     "--trust", type=click.Choice(guard.TRUST), default="trusted", show_default=True, help="You wrote it: trusted."
@@ -65,6 +73,7 @@ def add(
     confidence: float,
     priority: str,
     scope: tuple[str, ...],
+    global_scope: bool,
     tag: tuple[str, ...],
     trust: str,
     sensitivity: str,
@@ -74,9 +83,12 @@ def add(
 ) -> None:
     """Add a memory (written with its `create` patch).
 
-    Content already stored in the same scope is not written twice (the existing
-    memory is shown); content that was forgotten is refused unless --force; close
-    memories (same key, very similar text) are named so you can patch them instead.
+    Inside a git repository the memory belongs to that project (the one the hooks
+    read memories for there) unless --scope names a project or --global says it is
+    for every project. Content already stored in the same scope is not written
+    twice (the existing memory is shown); content that was forgotten is refused
+    unless --force; close memories (same key, very similar text) are named so you
+    can patch them instead.
 
     Example: cclg add --type project_decision --content "Tests run with pytest -q" --source user --key test.command
     """
@@ -89,7 +101,7 @@ def add(
         quote=quote,
         confidence=confidence,
         priority=priority,
-        scope=api.parse_scope(list(scope)),
+        scope=api.scope_for(list(scope), folder=Path.cwd(), global_scope=global_scope),
         tags=list(tag),
         trust=trust,
         sensitivity=sensitivity,
