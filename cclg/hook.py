@@ -35,7 +35,7 @@ from cclg.guard import estimate_tokens
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Collection, Sequence
     from typing import Any
 
     from cclg.store import Store
@@ -129,21 +129,29 @@ def handle(
 
 
 def on_user_prompt(call: Call) -> str | None:
-    """Record the prompt; answer with the pack for it."""
+    """Record the prompt; answer with the pack for it, leaving out what the host's context holds already."""
+    from cclg import sessions
+
     prompt = call.payload.get("prompt")
     if not isinstance(prompt, str):
         raise ValueError("user-prompt payload has no prompt string")
-    return _record_and_answer(call, {"prompt": _text(prompt), "cwd": call.payload.get("cwd")}, query=prompt)
+    given = sessions.deliveries(call.store, call.session_id).in_context
+    summary = {"prompt": _text(prompt), "cwd": call.payload.get("cwd")}
+    return _record_and_answer(call, summary, query=prompt, skip=given)
 
 
 def on_session_start(call: Call) -> str | None:
-    """Open or resume the session. After a compaction or on resume, offer what the recent prompts
-    needed; at a fresh start there is no prompt yet: pinned memories only."""
+    """Open the session: pinned memories. After a compaction, also what the session had been given
+    before it (the memories it was working with), current ones or what replaced them; after a
+    resume, nothing the replayed context holds already."""
     from cclg import sessions
 
     source = call.payload.get("source")
-    recent = sessions.recent_prompts(call.store, call.session_id, 3) if source in ("compact", "resume") else []
-    return _record_and_answer(call, {"source": source, "cwd": call.payload.get("cwd")}, query=" ".join(recent))
+    given = sessions.deliveries(call.store, call.session_id)
+    offer = list(given.ever) if source == "compact" else []
+    skip = () if source in sessions.FRESH_CONTEXT_SOURCES else given.in_context
+    summary = {"source": source, "cwd": call.payload.get("cwd")}
+    return _record_and_answer(call, summary, query="", offer=offer, skip=skip)
 
 
 def on_post_tool(call: Call) -> None:
@@ -200,7 +208,14 @@ HANDLERS: dict[str, Callable[[Call], str | None]] = {
 }
 
 
-def _record_and_answer(call: Call, summary: dict[str, Any], *, query: str) -> str | None:
+def _record_and_answer(
+    call: Call,
+    summary: dict[str, Any],
+    *,
+    query: str,
+    offer: Sequence[str] = (),
+    skip: Collection[str] = (),
+) -> str | None:
     """Compile the pack for ``query``, record the event with the ids it loaded, return the context.
 
     The event is recorded even when the pack cannot be compiled; the error is
@@ -212,6 +227,7 @@ def _record_and_answer(call: Call, summary: dict[str, Any], *, query: str) -> st
     codegraph = _codegraph(call, query, max_chars, max_tokens) if call.include_codegraph else ""
     extra = FRAME + codegraph
     nodes: list[dict[str, Any]] = []
+    retired: list[dict[str, Any]] = []
     context = None
     try:
         fitted, rendered = pack.fit_markdown(
@@ -221,14 +237,17 @@ def _record_and_answer(call: Call, summary: dict[str, Any], *, query: str) -> st
             max_tokens=None if max_tokens is None else max_tokens - estimate_tokens(extra),
             session_id=call.session_id,
             project=call.project,
+            offer=offer,
+            skip=skip,
         )
-        nodes = fitted["memory_nodes"]
-        if nodes or fitted["suppressed_nodes"]:
+        nodes, retired = fitted["memory_nodes"], fitted["suppressed_nodes"]
+        if nodes or retired:
             context = FRAME + rendered + codegraph
         elif codegraph.startswith("\n## Code graph"):
             context = codegraph.lstrip("\n")
     finally:
         summary["loaded_memory_ids"] = [node["id"] for node in nodes]
+        summary["listed_retired_ids"] = [node["id"] for node in retired]
         call.record(summary)
     return context
 

@@ -41,7 +41,7 @@ from cclg.text import is_cjk, query_words
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Collection, Sequence
     from typing import Any
 
 _PROMPT_RULES = fmt.contract()["prompt"]["active_memory_pack_toml"]
@@ -224,8 +224,12 @@ def select(
     *,
     max_nodes: int = DEFAULT_MAX_NODES,
     include_confidential: bool | None = None,
+    offer: Sequence[str] = (),
+    skip: Collection[str] = (),
 ) -> Selection:
-    """Read the index once: pinned memories, then those passing the relevance gate, then retired matches."""
+    """Read the index once: pinned memories, then the memories ``offer`` names (a retired one through
+    what replaced it), then those passing the relevance gate, then retired matches. Memories in
+    ``skip`` (those the agent's context holds already) are left out."""
     if include_confidential is None:
         include_confidential = bool(store.config.get("pack", {}).get("include_confidential", False))
     index = open_index(store)
@@ -237,8 +241,13 @@ def select(
         ).fetchall()
         pinned = [view.node(r["id"]) for r in pinned_rows if view.contains(r)]
         chosen = [Hit(node=n, score=0.0, via="pinned") for n in pinned if n is not None]
+        chosen += [Hit(node=n, score=0.0, via="offered again") for n in _offered(index, view, offer)]
         found = relevant(index, query, where, limit=max(max_nodes * 3, 30))
-        retired = relevant(index, query, where, status="retired", limit=MAX_SUPPRESSED * 4)
+        retired = [
+            hit
+            for hit in relevant(index, query, where, status="retired", limit=MAX_SUPPRESSED * 4)
+            if hit.id not in skip
+        ]
         replaced_by = {}
         for hit in retired:
             successors = view.live_ends(hit.node)
@@ -247,12 +256,30 @@ def select(
             found += [Hit(node=n, score=hit.score, via=f"replaces {hit.id}") for n in successors]
     finally:
         index.close()
-    seen = {h.id for h in chosen}
-    for hit in sorted(found, key=lambda h: -float(f"{h.score:.9g}")):  # stable: ties keep the ranking's order
+    seen = set(skip)
+    kept = []
+    for hit in [*chosen, *sorted(found, key=lambda h: -float(f"{h.score:.9g}"))]:  # stable: ties keep their order
         if hit.id not in seen:
-            chosen.append(hit)
+            kept.append(hit)
             seen.add(hit.id)
-    return Selection(query, chosen, retired, include_confidential, replaced_by)
+    return Selection(query, kept, retired, include_confidential, replaced_by)
+
+
+def _offered(index: Index, view: View, ids: Sequence[str]) -> list[MemoryNode]:
+    """The memories ``ids`` name as this view has them now: a current one as it is, a retired one
+    through the current memories that replaced it, a forgotten or unknown one not at all."""
+    found: dict[str, MemoryNode] = {}
+    for node_id in ids:
+        node = view.node(node_id)
+        if node is not None:
+            found.setdefault(node.id, node)
+            continue
+        row = index.db.execute("SELECT record FROM nodes WHERE id = ?", (node_id,)).fetchone()
+        if row is not None:
+            retired = MemoryNode.from_dict(json.loads(row[0]), where=f"index:{node_id}")
+            for successor in view.live_ends(retired):
+                found.setdefault(successor.id, successor)
+    return list(found.values())
 
 
 def fill(
@@ -371,13 +398,16 @@ def fit_markdown(
     session_id: str | None = None,
     project: str | None = None,
     max_nodes: int = DEFAULT_MAX_NODES,
+    offer: Sequence[str] = (),
+    skip: Collection[str] = (),
 ) -> tuple[dict[str, Any], str]:
     """The pack for ``query`` and its Markdown, which fits ``max_chars`` (and ``max_tokens``) whole.
 
     One selection, one fill: the budget counts each memory as the line the
     Markdown shows (id, type, source, labels, quoted content), after the
     headings are set aside, so the rendering fits by construction. (A token
-    estimate of the whole is at most the sum of its parts' estimates.)
+    estimate of the whole is at most the sum of its parts' estimates.) ``offer`` and
+    ``skip`` are ``select``'s.
     """
     fixed = [*_markdown_head(query), MARKDOWN_NONE, "", MARKDOWN_RETIRED]
     fixed_text = "\n".join(fixed) + "\n"
@@ -386,7 +416,8 @@ def fit_markdown(
         max(0, max_chars - len(fixed_text)),
         None if max_tokens is None else max(0, max_tokens - estimate_tokens(fixed_text)),
     )
-    selection = select(store, query, Where(session_id=session_id, project=project), max_nodes=max_nodes)
+    where = Where(session_id=session_id, project=project)
+    selection = select(store, query, where, max_nodes=max_nodes, offer=offer, skip=skip)
     pack = fill(
         selection,
         budget,

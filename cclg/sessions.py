@@ -12,7 +12,7 @@ import json
 
 from cclg.errors import NotFoundError
 from cclg.ids import now_iso
-from cclg.records import Session
+from cclg.records import Record, Session
 from cclg.store import Store, audit_record
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
@@ -117,3 +117,49 @@ def loaded_memory_ids(events: list[dict[str, Any]]) -> list[str]:
         if isinstance(ids, list):
             loaded.update((i, None) for i in ids if isinstance(i, str))
     return list(loaded)
+
+
+# Events after which the host's context no longer holds what it was given.
+COMPACTIONS = ("pre_compact", "post_compact")
+FRESH_CONTEXT_SOURCES = ("compact", "clear")  # a session-start with a new, empty context
+
+
+class Deliveries(Record):
+    """Which memories a session's context was given: ``in_context`` since the host last compacted
+    or cleared it (current memories and retired ones listed as such), ``ever`` the current ones
+    over the whole session (first offer first)."""
+
+    def __init__(self) -> None:
+        self.in_context: dict[str, None] = {}
+        self.ever: dict[str, None] = {}
+
+
+def deliveries(store: Store, session_id: str) -> Deliveries:
+    """What the session was given, from its event log. Only the lines that can say so are parsed
+    (a long session logs thousands of tool calls), and a torn last line is never read."""
+    found = Deliveries()
+    try:
+        data = store.session_events_path(session_id).read_bytes()
+    except FileNotFoundError:
+        return found
+    for line in data.split(b"\n")[:-1]:
+        if b'"loaded_memory_ids"' not in line and b"compact" not in line:
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        name = event.get("event") if isinstance(event, dict) else None
+        summary = event.get("summary") if isinstance(event, dict) else None
+        summary = summary if isinstance(summary, dict) else {}
+        if name in COMPACTIONS or (name == "session_start" and summary.get("source") in FRESH_CONTEXT_SOURCES):
+            found.in_context.clear()
+        if name in ("user_prompt", "session_start"):
+            ids = summary.get("loaded_memory_ids")
+            given = [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
+            found.in_context.update(dict.fromkeys(given))
+            found.ever.update(dict.fromkeys(given))
+            listed = summary.get("listed_retired_ids")
+            if isinstance(listed, list):
+                found.in_context.update(dict.fromkeys(i for i in listed if isinstance(i, str)))
+    return found

@@ -162,6 +162,65 @@ def test_compaction_keeps_what_the_session_was_doing_and_offers_it_again(store: 
     assert store.read_session("s-2").loaded_memory_ids == [memories["new"]]
 
 
+def _context(result: subprocess.CompletedProcess[bytes]) -> str | None:
+    output = json.loads(result.stdout)
+    return output["hookSpecificOutput"]["additionalContext"] if output else None
+
+
+def test_a_memory_is_given_once_per_context_and_again_after_compaction(store: Store, memories: dict) -> None:
+    base = {"session_id": "s-3", "transcript_path": "/t.jsonl", "cwd": "/home/u/repo", "permission_mode": "default"}
+    first = _context(run_hook(store.root, "user-prompt", claude_prompt("how do deploys go out?", session="s-3")))
+    assert first is not None and "Deploys go out from CI" in first
+    again = run_hook(store.root, "user-prompt", claude_prompt("and how do deploys go out on fridays?", session="s-3"))
+    assert _context(again) is None, "the host's context holds that memory already"
+    other = _context(run_hook(store.root, "user-prompt", claude_prompt("how do the tests run?", session="s-3")))
+    assert other is not None and "pytest -q" in other and "Deploys go out" not in other
+    elsewhere = _context(run_hook(store.root, "user-prompt", claude_prompt("how do deploys go out?", session="s-4")))
+    assert elsewhere is not None and "Deploys go out from CI" in elsewhere, "another session has its own context"
+    run_hook(store.root, "pre-compact", {**base, "hook_event_name": "PreCompact", "trigger": "auto"})
+    after = _context(run_hook(store.root, "user-prompt", claude_prompt("how do deploys go out?", session="s-3")))
+    assert after is not None and "Deploys go out from CI" in after, "compaction dropped it from the context"
+
+
+def test_after_compaction_a_replaced_memory_comes_back_as_what_replaced_it(store: Store, memories: dict) -> None:
+    base = {"session_id": "s-5", "transcript_path": "/t.jsonl", "cwd": "/home/u/repo", "permission_mode": "default"}
+    run_hook(store.root, "user-prompt", claude_prompt("how do deploys go out?", session="s-5"))
+    newer = apply_patch(store, "refine", [memories["new"]], reason="r", contents=["Deploys go out from CI on tags"])
+    run_hook(store.root, "pre-compact", {**base, "hook_event_name": "PreCompact", "trigger": "manual"})
+    context = _context(
+        run_hook(store.root, "session-start", {**base, "hook_event_name": "SessionStart", "source": "compact"})
+    )
+    assert context is not None and "Deploys go out from CI on tags" in context
+    assert newer.new_nodes[0].id in context and f"{memories['new']} (" not in context
+
+
+def test_pinned_memories_come_at_session_start_once(store: Store) -> None:
+    pinned = add_memory(store, "Never push to main directly", source="user", retention="required").node.id
+    base = {"session_id": "s-6", "transcript_path": "/t.jsonl", "cwd": "/home/u/repo", "permission_mode": "default"}
+    start = {**base, "hook_event_name": "SessionStart"}
+    opened = _context(run_hook(store.root, "session-start", {**start, "source": "startup"}))
+    assert opened is not None and pinned in opened
+    assert _context(run_hook(store.root, "user-prompt", claude_prompt("push the fix", session="s-6"))) is None
+    assert _context(run_hook(store.root, "session-start", {**start, "source": "resume"})) is None
+    cleared = _context(run_hook(store.root, "session-start", {**start, "source": "clear"}))
+    assert cleared is not None and pinned in cleared, "a cleared context gets the pinned memories again"
+
+
+def test_deliveries_read_only_deliveries_and_skip_a_torn_line(store: Store) -> None:
+    from cclg import sessions
+
+    log = store.session_events_path("s-7")
+    lines = [
+        {"event": "user_prompt", "summary": {"prompt": "a", "loaded_memory_ids": ["mem_a"]}},
+        {"event": "post_tool", "summary": {"tool_input": "mentions loaded_memory_ids and compact"}},
+        {"event": "pre_compact", "summary": {"loaded_memory_ids": ["mem_a"]}},
+        {"event": "user_prompt", "summary": {"prompt": "b", "loaded_memory_ids": ["mem_b"]}},
+    ]
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines) + '{"event": "user_prompt", "summ')
+    found = sessions.deliveries(store, "s-7")
+    assert list(found.in_context) == ["mem_b"] and list(found.ever) == ["mem_a", "mem_b"]
+
+
 def test_a_prompt_is_recorded_even_when_the_pack_fails(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     from cclg import hook, pack
 
