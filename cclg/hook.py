@@ -107,6 +107,21 @@ class Call:
         sessions.record_event(self.store, self.session_id, self.logged_as, self.payload, summary=summary)
 
 
+def _writable(value: Any) -> Any:
+    """``value`` with every string encodable as UTF-8: a lone surrogate becomes ``?``."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "replace").decode("utf-8")
+        return value
+    if isinstance(value, dict):
+        return {_writable(k): _writable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_writable(v) for v in value]
+    return value
+
+
 def handle(
     event: str, payload: dict[str, Any], agent: str, root: str | None, include_codegraph: bool = False
 ) -> str | None:
@@ -115,8 +130,9 @@ def handle(
     from cclg.ids import is_valid_session_id
     from cclg.store import Store
 
-    # Secrets in prompts and tool output are redacted before anything reaches disk.
-    payload, _ = guard.redact_value(payload)
+    # Secrets in prompts and tool output are redacted before anything reaches disk, and text
+    # that cannot be written as UTF-8 (lone surrogates from JSON escapes) is mended first.
+    payload, _ = guard.redact_value(_writable(payload))
     store = Store.open(root)
     session_id = payload.get("session_id")
     if not is_valid_session_id(session_id):

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -461,3 +462,29 @@ def test_hook_templates_name_only_events_cclg_hook_knows(template: str) -> None:
                 words = handler["command"].split()
                 assert words[:3] == ["cclg-hook", "--agent", agent]
                 assert HOST_EVENTS[words[3]] == host_event
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "how do deploys go out? " * 45_000,  # about 1 MB
+        "\ud83d\ude00 broken \udd5a surrogate \ud800",
+        "🎉🚀🔥😀" * 50,
+        "the and of to is it that this with for",
+        "".join(chr(c) for c in range(1, 3000)),
+    ],
+    ids=["1MB", "lone-surrogates", "emoji", "stop-words", "junk"],
+)
+def test_bad_prompts_get_valid_json_and_are_recorded(store: Store, memories: dict, prompt: str) -> None:
+    payload = json.dumps(claude_prompt(prompt, session="bad"), ensure_ascii=True).encode()
+    started = time.perf_counter()
+    result = run_hook(store.root, "user-prompt", payload)
+    assert time.perf_counter() - started < 10  # generous: "well under a second" is measured by hand, not here
+    assert result.returncode == 0 and isinstance(json.loads(result.stdout), dict)
+    assert not store.hook_failures_path.exists(), (
+        store.hook_failures_path.read_text() if store.hook_failures_path.exists() else ""
+    )
+    (event,) = read_jsonl(store.session_events_path("bad")).records
+    assert event["event"] == "user_prompt"
+    if prompt.startswith("the and"):
+        assert json.loads(result.stdout) == {}, "nothing to justify a memory"
