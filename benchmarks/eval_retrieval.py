@@ -1,83 +1,540 @@
-"""Retrieval evaluation of `compile_pack`: recall, stale leaks, off-topic injections.
+"""Retrieval evaluation of ``compile_pack``: does the memory a prompt needs reach the agent, and nothing else?
 
 Run by hand (not part of the test suite):
 
-    python benchmarks/eval_retrieval.py [--distractors 5000] [--cases benchmarks/eval_cases.json]
-                                        [--min-coverage X --min-relative Y] [--sweep] [--verbose]
+    python benchmarks/eval_retrieval.py                      # sizes 10, 100, 10000
+    python benchmarks/eval_retrieval.py --sizes 10,100,10000,100000 --json out.json
+    python benchmarks/eval_retrieval.py --split tune --category long --verbose
+    python benchmarks/eval_retrieval.py --check              # validate the cases only, build nothing
 
-The cases (``eval_cases.json``, written for this benchmark) are facts about five
-fictional projects in English, Korean and Japanese, corrections applied through
-``supersede``/``refine`` patches (the old fact is retired, the new one current),
-on-topic queries naming the fact(s) they must retrieve, and off-topic prompts
-that must retrieve nothing. Each is marked ``tune`` or ``held_out``: gate
-constants may be chosen on the tune half only; both halves are reported.
+**The cases** (``eval_cases.json``) were written for this evaluation, from the
+kinds of prompts people type into coding agents rather than from what cclg
+already matches. Facts about seven fictional projects and the whole team (project
+decisions, commands, conventions, architecture notes, runbooks, warnings,
+owners) in English, Korean and Japanese; corrections that retire facts through
+every retiring patch operation (update, supersede, refine, expand, narrow,
+merge, split, resolve_conflict, expire, deprecate, forget) and through chains of
+two to three of them; on-topic queries that name the fact labels they need; and
+off-topic prompts that must get nothing. When this was written: 121 facts, 45
+corrections, 239 on-topic queries and 38 off-topic prompts (``--check`` prints
+the current counts by category, split, language and project). Every query names
+its categories (one to three, e.g. ``long+cjk`` or ``task+cjk+correction``; a
+query counts in each):
 
-The evaluation runs on the plain store and again with ``--distractors`` synthetic
-memories about other, made-up projects (``benchmarks/synth.py``; 10% of them
-then retired with a ``forget`` patch) imported into the same store.
+- ``shared_words``: a plain question sharing words with the memory;
+- ``task``: an instruction as an agent receives it ("add a migration for the
+  users table", multi-step requests) where a memory changes how to do it;
+- ``long``: 500 to 5,000 characters, mostly a pasted traceback, CI log, test
+  output or diff with the question at the end;
+- ``paraphrase``: shares at most one content word with the memory it needs
+  (checked: see below);
+- ``cjk``: Korean, Japanese, or either mixed with English;
+- ``correction``: needs the live end of a corrected fact, or (``expect`` empty,
+  ``gone`` naming the retired labels) asks about a fact retired with no
+  successor, where nothing current exists;
+- ``off_topic``: small talk, other projects' questions, generic programming and
+  general questions the store says nothing about, and bad inputs (emoji only,
+  stop words only, binary junk, a 1 MB prompt generated here).
 
-Metrics (``memory_nodes`` of the pack, default budget: ``max_nodes`` = 12):
+Each case is marked ``tune`` or ``held_out``, about half each, balanced so both
+halves hold every category and every project: constants may be chosen on the
+tune half only; both halves are reported. A query may say ``project`` (the user
+is inside that repository; the pack gets ``project=``); most do not, so the
+default path is measured.
 
-- recall@12: share of expected facts that are in the pack; recall@3: share in
-  its first three entries;
-- stale leaks: retired memories in ``memory_nodes`` (over every prompt; must be 0);
-- off-topic: memories injected for off-topic prompts, and how many of those
-  prompts got a non-empty pack;
-- nodes/pack: average number of memories in an on-topic pack; distractors/pack:
-  how many of them come from the distractor set.
+**The paraphrase check.** Content words are the lower-cased words of a text
+without stop words (cclg's list plus a few more), with a light English stem and,
+for Korean and Japanese runs, their character pairs (grammatical pairs such as
+``니다`` or ``ます`` left out). A paraphrase sharing more than one with the live
+memory it needs is reported by every run (and fails ``--check``).
 
-``--min-coverage``/``--min-relative`` override the gate constants of
-``cclg.pack`` for this run; ``--sweep`` prints a grid of both on the tune half.
-Stores live in temporary folders that are removed afterwards.
+**Stores.** For each size a store is built once and cached under
+``$TMPDIR/cclg-eval-stores/<size>-<store>-<hash of the store's facts and
+corrections, the distractor grammar and BUILD_VERSION>`` (``--fresh`` rebuilds,
+which is needed after a change to cclg's write path; ``--cache DIR`` moves it;
+a build removes the store's older builds):
+
+- 10 and 100 (a new user's small store): one store per project (the team's
+  notes count as a project) holding that project's case facts padded with
+  distractors to the size; at 10 a project is split into several stores of at
+  most 7 case memories each, keeping every correction chain and every query's
+  facts together. A query runs on the store that holds its facts; an off-topic
+  prompt runs on the stores of the project it brushes against (``near``), else
+  on one store in turn, and counts once.
+- 10,000 and 100,000: one store with every case fact plus distractors.
+
+The size counts every memory, retired ones included. Distractors come from
+``benchmarks/distractors.py`` (a grammar of sixteen note kinds in varied
+styles, English, Korean and Japanese, many made-up projects, about 10% retired
+by supersede, forget, deprecate or expire), never naming a case project or any
+identifier, command, path or person of a case fact. Case facts and distractors
+are imported with ``cclg.api.import_jsonl`` (distractors in batches of 5,000),
+then corrections and retirements go through ``cclg.ledger.apply_patch``; the
+index follows every write, as in normal use, and is checked once at the end.
+On the two-core development machine the 100,000 store took 2.5 to 5 minutes
+to build (the import about 2.5, the distractor retirements 0.5 to 2, with the
+disk); 10,000 takes 15 s, the small ones about a second. A run of all four
+sizes that finds the stores cached takes about a minute, half of it the 1 MB
+prompt on the 100,000 store.
+
+**Metrics**, per split x size x category, from the pack's ``memory_nodes``
+(``compile_pack(store, query, generated_at="eval")``, default budget):
+
+- ``R@12``: share of expected facts (the live end of a chain) in the pack;
+  ``R@3``: share in its first three entries;
+- ``stale``: retired memories in ``memory_nodes`` (must be 0), over every prompt;
+- ``empty!``: prompts that must get nothing (off-topic prompts; queries about a
+  fact retired without successor) that got at least one memory, of how many;
+- ``nodes``, ``distr``: memories per pack and how many of them are
+  distractors, over on-topic packs with something to find;
+- ``old listed`` (informational): for queries that need a corrected fact, how
+  many of the memories it replaced the pack lists in ``suppressed_nodes``;
+- timing per size: ``compile_pack`` median and p95 over every prompt (in-process,
+  each store's index warm; the 1 MB prompt included), the slowest prompt, and
+  how long the stores took to build (by step in ``--json``).
+
+``--json FILE`` (or ``-`` for stdout) writes the rows, the timing, the case
+counts and every prompt's outcome (what was packed, with scores).
+
+``--verbose`` lists every miss: the query, the expected label with its BM25
+rank and the gate's coverage of it, and what was packed (label or distractor,
+with score). ``--min-coverage``/``--min-relative`` override the gate constants
+of ``cclg.pack`` (while it has them); ``--sweep`` prints a grid of both on the
+tune half.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import itertools
 import json
+import random
+import re
 import shutil
+import statistics
 import sys
 import tempfile
+import time
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import synth
+import distractors
 
 from cclg import api, pack
 from cclg.ledger import apply_patch
 from cclg.store import Store
+from cclg.text import STOPWORDS
 
 HERE = Path(__file__).resolve().parent
 SPLITS = ("tune", "held_out")
+CATEGORIES = ("shared_words", "task", "long", "paraphrase", "cjk", "correction", "off_topic")
+DEFAULT_SIZES = (10, 100, 10_000)
+SMALL_SHARD = 7  # case memories per store at size 10 (the rest are distractors)
+IMPORT_BATCH = 5_000
+BUILD_VERSION = "1"  # change when the build procedure changes, so cached stores are rebuilt
+LONG_MIN, LONG_MAX = 500, 5_000
+BIG_PROMPT_BYTES = 1_000_000
+# File names every project of a stack has: a distractor may mention them.
+GENERIC_NAMES = frozenset({"manage.py", "setup.py", "pyproject.toml", "local.py", "production.py", "package.json"})
+
+# ---------------------------------------------------------------- content words (the paraphrase check)
+
+_EXTRA_STOPWORDS = frozenset(
+    "i'm im it's whats what's there's here's isn't can't cannot won't again still now also just really "
+    "actually anything something someone somebody thing stuff kind ok okay please thanks hey hi".split()
+)
+# Grammatical character pairs of Korean and Japanese (particles, endings, copulas).
+_CJK_GRAMMAR = frozenset(
+    "니다 합니 습니 해요 어요 아요 세요 해야 하는 하고 하면 해서 있다 있어 있는 없는 한다 된다 되는 에서 으로 "
+    "이고 이다 에게 한테 까지 부터 처럼 보다 같은 인데 는데 지만 려면 어떻 떻게 뭐야 알려 려줘 "
+    "です ます ました ませ して した する され れて ている てい いる ある あり って った ので から まで など "
+    "ください くだ ださ さい には では とは のは ての への こと もの よう ため どう うや やっ".split()
+)
+_WORD_RE = re.compile(r"[A-Za-z0-9]+|[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3]+")
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ies", "ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+            break
+    return word.rstrip("e") if len(word) > 4 else word
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words without stop words, lightly stemmed; Korean and Japanese runs as character pairs."""
+    words: set[str] = set()
+    for raw in _WORD_RE.findall(text.lower()):
+        if raw.isascii():
+            if len(raw) > 1 and raw not in STOPWORDS and raw not in _EXTRA_STOPWORDS:
+                words.add(_stem(raw))
+            continue
+        pairs = [raw[i : i + 2] for i in range(len(raw) - 1)] or [raw]
+        words.update(p for p in pairs if p not in _CJK_GRAMMAR)
+    return words
+
+
+# ---------------------------------------------------------------- cases
+
+
+def query_text(value: str | list[str]) -> str:
+    """A query is a string, or a list of lines (long pastes read better that way in the JSON)."""
+    return value if isinstance(value, str) else "\n".join(value)
+
+
+def big_prompt(size: int = BIG_PROMPT_BYTES) -> str:
+    """A pasted 1 MB dump of sensor readings (deterministic) with a question at the end."""
+    rng = random.Random(1)
+    lines, total = [], 0
+    while total < size - 80:
+        line = json.dumps(
+            {"ts": 1_717_000_000 + total, "probe": f"p-{rng.randrange(65536):04x}", "c": round(rng.uniform(-5, 40), 2)}
+        )
+        lines.append(line)
+        total += len(line) + 1
+    lines.append("can you plot these?")
+    return "\n".join(lines)
+
+
+def has_cjk(text: str) -> bool:
+    return bool(re.search(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3]", text))
+
+
+def group_of(label: str) -> str:
+    return label.split(".", 1)[0]
+
+
+@dataclass
+class Cases:
+    """The cases file, read and checked."""
+
+    path: Path
+    raw: dict[str, Any]
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)  # label -> fact (imported ones)
+    contents: dict[str, str] = field(default_factory=dict)  # every label (facts and corrections) -> content
+    retired: set[str] = field(default_factory=set)  # labels retired by some correction
+    queries: list[dict[str, Any]] = field(default_factory=list)
+    off_topic: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    paraphrase_report: list[str] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, path: Path) -> Cases:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        cases = cls(path=path, raw=raw)
+        cases._read()
+        return cases
+
+    def _read(self) -> None:
+        for fact in self.raw["facts"]:
+            self.facts[fact["label"]] = fact
+            self.contents[fact["label"]] = fact["content"]
+        for fix in self.raw["corrections"]:
+            for target in fix["targets"]:
+                if target not in self.contents:
+                    self.problems.append(f"correction of unknown label {target}")
+                if target in self.retired:
+                    self.problems.append(f"{target} is retired twice")
+                self.retired.add(target)
+            if len(fix["new"]) != len(fix.get("contents", [])):
+                self.problems.append(f"correction {fix['operation']} {fix['targets']}: new labels and contents differ")
+            for label, content in zip(fix["new"], fix.get("contents", []), strict=False):
+                self.contents[label] = content
+        for case in self.raw["queries"]:
+            self.queries.append({**case, "text": query_text(case["query"])})
+        for case in self.raw["off_topic"]:
+            text = big_prompt() if case.get("generate") == "1mb" else query_text(case["query"])
+            self.off_topic.append({**case, "text": text, "category": ["off_topic"], "expect": []})
+        self._check()
+
+    def _check(self) -> None:
+        ids = [c["id"] for c in self.queries + self.off_topic]
+        for repeated in sorted({i for i in ids if ids.count(i) > 1}):
+            self.problems.append(f"id {repeated} repeats")
+        for case in self.queries:
+            where = f"{case['id']}:"
+            cats = case["category"]
+            if not cats or any(c not in CATEGORIES or c == "off_topic" for c in cats):
+                self.problems.append(f"{where} bad category {cats}")
+            if case["split"] not in SPLITS:
+                self.problems.append(f"{where} bad split {case['split']}")
+            labels = case["expect"] + case.get("gone", [])
+            if not labels:
+                self.problems.append(f"{where} expects nothing and names nothing gone")
+            for label in case["expect"]:
+                if label not in self.contents:
+                    self.problems.append(f"{where} unknown label {label}")
+                elif label in self.retired:
+                    self.problems.append(f"{where} expects retired {label}; expect the live end of its chain")
+            for label in case.get("gone", []):
+                if label not in self.retired:
+                    self.problems.append(f"{where} names {label} as gone, but it is current")
+            if len({group_of(label) for label in labels}) > 1:
+                self.problems.append(f"{where} needs facts of several projects {labels}")
+            text = case["text"]
+            if ("cjk" in cats) != has_cjk(text):
+                self.problems.append(f"{where} category cjk {'set' if 'cjk' in cats else 'missing'} for {text[:40]!r}")
+            if ("long" in cats) != (LONG_MIN <= len(text) <= LONG_MAX):
+                self.problems.append(f"{where} {len(text)} characters, category long {'cjk' in cats}")
+            touched = any(label in self.retired or self._is_successor(label) for label in labels)
+            if ("correction" in cats) != touched:
+                self.problems.append(f"{where} category correction does not match its labels {labels}")
+            if "paraphrase" in cats:
+                for label in case["expect"]:
+                    shared = sorted(content_words(text) & content_words(self.contents.get(label, "")))
+                    if len(shared) > 1:
+                        self.paraphrase_report.append(f"{case['id']} shares {len(shared)} with {label}: {shared}")
+        for case in self.off_topic:
+            if case["split"] not in SPLITS:
+                self.problems.append(f"{case['id']}: bad split {case['split']}")
+        self._check_balance()
+
+    def _is_successor(self, label: str) -> bool:
+        return any(label in fix["new"] for fix in self.raw["corrections"])
+
+    def _check_balance(self) -> None:
+        cells: dict[tuple[str, str], set[str]] = defaultdict(set)
+        for case in self.queries:
+            group = group_of((case["expect"] + case.get("gone", []))[0])
+            for cat in case["category"]:
+                cells[(cat, "")].add(case["split"])
+            cells[("", group)].add(case["split"])
+        for case in self.off_topic:
+            cells[("off_topic", "")].add(case["split"])
+        for (cat, group), splits in sorted(cells.items()):
+            if len(splits) < 2:
+                self.problems.append(f"only {splits} holds {cat or 'project'} {group}".rstrip())
+
+    def group_labels(self) -> dict[str, list[str]]:
+        """Every label (facts, then corrections' new labels) by project group, in file order."""
+        groups: dict[str, list[str]] = defaultdict(list)
+        for label in self.contents:
+            groups[group_of(label)].append(label)
+        return dict(groups)
+
+    def reserved_terms(self) -> list[str]:
+        """What no distractor may contain: project names, the identifiers, commands, paths and people of facts."""
+        groups = {group for group in self.group_labels() if group != "team"}
+        terms = {t.lower() for t in self.raw.get("reserved_terms", [])} | groups
+        for content in self.contents.values():
+            # commands of three words or more (`cargo test` alone states nothing)
+            terms |= {c.lower() for c in re.findall(r"`([^`]+)`", content) if len(c.split()) >= 3}
+            # identifiers and paths: snake_case, dotted, slashed
+            terms |= {
+                t.lower()
+                for t in re.findall(r"[A-Za-z][A-Za-z0-9]*(?:[_./:][A-Za-z0-9]+)+", content)
+                if len(t) >= 5 and t.lower() not in GENERIC_NAMES
+            }
+            # hyphenated names only with a digit or a project name in them (not "end-to-end")
+            terms |= {
+                t.lower()
+                for t in re.findall(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+", content)
+                if re.search(r"\d", t) or set(t.lower().split("-")) & groups
+            }
+        return sorted(terms)
+
+    def counts(self) -> dict[str, Any]:
+        """How many cases of each kind, by split, and their languages."""
+        by: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        langs: dict[str, int] = defaultdict(int)
+        for case in self.queries:
+            for cat in case["category"]:
+                by[cat][case["split"]] += 1
+            by["on-topic"][case["split"]] += 1
+            langs[language(case["text"])] += 1
+        for case in self.off_topic:
+            by["off_topic"][case["split"]] += 1
+            langs["off-topic " + language(case["text"])] += 1
+        groups: dict[str, int] = defaultdict(int)
+        for case in self.queries:
+            groups[group_of((case["expect"] + case.get("gone", []))[0])] += 1
+        operations: dict[str, int] = defaultdict(int)
+        for fix in self.raw["corrections"]:
+            operations[fix["operation"]] += 1
+        return {
+            "facts": len(self.facts),
+            "corrections": len(self.raw["corrections"]),
+            "operations": dict(sorted(operations.items())),
+            "categories": {k: dict(v) for k, v in by.items()},
+            "languages": dict(sorted(langs.items())),
+            "projects": dict(sorted(groups.items())),
+            "with_project": sum(1 for c in self.queries if c.get("project")),
+        }
+
+
+def language(text: str) -> str:
+    korean = bool(re.search(r"[\uac00-\ud7a3]", text))
+    japanese = bool(re.search(r"[\u3040-\u30ff]", text)) or (not korean and bool(re.search(r"[\u4e00-\u9fff]", text)))
+    latin = len(re.findall(r"[A-Za-z]{3,}", text))
+    if not (korean or japanese):
+        return "en" if latin else "other"
+    name = "ko" if korean else "ja"
+    return f"{name}+en" if latin >= 2 else name
+
+
+# ---------------------------------------------------------------- store plans and builds
+
+
+@dataclass
+class Spec:
+    """One store to build: which case labels it holds and how many distractors pad it."""
+
+    size: int
+    name: str
+    labels: list[str]  # facts and corrections' new labels
+    groups: list[str]
+
+
+def plan(size: int, cases: Cases) -> list[Spec]:
+    groups = cases.group_labels()
+    if size >= 1000:
+        labels = [label for members in groups.values() for label in members]
+        return [Spec(size, "all", labels, sorted(groups))]
+    if size >= 50:
+        return [Spec(size, group, labels, [group]) for group, labels in groups.items()]
+    specs = []
+    for group, labels in groups.items():
+        for number, shard in enumerate(_shards(cases, labels, size)):
+            specs.append(Spec(size, f"{group}-{number}", shard, [group]))
+    return specs
+
+
+def _shards(cases: Cases, labels: list[str], size: int) -> list[list[str]]:
+    """The labels of one project cut into stores of at most SMALL_SHARD (and below ``size``) memories,
+    keeping correction chains and each query's labels together."""
+    parent = {label: label for label in labels}
+
+    def find(label: str) -> str:
+        while parent[label] != label:
+            parent[label] = parent[parent[label]]
+            label = parent[label]
+        return label
+
+    def join(group: list[str]) -> None:
+        inside = [label for label in group if label in parent]
+        for other in inside[1:]:
+            parent[find(other)] = find(inside[0])
+
+    for fix in cases.raw["corrections"]:
+        join(fix["targets"] + fix["new"])
+    for case in cases.queries:
+        join(case["expect"] + case.get("gone", []))
+    units: dict[str, list[str]] = defaultdict(list)
+    for label in labels:
+        units[find(label)].append(label)
+    capacity = min(SMALL_SHARD, size)
+    shards: list[list[str]] = []
+    for unit in sorted(units.values(), key=len, reverse=True):
+        for shard in shards:
+            if len(shard) + len(unit) <= capacity:
+                shard.extend(unit)
+                break
+        else:
+            shards.append(list(unit))
+    return shards
 
 
 @dataclass
 class World:
     """A built store and what the evaluation needs to know about it."""
 
+    spec: Spec
     store: Store
-    ids: dict[str, str]  # label -> node id
-    retired: set[str]  # node ids retired by a patch
-    distractors: set[str] = field(default_factory=set)
+    ids: dict[str, str]  # case label -> node id
+    retired: set[str]  # node ids retired by a patch (case and distractor)
+    distractors: dict[str, str]  # distractor node id -> its project (or "-")
+    nodes: int
+    build_seconds: float
+    cached: bool
+    phases: dict[str, float] = field(default_factory=dict)  # build time by step
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {node_id: label for label, node_id in self.ids.items()}
+
+    def name_of(self, node_id: str) -> str:
+        if node_id in self.distractors:
+            return f"distractor:{self.distractors[node_id]}"
+        return self.labels.get(node_id, node_id)
 
 
 def jsonl(lines: list[dict[str, Any]]) -> bytes:
     return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8")
 
 
-def build(root: Path, cases: dict[str, Any], distractors: int) -> World:
+def _spec_hash(spec: Spec, cases: Cases, reserved: list[str]) -> str:
+    digest = hashlib.sha256()
+    digest.update(BUILD_VERSION.encode())
+    digest.update(json.dumps([spec.size, spec.name, spec.labels, reserved], ensure_ascii=False).encode())
+    wanted = set(spec.labels)
+    digest.update(json.dumps([f for f in cases.raw["facts"] if f["label"] in wanted], ensure_ascii=False).encode())
+    fixes = [fix for fix in cases.raw["corrections"] if set(fix["targets"]) <= wanted]
+    digest.update(json.dumps(fixes, ensure_ascii=False).encode())
+    digest.update((HERE / "distractors.py").read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def load_or_build(spec: Spec, cases: Cases, cache: Path, fresh: bool, reserved: list[str]) -> World:
+    root = cache / f"{spec.size}-{spec.name}-{_spec_hash(spec, cases, reserved)}"
+    manifest = root / "eval-manifest.json"
+    if manifest.exists() and not fresh:
+        saved = json.loads(manifest.read_text(encoding="utf-8"))
+        return World(
+            spec=spec,
+            store=Store.open(root / "store"),
+            ids=saved["ids"],
+            retired=set(saved["retired"]),
+            distractors=saved["distractors"],
+            nodes=saved["nodes"],
+            build_seconds=saved["build_seconds"],
+            cached=True,
+            phases=saved.get("phases", {}),
+        )
+    for old in cache.glob(f"{spec.size}-{spec.name}-*"):  # this store, built from older inputs or half built
+        shutil.rmtree(old, ignore_errors=True)
+    root.mkdir(parents=True)
+    start = time.perf_counter()
+    world = build(root / "store", spec, cases, reserved)
+    world.build_seconds = time.perf_counter() - start
+    saved = {
+        "ids": world.ids,
+        "retired": sorted(world.retired),
+        "distractors": world.distractors,
+        "nodes": world.nodes,
+        "build_seconds": round(world.build_seconds, 2),
+        "phases": world.phases,
+    }
+    manifest.write_text(json.dumps(saved), encoding="utf-8")
+    return world
+
+
+def build(root: Path, spec: Spec, cases: Cases, reserved: list[str]) -> World:
+    phases: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def phase(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        phases[name] = round(now - clock, 2)
+        clock = now
+
     store, _ = Store.init(root)
+    wanted = set(spec.labels)
+    facts = [fact for fact in cases.raw["facts"] if fact["label"] in wanted]
+    fixes = [fix for fix in cases.raw["corrections"] if set(fix["targets"]) <= wanted]
     lines = []
-    for fact in cases["facts"]:
+    for fact in facts:
         line: dict[str, Any] = {
             "content": fact["content"],
             "source": "eval:cases",
-            "type": fact.get("type", "memory"),
-            "tags": fact.get("tags", []),
+            "type": fact["type"],
+            "tags": [],
         }
         if fact.get("project"):
             line["scope"] = {"project": fact["project"]}
@@ -85,191 +542,463 @@ def build(root: Path, cases: dict[str, Any], distractors: int) -> World:
             line["key"] = fact["key"]
         lines.append(line)
     result = api.import_jsonl(store, jsonl(lines), name="eval-facts")
-    ids = {fact["label"]: node.id for fact, node in zip(cases["facts"], result.nodes, strict=True)}
-    world = World(store=store, ids=ids, retired=set())
-
-    if distractors:
-        reserved = {f.get("project") for f in cases["facts"] if f.get("project")}
-        reserved |= {"marlin", "pebble", "quarry", "hanbit", "sakura"}
-        extra = api.import_jsonl(store, jsonl(list(synth.facts(distractors, seed=23, reserved=reserved))), name="d")
-        world.distractors = {n.id for n in extra.nodes}
-        gone = [n.id for n in extra.nodes[::10]]
-        with store.batch():
-            for first in range(0, len(gone), 500):
-                apply_patch(store, "forget", gone[first : first + 500], reason="distractor retirement")
-        world.retired.update(gone)
-
-    for fix in cases["corrections"]:
-        target = ids[fix["target"]]
+    if len(result.nodes) != len(facts):
+        raise SystemExit(f"{spec.name}: {len(facts) - len(result.nodes)} case facts were skipped as duplicates")
+    ids = {fact["label"]: node.id for fact, node in zip(facts, result.nodes, strict=True)}
+    retired: set[str] = set()
+    for fix in fixes:
+        targets = [ids[label] for label in fix["targets"]]
         patched = apply_patch(
-            store, fix["operation"], [target], reason="evaluation correction", contents=[fix["content"]]
+            store,
+            fix["operation"],
+            targets,
+            reason=fix.get("reason") or "evaluation correction",
+            contents=fix.get("contents") or None,
         )
-        ids[fix["label"]] = patched.new_nodes[0].id
-        world.retired.add(target)
+        for label, node in zip(fix["new"], patched.new_nodes, strict=True):
+            ids[label] = node.id
+        retired.update(targets)
+    phase("case facts")
+
+    pad = max(0, spec.size - len(ids))
+    notes = distractors.notes(pad, seed=int(hashlib.sha256(spec.name.encode()).hexdigest()[:8], 16), reserved=reserved)
+    used = 0  # keep the first notes whose memories (their successors included) fill the size exactly
+    for keep, note in enumerate(notes):
+        used += 2 if note.retire and note.retire[0] == "supersede" else 1
+        if used > pad:
+            notes = notes[:keep]
+            break
+    phase("distractors generated")
+    owners: dict[str, str] = {}
+    imported: list[tuple[distractors.Note, str]] = []
+    for first in range(0, len(notes), IMPORT_BATCH):
+        batch = notes[first : first + IMPORT_BATCH]
+        extra = api.import_jsonl(store, jsonl([n.line for n in batch]), name=f"distractors-{first}")
+        if len(extra.nodes) != len(batch):
+            raise SystemExit(f"{spec.name}: distractors were skipped as duplicates")
+        for note, node in zip(batch, extra.nodes, strict=True):
+            owners[node.id] = note.line.get("scope", {}).get("project", "-")
+            imported.append((note, node.id))
+    phase("distractors imported")
+    with store.batch():
+        by_operation: dict[str, list[str]] = defaultdict(list)
+        for note, node_id in imported:
+            if note.retire is None:
+                continue
+            operation, content = note.retire
+            retired.add(node_id)
+            if operation == "supersede":
+                patched = apply_patch(store, "supersede", [node_id], reason="distractor correction", contents=[content])
+                owners[patched.new_nodes[0].id] = owners[node_id]
+            else:
+                by_operation[operation].append(node_id)
+        for operation, node_ids in by_operation.items():
+            for first in range(0, len(node_ids), 500):
+                apply_patch(store, operation, node_ids[first : first + 500], reason="distractor retirement")
+    phase("distractors retired")
+    with contextlib.closing(_open_index(store)):
+        pass  # the index follows every write; this checks it is in step with the files before any pack is timed
+    phase("index check")
+    world = World(spec, store, ids, retired, owners, nodes=len(ids) + len(owners), build_seconds=0.0, cached=False)
+    world.phases = phases
     return world
+
+
+def _open_index(store: Store) -> Any:
+    from cclg.index import open_index
+
+    return open_index(store)
+
+
+# ---------------------------------------------------------------- running the prompts
+
+
+@dataclass
+class Outcome:
+    """What one prompt got on one store."""
+
+    case: dict[str, Any]
+    size: int
+    store: str
+    expected: list[str]  # labels
+    found: list[str]
+    found_top3: list[str]
+    packed: list[tuple[str, float | None]]  # (name, score)
+    distractors: int
+    stale: list[str]
+    predecessor_listed: int
+    predecessors: int
+    seconds: float
+    diagnosis: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def wants_nothing(self) -> bool:
+        return not self.expected
+
+
+def run_prompt(world: World, case: dict[str, Any], cases: Cases) -> Outcome:
+    project = case.get("project")
+    start = time.perf_counter()
+    result = pack.compile_pack(world.store, case["text"], project=project, generated_at="eval")
+    seconds = time.perf_counter() - start
+    got = [entry["id"] for entry in result["memory_nodes"]]
+    expected = case["expect"]
+    want = {label: world.ids[label] for label in expected}
+    suppressed = {entry["id"] for entry in result.get("suppressed_nodes", [])}
+    predecessors = [
+        world.ids[target]
+        for fix in cases.raw["corrections"]
+        if set(fix["new"]) & set(expected)
+        for target in fix["targets"]
+    ]
+    return Outcome(
+        case=case,
+        size=world.spec.size,
+        store=world.spec.name,
+        expected=list(expected),
+        found=[label for label, node_id in want.items() if node_id in got],
+        found_top3=[label for label, node_id in want.items() if node_id in got[:3]],
+        packed=[(world.name_of(e["id"]), e.get("score")) for e in result["memory_nodes"]],
+        distractors=sum(1 for node_id in got if node_id in world.distractors),
+        stale=[world.name_of(node_id) for node_id in got if node_id in world.retired],
+        predecessor_listed=sum(1 for node_id in predecessors if node_id in suppressed),
+        predecessors=len(predecessors),
+        seconds=seconds,
+    )
+
+
+def diagnose(world: World, text: str, project: str | None, label: str) -> str:
+    """Where the expected memory stands in plain BM25, and the share of the query's weight it covers."""
+    try:
+        from cclg.index import open_index
+        from cclg.search import Where, bm25, document_frequencies, idf
+        from cclg.text import query_words
+
+        gate_words = getattr(pack, "gate_words", lambda words: words)
+        index = open_index(world.store)
+        try:
+            hits = bm25(index, text, Where(project=project), limit=300)
+            rank = next((i for i, hit in enumerate(hits, 1) if hit.id == world.ids[label]), None)
+            if rank is None:
+                return "not in BM25 top 300"
+            words = gate_words(query_words(text))
+            total, docs = document_frequencies(index, [t for word in words for t in word])
+            weights = [max(idf(max(total, 1), docs[t]) for t in word) for word in words]
+            matched = set(hits[rank - 1].matched)
+            share = sum(w for word, w in zip(words, weights, strict=True) if matched.intersection(word))
+            return f"BM25 rank {rank}, coverage {share / sum(weights):.2f}, matched {sorted(matched)[:8]}"
+        finally:
+            index.close()
+    except Exception as exc:  # diagnostics only: the library's internals may change
+        return f"(no diagnosis: {type(exc).__name__})"
+
+
+def evaluate_size(
+    size: int, cases: Cases, args: argparse.Namespace, reserved: list[str], log: Any
+) -> tuple[list[Outcome], dict[str, Any]]:
+    specs = plan(size, cases)
+    start = time.perf_counter()
+    worlds = []
+    for spec in specs:
+        worlds.append(load_or_build(spec, cases, args.cache, args.fresh, reserved))
+    built = [w for w in worlds if not w.cached]
+    print(
+        f"size {size}: {len(worlds)} store(s), {sum(w.nodes for w in worlds)} memories; "
+        f"{len(built)} built in {time.perf_counter() - start:.1f} s"
+        + (f" (building took {sum(w.build_seconds for w in worlds):.1f} s when first built)" if not built else ""),
+        file=log,
+    )
+    home = {label: world for world in worlds for label in world.ids}
+    for world in worlds:  # warm every index and cache before timing
+        pack.compile_pack(world.store, "warm up the index", generated_at="eval")
+    outcomes = []
+    for case in selected(cases.queries, args):
+        labels = case["expect"] + case.get("gone", [])
+        outcomes.append(run_prompt(home[labels[0]], case, cases))
+    for number, case in enumerate(selected(cases.off_topic, args)):
+        targets = [w for w in worlds if case.get("near") in w.spec.groups] or [worlds[number % len(worlds)]]
+        runs = [run_prompt(world, case, cases) for world in targets]
+        outcome = max(runs, key=lambda o: len(o.packed))
+        outcome.seconds = statistics.median(o.seconds for o in runs)
+        outcomes.append(outcome)
+    if args.verbose:
+        for outcome in outcomes:
+            if set(outcome.found) != set(outcome.expected) or (outcome.wants_nothing and outcome.packed):
+                world = next(w for w in worlds if w.spec.name == outcome.store)
+                for label in set(outcome.expected) - set(outcome.found):
+                    outcome.diagnosis[label] = diagnose(world, outcome.case["text"], outcome.case.get("project"), label)
+    times = sorted(o.seconds for o in outcomes)
+    slowest = max(outcomes, key=lambda o: o.seconds) if outcomes else None
+    timing = {
+        "size": size,
+        "stores": len(worlds),
+        "memories": sum(w.nodes for w in worlds),
+        "packs": len(times),
+        "median_ms": round(1000 * statistics.median(times), 2) if times else None,
+        "p95_ms": round(1000 * times[min(len(times) - 1, round(0.95 * (len(times) - 1)))], 2) if times else None,
+        "max_ms": round(1000 * slowest.seconds, 1) if slowest else None,
+        "slowest": slowest.case["id"] if slowest else None,
+        "slowest_chars": len(slowest.case["text"]) if slowest else None,
+        "build_s": round(sum(w.build_seconds for w in worlds), 1),
+        "build_phases_s": {
+            name: round(sum(w.phases.get(name, 0.0) for w in worlds), 1)
+            for name in dict.fromkeys(name for w in worlds for name in w.phases)
+        },
+        "built_now": len(built),
+    }
+    return outcomes, timing
+
+
+def selected(cases: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
+    return [
+        case
+        for case in cases
+        if (args.split == "all" or case["split"] == args.split)
+        and (args.category is None or args.category in case["category"])
+    ]
+
+
+# ---------------------------------------------------------------- tallies and the table
 
 
 @dataclass
 class Tally:
+    prompts: int = 0
     expected: int = 0
     found: int = 0
     found_top3: int = 0
-    on_topic: int = 0
-    packed: int = 0
-    distractors_packed: int = 0
-    off_topic: int = 0
-    off_topic_nonempty: int = 0
-    off_topic_injected: int = 0
-    stale_leaks: int = 0
-    retired_listed: int = 0
-    corrected_queries: int = 0
-    misses: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    stale: int = 0
+    nothing_wanted: int = 0
+    nothing_got_some: int = 0
+    packs: int = 0
+    nodes: int = 0
+    distractors: int = 0
+    predecessors: int = 0
+    predecessor_listed: int = 0
 
-    def row(self) -> dict[str, float | int]:
+    def add(self, outcome: Outcome) -> None:
+        self.prompts += 1
+        self.stale += len(outcome.stale)
+        if outcome.wants_nothing:
+            self.nothing_wanted += 1
+            self.nothing_got_some += bool(outcome.packed)
+            return
+        self.expected += len(outcome.expected)
+        self.found += len(outcome.found)
+        self.found_top3 += len(outcome.found_top3)
+        self.packs += 1
+        self.nodes += len(outcome.packed)
+        self.distractors += outcome.distractors
+        self.predecessors += outcome.predecessors
+        self.predecessor_listed += outcome.predecessor_listed
+
+    def row(self) -> dict[str, Any]:
+        def share(a: int, b: int) -> float | None:
+            return round(a / b, 3) if b else None
+
         return {
-            "recall@12": self.found / self.expected if self.expected else float("nan"),
-            "recall@3": self.found_top3 / self.expected if self.expected else float("nan"),
-            "stale": self.stale_leaks,
-            "off_inj": self.off_topic_injected,
-            "off_nonempty": self.off_topic_nonempty,
-            "off_total": self.off_topic,
-            "nodes_per_pack": self.packed / self.on_topic if self.on_topic else float("nan"),
-            "distr_per_pack": self.distractors_packed / self.on_topic if self.on_topic else float("nan"),
+            "prompts": self.prompts,
+            "recall@12": share(self.found, self.expected),
+            "recall@3": share(self.found_top3, self.expected),
+            "expected": self.expected,
+            "stale_leaks": self.stale,
+            "nothing_expected": self.nothing_wanted,
+            "nothing_expected_got_memory": self.nothing_got_some,
+            "nodes_per_pack": share(self.nodes, self.packs),
+            "distractors_per_pack": share(self.distractors, self.packs),
+            "predecessor_listed": self.predecessor_listed,
+            "predecessors": self.predecessors,
         }
 
 
-def evaluate(world: World, cases: dict[str, Any], splits: tuple[str, ...] = SPLITS) -> dict[str, Tally]:
-    tallies = {split: Tally() for split in splits}
-    labels = {node_id: label for label, node_id in world.ids.items()}
-    predecessor = {fix["label"]: world.ids[fix["target"]] for fix in cases["corrections"]}
-    for case in cases["queries"]:
-        if case["split"] not in tallies:
-            continue
-        tally = tallies[case["split"]]
-        result = pack.compile_pack(world.store, case["query"], generated_at="eval")
-        got = [entry["id"] for entry in result["memory_nodes"]]
-        tally.on_topic += 1
-        tally.packed += len(got)
-        tally.distractors_packed += sum(1 for i in got if i in world.distractors)
-        tally.stale_leaks += sum(1 for i in got if i in world.retired)
-        suppressed = {entry["id"] for entry in result["suppressed_nodes"]}
-        for label in case["expect"]:
-            tally.expected += 1
-            want = world.ids[label]
-            if want in got:
-                tally.found += 1
-                tally.found_top3 += want in got[:3]
-                if want not in got[:3]:
-                    tally.notes.append(f"{case['id']} {label} at rank {got.index(want) + 1}")
-            else:
-                tally.misses.append(
-                    f"{case['id']} {case['query']!r}: {label} missing; got "
-                    f"{[labels.get(i, 'distractor' if i in world.distractors else i) for i in got][:6]}"
-                )
-            if label in predecessor:
-                tally.corrected_queries += 1
-                tally.retired_listed += predecessor[label] in suppressed
-    for case in cases["off_topic"]:
-        if case["split"] not in tallies:
-            continue
-        tally = tallies[case["split"]]
-        result = pack.compile_pack(world.store, case["query"], generated_at="eval")
-        got = [entry["id"] for entry in result["memory_nodes"]]
-        tally.off_topic += 1
-        tally.off_topic_injected += len(got)
-        tally.off_topic_nonempty += bool(got)
-        tally.stale_leaks += sum(1 for i in got if i in world.retired)
-        if got:
-            tally.misses.append(
-                f"{case['id']} {case['query']!r}: off-topic got {len(got)}: "
-                f"{[labels.get(i, 'distractor' if i in world.distractors else i) for i in got][:4]}"
-            )
-    return tallies
+def tally(outcomes: list[Outcome]) -> list[dict[str, Any]]:
+    cells: dict[tuple[int, str, str], Tally] = defaultdict(Tally)
+    for outcome in outcomes:
+        for split in (outcome.case["split"], "all"):
+            for category in [*outcome.case["category"], "all"]:
+                if category == "all" and "off_topic" in outcome.case["category"]:
+                    continue  # "all" is the on-topic summary; off-topic has its own row
+                cells[(outcome.size, split, category)].add(outcome)
+    order = {name: i for i, name in enumerate(["all", *CATEGORIES])}
+    split_order = {"tune": 0, "held_out": 1, "all": 2}
+    rows = []
+    for (size, split, category), cell in sorted(
+        cells.items(), key=lambda item: (item[0][0], split_order[item[0][1]], order[item[0][2]])
+    ):
+        rows.append({"size": size, "split": split, "category": category, **cell.row()})
+    return rows
 
 
-def combined(tallies: dict[str, Tally]) -> Tally:
-    total = Tally()
-    for tally in tallies.values():
-        for name in total.__dataclass_fields__:
-            value = getattr(tally, name)
-            setattr(total, name, getattr(total, name) + value)
-    return total
+def _fmt(value: float | None, width: int) -> str:
+    return f"{'-':>{width}}" if value is None else f"{value:>{width}.3f}"
 
 
-HEADER = (
-    f"{'store':<22} {'split':<9} {'recall@12':>9} {'recall@3':>8} {'stale':>5} "
-    f"{'off-topic inj':>13} {'off non-empty':>13} {'nodes/pack':>10} {'distr/pack':>10} {'retired listed':>14}"
-)
-
-
-def print_rows(name: str, tallies: dict[str, Tally]) -> None:
-    for split, tally in [*tallies.items(), ("all", combined(tallies))]:
-        r = tally.row()
-        nonempty = f"{r['off_nonempty']}/{r['off_total']}"
-        listed = f"{tally.retired_listed}/{tally.corrected_queries}"
+def print_table(rows: list[dict[str, Any]], timing: list[dict[str, Any]]) -> None:
+    header = (
+        f"{'size':>6} {'split':<8} {'category':<12} {'n':>4} {'R@12':>6} {'R@3':>6} {'stale':>5} "
+        f"{'empty!':>7} {'nodes':>6} {'distr':>6} {'old listed':>10}"
+    )
+    print(header)
+    print("-" * len(header))
+    last = None
+    for row in rows:
+        if last is not None and (row["size"], row["split"]) != last:
+            print()
+        last = (row["size"], row["split"])
+        empty = f"{row['nothing_expected_got_memory']}/{row['nothing_expected']}" if row["nothing_expected"] else "-"
+        listed = f"{row['predecessor_listed']}/{row['predecessors']}" if row["predecessors"] else "-"
         print(
-            f"{name:<22} {split:<9} {r['recall@12']:>9.3f} {r['recall@3']:>8.3f} {r['stale']:>5} "
-            f"{r['off_inj']:>13} {nonempty:>13} {r['nodes_per_pack']:>10.2f} "
-            f"{r['distr_per_pack']:>10.2f} {listed:>14}"
+            f"{row['size']:>6} {row['split']:<8} {row['category']:<12} {row['prompts']:>4} "
+            f"{_fmt(row['recall@12'], 6)} {_fmt(row['recall@3'], 6)} {row['stale_leaks']:>5} {empty:>7} "
+            f"{_fmt(row['nodes_per_pack'], 6)[:6]} {_fmt(row['distractors_per_pack'], 6)[:6]} {listed:>10}"
         )
+    print()
+    print(
+        f"{'size':>6} {'stores':>6} {'memories':>9} {'packs':>5} {'median ms':>9} {'p95 ms':>8} "
+        f"{'slowest ms':>10} {'slowest prompt':<24} {'build s':>8}"
+    )
+    for t in timing:
+        slowest = f"{t['slowest']} ({t['slowest_chars']} ch)"
+        print(
+            f"{t['size']:>6} {t['stores']:>6} {t['memories']:>9} {t['packs']:>5} {t['median_ms']:>9} {t['p95_ms']:>8} "
+            f"{t['max_ms']:>10} {slowest:<24} {t['build_s']:>8}" + ("" if t["built_now"] else " (cached)")
+        )
+
+
+def print_misses(outcomes: list[Outcome]) -> None:
+    for outcome in outcomes:
+        missed = [label for label in outcome.expected if label not in outcome.found]
+        leaked = outcome.wants_nothing and outcome.packed
+        if not (missed or leaked or outcome.stale):
+            continue
+        case = outcome.case
+        text = " ".join(case["text"].split())
+        text = text if len(text) <= 110 else f"{text[:70]} ... {text[-35:]}"
+        print(
+            f"\n[{outcome.size} {case['split']} {'+'.join(case['category'])}] {case['id']} "
+            f"({len(case['text'])} ch{', project=' + case['project'] if case.get('project') else ''}): {text!r}",
+            file=sys.stderr,
+        )
+        for label in missed:
+            print(f"    missing {label}: {outcome.diagnosis.get(label, '')}", file=sys.stderr)
+        if outcome.stale:
+            print(f"    STALE: {outcome.stale}", file=sys.stderr)
+        packed = ", ".join(f"{name} {score if score is not None else 'pinned'}" for name, score in outcome.packed[:8])
+        print(f"    packed {len(outcome.packed)}: {packed}{' ...' if len(outcome.packed) > 8 else ''}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------- main
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--cases", type=Path, default=HERE / "eval_cases.json")
-    parser.add_argument("--distractors", type=int, default=5000, help="synthetic memories added for the second run")
-    parser.add_argument("--min-coverage", type=float, help=f"override cclg.pack.MIN_COVERAGE ({pack.MIN_COVERAGE})")
-    parser.add_argument("--min-relative", type=float, help=f"override cclg.pack.MIN_RELATIVE ({pack.MIN_RELATIVE})")
+    parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="store sizes (100000 is opt-in)")
+    parser.add_argument("--split", choices=[*SPLITS, "all"], default="all")
+    parser.add_argument("--category", choices=CATEGORIES)
+    parser.add_argument("--verbose", action="store_true", help="list every miss with its diagnosis and the pack")
+    parser.add_argument("--json", type=Path, help="write every row, timing and outcome to this file ('-' for stdout)")
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "cclg-eval-stores")
+    parser.add_argument("--fresh", action="store_true", help="rebuild the stores even when cached")
+    parser.add_argument("--check", action="store_true", help="check the cases and print their counts; build nothing")
+    parser.add_argument("--min-coverage", type=float, help="override cclg.pack.MIN_COVERAGE")
+    parser.add_argument("--min-relative", type=float, help="override cclg.pack.MIN_RELATIVE")
     parser.add_argument("--sweep", action="store_true", help="grid of both gate constants on the tune half")
-    parser.add_argument("--verbose", action="store_true", help="list misses, off-topic injections and low ranks")
     args = parser.parse_args()
-    cases = json.loads(args.cases.read_text(encoding="utf-8"))
-    if args.min_coverage is not None:
-        pack.MIN_COVERAGE = args.min_coverage
-    if args.min_relative is not None:
-        pack.MIN_RELATIVE = args.min_relative
 
-    work = Path(tempfile.mkdtemp(prefix="cclg-eval-"))
-    try:
-        worlds = [("plain", build(work / "plain", cases, 0))]
-        if args.distractors:
-            worlds.append((f"+{args.distractors} distractors", build(work / "noisy", cases, args.distractors)))
-        print(
-            f"{len(cases['facts'])} facts, {len(cases['corrections'])} corrections, {len(cases['queries'])} queries, "
-            f"{len(cases['off_topic'])} off-topic prompts; gate MIN_COVERAGE={pack.MIN_COVERAGE} "
-            f"MIN_RELATIVE={pack.MIN_RELATIVE}"
-        )
-        if args.sweep:
-            sweep(worlds, cases)
-            return
-        print(HEADER)
-        print("-" * len(HEADER))
-        for name, world in worlds:
-            tallies = evaluate(world, cases)
-            print_rows(name, tallies)
-            if args.verbose:
-                for split, tally in tallies.items():
-                    for line in tally.misses + tally.notes:
-                        print(f"    [{name} {split}] {line}", file=sys.stderr)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    cases = Cases.load(args.cases)
+    log = sys.stderr
+    for problem in cases.problems:
+        print(f"case problem: {problem}", file=log)
+    for line in cases.paraphrase_report:
+        print(f"paraphrase shares more than one content word: {line}", file=log)
+    counts = cases.counts()
+    if args.check:
+        print(json.dumps(counts, ensure_ascii=False, indent=1))
+        raise SystemExit(1 if cases.problems or cases.paraphrase_report else 0)
+    if cases.problems:
+        raise SystemExit(2)
+    for name in ("min_coverage", "min_relative"):
+        value = getattr(args, name)
+        if value is not None:
+            if not hasattr(pack, name.upper()):
+                raise SystemExit(f"cclg.pack has no {name.upper()} any more")
+            setattr(pack, name.upper(), value)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    reserved = cases.reserved_terms()
+    args.cache.mkdir(parents=True, exist_ok=True)
+    if args.sweep:
+        sweep(sizes, cases, args, reserved)
+        return
 
-
-def sweep(worlds: list[tuple[str, World]], cases: dict[str, Any]) -> None:
-    """Recall@12 and off-topic injections on the tune half, for a grid of gate constants."""
+    gate = {name: getattr(pack, name) for name in ("MIN_COVERAGE", "MIN_RELATIVE") if hasattr(pack, name)}
     print(
-        f"{'coverage':>8} {'relative':>8} "
-        + " ".join(f"{name[:18]:>18}: recall inj stale n/pack" for name, _ in worlds)
+        f"{counts['facts']} facts, {counts['corrections']} corrections, {len(cases.queries)} on-topic queries, "
+        f"{len(cases.off_topic)} off-topic prompts; split={args.split} category={args.category or 'all'}; gate {gate}",
+        file=log,
     )
+    outcomes: list[Outcome] = []
+    timing = []
+    for size in sizes:
+        size_outcomes, size_timing = evaluate_size(size, cases, args, reserved, log)
+        outcomes += size_outcomes
+        timing.append(size_timing)
+    rows = tally(outcomes)
+    if args.json is not None:
+        data = {
+            "gate": gate,
+            "counts": counts,
+            "rows": rows,
+            "timing": timing,
+            "outcomes": [
+                {
+                    "size": o.size,
+                    "id": o.case["id"],
+                    "split": o.case["split"],
+                    "category": o.case["category"],
+                    "store": o.store,
+                    "expected": o.expected,
+                    "found": o.found,
+                    "packed": o.packed,
+                    "stale": o.stale,
+                    "ms": round(o.seconds * 1000, 2),
+                    **({"diagnosis": o.diagnosis} if o.diagnosis else {}),
+                }
+                for o in outcomes
+            ],
+        }
+        text = json.dumps(data, ensure_ascii=False, indent=1)
+        if str(args.json) == "-":
+            print(text)
+            return
+        args.json.write_text(text, encoding="utf-8")
+    print_table(rows, timing)
+    if args.verbose:
+        print_misses(outcomes)
+
+
+def sweep(sizes: list[int], cases: Cases, args: argparse.Namespace, reserved: list[str]) -> None:
+    """Recall@12, off-topic prompts with memory, and nodes per pack on the tune half, over a grid of gate constants."""
+    if not (hasattr(pack, "MIN_COVERAGE") and hasattr(pack, "MIN_RELATIVE")):
+        raise SystemExit("cclg.pack has no MIN_COVERAGE/MIN_RELATIVE to sweep")
+    args.split, args.verbose = "tune", False
+    print(f"{'coverage':>8} {'relative':>8} " + " ".join(f"{f'{s}: R@12 off n/pack':>24}" for s in sizes))
     for coverage, relative in itertools.product((0.15, 0.2, 0.25, 0.3, 0.35, 0.4), (0.3, 0.5, 0.7)):
         pack.MIN_COVERAGE, pack.MIN_RELATIVE = coverage, relative
         cells = []
-        for _, world in worlds:
-            tally = evaluate(world, cases, splits=("tune",))["tune"]
-            r = tally.row()
-            cells.append(f"{r['recall@12']:>26.3f} {r['off_inj']:>3} {r['stale']:>5} {r['nodes_per_pack']:>6.2f}")
-        print(f"{coverage:>8} {relative:>8} " + " ".join(cells))
+        for size in sizes:
+            outcomes, _ = evaluate_size(size, cases, args, reserved, log=open_null())
+            row = next(r for r in tally(outcomes) if r["split"] == "all" and r["category"] == "all")
+            off = next((r for r in tally(outcomes) if r["split"] == "all" and r["category"] == "off_topic"), None)
+            off_text = f"{off['nothing_expected_got_memory']}/{off['nothing_expected']}" if off else "-"
+            cells.append(f"{_fmt(row['recall@12'], 10)} {off_text:>6} {_fmt(row['nodes_per_pack'], 6)}")
+        print(f"{coverage:>8} {relative:>8} " + " ".join(f"{c:>24}" for c in cells))
+
+
+def open_null() -> Any:
+    import io
+
+    return io.StringIO()
 
 
 if __name__ == "__main__":

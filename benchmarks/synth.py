@@ -12,8 +12,9 @@ Korean or Japanese.
 ``bench_queries(count, seed)`` gives task-like prompts over the same vocabulary
 (and a few off-topic ones), for timing; they are not relevance judgements.
 
-``reserved`` names can be kept out of the generated names (the retrieval
-evaluation uses this so distractors never mention its fictional projects).
+``reserved`` names can be kept out of the generated names. (The retrieval
+evaluation no longer uses these facts: its distractors come from the richer
+grammar in ``benchmarks/distractors.py``.)
 """
 
 from __future__ import annotations
