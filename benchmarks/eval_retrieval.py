@@ -97,10 +97,11 @@ prompt on the 100,000 store.
 counts and every prompt's outcome (what was packed, with scores).
 
 ``--verbose`` lists every miss: the query, the expected label with its BM25
-rank and the gate's coverage of it, and what was packed (label or distractor,
-with score). ``--min-coverage``/``--min-relative`` override the gate constants
-of ``cclg.pack`` (while it has them); ``--sweep`` prints a grid of both on the
-tune half.
+rank and the relevance decision's evidence for it, and what was packed (label or
+distractor, with score). ``--set NAME=VALUE`` overrides a constant of
+``cclg.relevance`` for the run (``--set LEAD=2 --set RELATIVE=0.5``);
+``--sweep NAME=V1,V2,...`` prints recall and off-topic injections on the tune
+half for each value of one constant.
 """
 
 from __future__ import annotations
@@ -108,7 +109,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
-import itertools
 import json
 import random
 import re
@@ -126,7 +126,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import distractors
 
-from cclg import api, pack
+from cclg import api, pack, relevance
 from cclg.ledger import apply_patch
 from cclg.store import Store
 from cclg.text import STOPWORDS
@@ -668,25 +668,25 @@ def run_prompt(world: World, case: dict[str, Any], cases: Cases) -> Outcome:
 
 
 def diagnose(world: World, text: str, project: str | None, label: str) -> str:
-    """Where the expected memory stands in plain BM25, and the share of the query's weight it covers."""
+    """Where the expected memory stands in plain BM25, and the relevance decision's evidence for it."""
     try:
+        from cclg import relevance
         from cclg.index import open_index
-        from cclg.search import Where, bm25, document_frequencies, idf
-        from cclg.text import query_words
+        from cclg.search import Where, bm25
 
-        gate_words = getattr(pack, "gate_words", lambda words: words)
         index = open_index(world.store)
         try:
-            hits = bm25(index, text, Where(project=project), limit=300)
+            where = Where(project=project)
+            hits = bm25(index, text, where, limit=300)
             rank = next((i for i, hit in enumerate(hits, 1) if hit.id == world.ids[label]), None)
             if rank is None:
                 return "not in BM25 top 300"
-            words = gate_words(query_words(text))
-            total, docs = document_frequencies(index, [t for word in words for t in word])
-            weights = [max(idf(max(total, 1), docs[t]) for t in word) for word in words]
-            matched = set(hits[rank - 1].matched)
-            share = sum(w for word, w in zip(words, weights, strict=True) if matched.intersection(word))
-            return f"BM25 rank {rank}, coverage {share / sum(weights):.2f}, matched {sorted(matched)[:8]}"
+            kept, _, out = relevance.relevant(index, text, where, limit=max(rank, 36))
+            hit = next((h for h in kept if h.id == world.ids[label]), None)
+            if hit is None:
+                hit = next((h for h, _ in out if h.id == world.ids[label]), None)
+            evidence = hit.evidence.to_dict() if hit is not None and hit.evidence is not None else "not judged"
+            return f"BM25 rank {rank}, evidence {evidence}"
         finally:
             index.close()
     except Exception as exc:  # diagnostics only: the library's internals may change
@@ -901,9 +901,12 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "cclg-eval-stores")
     parser.add_argument("--fresh", action="store_true", help="rebuild the stores even when cached")
     parser.add_argument("--check", action="store_true", help="check the cases and print their counts; build nothing")
-    parser.add_argument("--min-coverage", type=float, help="override cclg.pack.MIN_COVERAGE")
-    parser.add_argument("--min-relative", type=float, help="override cclg.pack.MIN_RELATIVE")
-    parser.add_argument("--sweep", action="store_true", help="grid of both gate constants on the tune half")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="override a cclg.relevance constant"
+    )
+    parser.add_argument(
+        "--sweep", metavar="NAME=V1,V2,...", help="one cclg.relevance constant's values on the tune half"
+    )
     args = parser.parse_args()
 
     cases = Cases.load(args.cases)
@@ -918,12 +921,9 @@ def main() -> None:
         raise SystemExit(1 if cases.problems or cases.paraphrase_report else 0)
     if cases.problems:
         raise SystemExit(2)
-    for name in ("min_coverage", "min_relative"):
-        value = getattr(args, name)
-        if value is not None:
-            if not hasattr(pack, name.upper()):
-                raise SystemExit(f"cclg.pack has no {name.upper()} any more")
-            setattr(pack, name.upper(), value)
+    for assignment in args.set:
+        name, _, value = assignment.partition("=")
+        _override(name, float(value))
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     reserved = cases.reserved_terms()
     args.cache.mkdir(parents=True, exist_ok=True)
@@ -931,7 +931,7 @@ def main() -> None:
         sweep(sizes, cases, args, reserved)
         return
 
-    gate = {name: getattr(pack, name) for name in ("MIN_COVERAGE", "MIN_RELATIVE") if hasattr(pack, name)}
+    gate = {name: value for name, value in vars(relevance).items() if name.isupper() and isinstance(value, float | int)}
     print(
         f"{counts['facts']} facts, {counts['corrections']} corrections, {len(cases.queries)} on-topic queries, "
         f"{len(cases.off_topic)} off-topic prompts; split={args.split} category={args.category or 'all'}; gate {gate}",
@@ -977,14 +977,20 @@ def main() -> None:
         print_misses(outcomes)
 
 
+def _override(name: str, value: float) -> None:
+    if not isinstance(getattr(relevance, name, None), float | int):
+        raise SystemExit(f"cclg.relevance has no constant {name}")
+    setattr(relevance, name, type(getattr(relevance, name))(value))
+
+
 def sweep(sizes: list[int], cases: Cases, args: argparse.Namespace, reserved: list[str]) -> None:
-    """Recall@12, off-topic prompts with memory, and nodes per pack on the tune half, over a grid of gate constants."""
-    if not (hasattr(pack, "MIN_COVERAGE") and hasattr(pack, "MIN_RELATIVE")):
-        raise SystemExit("cclg.pack has no MIN_COVERAGE/MIN_RELATIVE to sweep")
+    """Recall@12, off-topic prompts with memory, and nodes per pack on the tune half, for each value of one
+    constant of the relevance decision."""
+    name, _, values = args.sweep.partition("=")
     args.split, args.verbose = "tune", False
-    print(f"{'coverage':>8} {'relative':>8} " + " ".join(f"{f'{s}: R@12 off n/pack':>24}" for s in sizes))
-    for coverage, relative in itertools.product((0.15, 0.2, 0.25, 0.3, 0.35, 0.4), (0.3, 0.5, 0.7)):
-        pack.MIN_COVERAGE, pack.MIN_RELATIVE = coverage, relative
+    print(f"{name:>20} " + " ".join(f"{f'{s}: R@12 off n/pack':>24}" for s in sizes))
+    for value in (float(v) for v in values.split(",")):
+        _override(name, value)
         cells = []
         for size in sizes:
             outcomes, _ = evaluate_size(size, cases, args, reserved, log=open_null())
@@ -992,7 +998,7 @@ def sweep(sizes: list[int], cases: Cases, args: argparse.Namespace, reserved: li
             off = next((r for r in tally(outcomes) if r["split"] == "all" and r["category"] == "off_topic"), None)
             off_text = f"{off['nothing_expected_got_memory']}/{off['nothing_expected']}" if off else "-"
             cells.append(f"{_fmt(row['recall@12'], 10)} {off_text:>6} {_fmt(row['nodes_per_pack'], 6)}")
-        print(f"{coverage:>8} {relative:>8} " + " ".join(f"{c:>24}" for c in cells))
+        print(f"{value:>20} " + " ".join(f"{c:>24}" for c in cells))
 
 
 def open_null() -> Any:

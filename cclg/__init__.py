@@ -40,6 +40,7 @@ __all__ = [  # noqa: F405 (names served by __getattr__)
     "compile_pack",
     "conflicts",
     "diagnose",
+    "explain_pack",
     "export_store",
     "export_to",
     "forget",

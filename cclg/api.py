@@ -36,7 +36,7 @@ from cclg.ids import is_valid_id
 from cclg.index import rebuild_index
 from cclg.intake import AddResult, ImportResult, add_memory, build_node, import_jsonl, parse_scope, scope_for
 from cclg.ledger import PatchResult
-from cclg.pack import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, FORMATS, compile_pack, render, to_toml
+from cclg.pack import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, FORMATS, compile_pack, explain_pack, render, to_toml
 from cclg.records import MemoryNode, MemoryPatch, Source
 from cclg.redaction import redact_store, scan_secrets
 from cclg.search import MODES, GrepMatch, Hit, Where, grep, parse_moment
@@ -71,6 +71,7 @@ __all__ = [
     "compile_pack",
     "conflicts",
     "diagnose",
+    "explain_pack",
     "export_store",
     "export_to",
     "forget",

@@ -65,7 +65,7 @@ class Where(Record):
 class Hit:
     """One search result. The node record is parsed only when asked for."""
 
-    __slots__ = ("_node", "_record", "id", "matched", "score", "via")
+    __slots__ = ("_node", "_record", "evidence", "id", "matched", "score", "via")
 
     def __init__(
         self,
@@ -85,6 +85,7 @@ class Hit:
         self.score = score
         self.matched = matched or []
         self.via = via
+        self.evidence: Any = None  # why the relevance decision kept it (cclg.relevance.Evidence)
 
     @property
     def node(self) -> MemoryNode:
@@ -241,15 +242,23 @@ def node_terms(node: MemoryNode) -> set[str]:
 
 
 def bm25(
-    index: Index, text: str, where: Where, *, limit: int = 10, status: str | None = None, pool: int | None = None
+    index: Index,
+    text: str,
+    where: Where,
+    *,
+    limit: int = 10,
+    status: str | None = None,
+    pool: int | None = None,
+    terms: list[str] | None = None,
 ) -> list[Hit]:
     """Ranked lexical search with field weights (content, key, tags, retrieval keys).
 
     ``status``: None for the effective view, ``"all"`` for every node, ``"retired"``
     for nodes out of the view for good (retired by a patch or in a retired status),
-    or one node status.
+    or one node status. ``terms``, when given, are the terms to search with instead
+    of all of ``text``'s.
     """
-    terms = query_terms(text) or [t for t in tokens(text)]
+    terms = terms or query_terms(text) or [t for t in tokens(text)]
     if not terms:
         return []
     view = View(index, where)

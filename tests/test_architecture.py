@@ -21,7 +21,7 @@ LAYERS: list[list[str]] = [
     # the package itself: its version, and the library's names loaded on first use (a string import)
     [""],
     # foundations: no knowledge of stores
-    ["errors", "format", "text", "ids", "fields", "records", "guard", "files", "repository", "install"],
+    ["errors", "format", "text", "embed", "ids", "fields", "records", "guard", "files", "repository", "install"],
     # the files of a store
     ["store"],
     # the code graph: repositories, below everything that reads memories
@@ -42,7 +42,7 @@ LAYERS: list[list[str]] = [
     # the ledger and its projections
     ["lattice", "view", "index", "ledger"],
     # reading and compiling
-    ["search", "pack", "sessions"],
+    ["search", "relevance", "pack", "sessions"],
     # operations
     ["intake", "container", "redaction", "doctor", "demo"],
     # the library

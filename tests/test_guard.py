@@ -883,7 +883,15 @@ def hook_run(tmp_path_factory: pytest.TempPathFactory) -> HookRun:
     short = planted[KINDS.index("github_classic")]
     calls = [
         ("user-prompt", {"hook_event_name": "UserPromptSubmit", "prompt": prompt}),
-        ("user-prompt", {"hook_event_name": "UserPromptSubmit", "prompt": f"how do deploys go out? {short.secret}"}),
+        # Another session: in the first one the memory is in the context already, and is not given twice.
+        (
+            "user-prompt",
+            {
+                "hook_event_name": "UserPromptSubmit",
+                "prompt": f"how do deploys go out? {short.secret}",
+                "session_id": f"{SESSION}-2",
+            },
+        ),
         (
             "post-tool",
             {
@@ -940,7 +948,8 @@ def test_hook_answers_with_valid_json_and_logs_no_failure(hook_run: HookRun) -> 
     assert not (hook_run.root / "audit" / "hook_failures.jsonl").exists()
     store = Store.open(hook_run.root)
     events = [e["event"] for e in read_jsonl(store.session_events_path(SESSION)).records]
-    assert events == ["user_prompt", "user_prompt", "post_tool", "post_tool", "pre_compact", "session_end"]
+    assert events == ["user_prompt", "post_tool", "post_tool", "pre_compact", "session_end"]
+    assert [e["event"] for e in read_jsonl(store.session_events_path(f"{SESSION}-2")).records] == ["user_prompt"]
     assert store.read_session(SESSION).ended_at is not None
 
 

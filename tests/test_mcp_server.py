@@ -700,10 +700,9 @@ def test_cli_and_mcp_cite_alike(served: Served) -> None:
 
 
 def test_cli_and_mcp_pack_alike(served: Served) -> None:
-    got = served.ok("cclg_pack", {"query": "deploys and tests", "max_chars": 2000})
-    printed = cli_run(
-        served.store.root, "pack", "--query", "deploys and tests", "--max-chars", "2000", "--format", "json"
-    )
+    query = "how do deploys go out and how do the tests run"
+    got = served.ok("cclg_pack", {"query": query, "max_chars": 2000})
+    printed = cli_run(served.store.root, "pack", "--query", query, "--max-chars", "2000", "--format", "json")
     assert {**printed, "generated_at": None} == {**got, "generated_at": None}
     assert got["memory_nodes"], "the pack is not trivially empty"
 

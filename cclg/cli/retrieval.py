@@ -160,6 +160,9 @@ def recall(
 @click.option("--max-chars", type=click.IntRange(min=0), default=api.DEFAULT_MAX_CHARS, show_default=True)
 @click.option("--max-tokens", type=click.IntRange(min=0), help="Also cap the estimated tokens.")
 @click.option("--format", "style", type=click.Choice(api.FORMATS), default="toml", show_default=True)
+@click.option(
+    "--explain", is_flag=True, help="Then say, on stderr, why each memory is in and why the runner-up stayed out."
+)
 @click.pass_context
 def pack_command(
     ctx: click.Context,
@@ -171,12 +174,13 @@ def pack_command(
     max_chars: int,
     max_tokens: int | None,
     style: str,
+    explain: bool,
 ) -> None:
     """Compile the ActiveMemoryPack: current memories for a task, retired ones listed apart.
 
-    Example: cclg pack --query "how do I run the tests" --format markdown
+    Example: cclg pack --query "how do I run the tests" --format markdown --explain
     """
-    pack = api.compile_pack(
+    explained = api.explain_pack(
         store_of(ctx),
         query,
         session_id=session_id,
@@ -186,7 +190,14 @@ def pack_command(
         max_chars=max_chars,
         max_tokens=max_tokens,
     )
-    click.echo(api.render(pack, style).rstrip("\n"))
+    click.echo(api.render(explained["pack"], style).rstrip("\n"))
+    if explain:
+        for entry in explained["pack"]["memory_nodes"]:
+            click.echo(f"in:  {entry['id']}: {entry['why']}", err=True)
+        for entry in explained["left_out"]:
+            click.echo(f"out: {entry['id']}: {entry['why_not']}", err=True)
+        if not explained["pack"]["memory_nodes"] and not explained["left_out"]:
+            click.echo("nothing in the store matches the query's words", err=True)
 
 
 @click.command()

@@ -1,0 +1,182 @@
+"""Which memories a prompt is about: the relevance decision, with the evidence for each.
+
+Prompts run from "which formatter?" to five thousand characters of pasted
+traceback, and stores from five memories to a hundred thousand, so no single
+share of anything decides. Each BM25 candidate gathers three kinds of evidence,
+and one is enough:
+
+- **query share**: the weight of the prompt's words the memory matches over the
+  weight of all the prompt's words (a word weighs its inverse document frequency;
+  a word the store has never seen weighs like its rarest word, not more). Alone
+  it would let one common word carry a short prompt, so with a single word
+  matched the memory must also be about the prompt (its memory share at least
+  ``QUERY_SHARE_MEMORY``) or the word carry half the prompt ("deploys and tests");
+- **memory share**: the weight of the memory's own words that the prompt
+  contains over the weight of all of them, with at least two words: what lets a
+  long pasted log find the one note it is about;
+- **lead**: the best match scores at least ``LEAD`` times the runner-up and
+  matches two of the prompt's words: the clear answer of a store too small for
+  shares to mean much (in five notes about one project, every word is common).
+  Current and retired memories each have their own best match.
+
+A candidate's strength is its best evidence over its threshold; it passes at
+strength 1 and at least ``RELATIVE`` of the strongest candidate's. Retired
+memories are judged in the same round, so a retired fact passes only where a
+current one with the same evidence would.
+
+The thresholds were chosen on the tune half of ``benchmarks/eval_retrieval.py``
+(see ``benchmarks/RESULTS.md``). Chinese and Japanese runs count as their
+bigrams (``words``); a long prompt searches with its ``MAX_SEARCH_TERMS`` rarest
+terms that the store holds.
+"""
+
+from __future__ import annotations
+
+from cclg.search import Hit, Where, bm25, document_frequencies, idf
+from cclg.text import is_cjk, query_words
+
+TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from cclg.index import Index
+
+QUERY_SHARE = 0.25
+QUERY_SHARE_MEMORY = 0.2  # a single matched word also needs this memory share,
+QUERY_SHARE_SINGLE = 0.5  # or to carry this share of the prompt alone
+MEMORY_SHARE = 0.4
+LEAD = 1.5
+LEAD_WORDS = 2
+RELATIVE = 0.6
+MAX_SEARCH_TERMS = 128
+
+
+class Evidence:
+    """Why a candidate is (or is not) about the prompt."""
+
+    __slots__ = ("lead", "matched", "memory_share", "query_share", "strength")
+
+    def __init__(self, query_share: float, memory_share: float, lead: bool, matched: list[str]) -> None:
+        self.query_share = query_share
+        self.memory_share = memory_share
+        self.lead = lead
+        self.matched = matched  # the prompt's words it matches
+        self.strength = 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "query_share": round(self.query_share, 3),
+            "memory_share": round(self.memory_share, 3),
+            "lead": self.lead,
+            "strength": round(self.strength, 3),
+            "matched": self.matched,
+        }
+
+    def reason(self) -> str:
+        """The evidence that carried it, in words."""
+        parts = []
+        if self.query_share >= QUERY_SHARE:
+            parts.append(f"matches {self.query_share:.0%} of the prompt's weight")
+        if self.memory_share >= MEMORY_SHARE:
+            parts.append(f"{self.memory_share:.0%} of its own words are in the prompt")
+        if self.lead:
+            parts.append(f"the clear best match ({LEAD}x the runner-up)")
+        found = "; ".join(parts) or "no evidence strong enough"
+        return f"{found}; words: {', '.join(self.matched[:8]) or 'none'}"
+
+
+def _is_hangul(char: str) -> bool:
+    code = ord(char)
+    return 0x1100 <= code <= 0x11FF or 0x3130 <= code <= 0x318F or 0xAC00 <= code <= 0xD7A3
+
+
+def words(text: str) -> list[tuple[str, ...]]:
+    """The words the decision weighs, each with its variants; a run of Chinese or Japanese counts
+    as its character bigrams, each a word of its own.
+
+    Chinese and Japanese put no spaces between words, so such a run is a phrase,
+    often a whole sentence: its bigrams are its parts, not alternative spellings,
+    and one shared bigram (say the polite ending ます) must not cover the weight of
+    the whole run. Korean separates words with spaces: a Hangul run is one word with
+    its particles, and any of its bigrams still stands for it.
+    """
+    result: list[tuple[str, ...]] = []
+    for word in query_words(text):
+        run = word[0]
+        if len(word) > 1 and is_cjk(run[0]) and not all(_is_hangul(c) for c in run):
+            result.extend((bigram,) for bigram in word[1:])
+        else:
+            result.append(word)
+    return result
+
+
+def _weights(index: Index, groups: list[tuple[str, ...]]) -> list[float]:
+    """Each word's weight: the inverse document frequency of its most common variant in the store,
+    a word the store has never seen counted as seen once."""
+    total, docs = document_frequencies(index, [t for word in groups for t in word])
+    return [idf(max(total, 1), max(1, max(docs[t] for t in word))) for word in groups]
+
+
+def _search_terms(index: Index, groups: list[tuple[str, ...]], weights: list[float]) -> list[str]:
+    """The terms to search with: all of them, or for a long prompt the rarest ones the store holds."""
+    terms = list(dict.fromkeys(t for word in groups for t in word))
+    if len(terms) <= MAX_SEARCH_TERMS:
+        return terms
+    _, docs = document_frequencies(index, terms)
+    held = sorted((t for t in terms if docs[t] > 0), key=lambda t: (docs[t], t))
+    return held[:MAX_SEARCH_TERMS]
+
+
+def relevant(
+    index: Index, query: str, where: Where, *, limit: int, retired_limit: int = 0
+) -> tuple[list[Hit], list[Hit], list[tuple[Hit, Evidence]]]:
+    """(current memories about ``query``, retired ones, the best candidate that stayed out with its
+    evidence, if any), best first. Each kept hit carries its ``Evidence`` as ``hit.evidence``."""
+    groups = words(query)
+    if not groups:
+        return [], [], []
+    weights = _weights(index, groups)
+    terms = _search_terms(index, groups, weights)
+    current = bm25(index, query, where, limit=limit, terms=terms)
+    retired = bm25(index, query, where, limit=retired_limit, status="retired", terms=terms) if retired_limit else []
+    candidates = sorted([*current, *retired], key=lambda h: (-float(f"{h.score:.9g}"), h.id))
+    evidence = _evidence(index, groups, weights, candidates, {_leader(current), _leader(retired)})
+    best = max((e.strength for e in evidence.values()), default=0.0)
+    passed = {h.id for h in candidates if _passes(evidence[h.id], best)}
+    for hit in candidates:
+        hit.evidence = evidence[hit.id]
+    out = [(h, evidence[h.id]) for h in candidates if h.id not in passed][:1]
+    return [h for h in current if h.id in passed], [h for h in retired if h.id in passed], out
+
+
+def _passes(evidence: Evidence, best: float) -> bool:
+    return evidence.strength >= 1.0 and evidence.strength >= RELATIVE * best
+
+
+def _leader(hits: list[Hit]) -> str | None:
+    """The id of the first of ``hits`` (best first) if it scores ``LEAD`` times the second."""
+    if not hits or hits[0].score <= 0:
+        return None
+    return hits[0].id if len(hits) == 1 or hits[0].score >= LEAD * hits[1].score else None
+
+
+def _evidence(
+    index: Index, groups: list[tuple[str, ...]], weights: list[float], candidates: list[Hit], leaders: set[str | None]
+) -> dict[str, Evidence]:
+    total_weight = sum(weights)
+    prompt_terms = {t for word in groups for t in word}
+    found: dict[str, Evidence] = {}
+    for hit in candidates:
+        matched = set(hit.matched)
+        hits = [i for i, word in enumerate(groups) if matched.intersection(word)]
+        query_share = sum(weights[i] for i in hits) / total_weight
+        own = words(hit.node.content + " " + (hit.node.key or "").replace(".", " "))
+        own_weights = _weights(index, own) if own else []
+        inside = [i for i, word in enumerate(own) if prompt_terms.intersection(word)]
+        memory_share = sum(own_weights[i] for i in inside) / sum(own_weights) if own_weights else 0.0
+        lead = hit.id in leaders and len(hits) >= LEAD_WORDS
+        evidence = Evidence(query_share, memory_share, lead, [groups[i][0] for i in hits])
+        single_ok = memory_share >= QUERY_SHARE_MEMORY or query_share >= QUERY_SHARE_SINGLE
+        by_query = query_share / QUERY_SHARE if len(hits) >= 2 or single_ok else 0.0
+        by_memory = memory_share / MEMORY_SHARE if len(inside) >= 2 else 0.0
+        evidence.strength = max(by_query, by_memory, 1.0 if lead else 0.0)
+        found[hit.id] = evidence
+    return found
