@@ -1,0 +1,77 @@
+"""The relevance decision on the prompts the issue that designed it names: task instructions, long
+pastes, a new user's small store, and prompts the store says nothing about."""
+
+from __future__ import annotations
+
+import pytest
+
+from cclg import api
+from cclg.store import Store
+
+NOTES = [
+    "Database migrations are written with alembic in db/migrations",
+    "Use ruff format for Python formatting",
+    "Frontend is built with Vite",
+    "Use uv for Python environments",
+    "mypy --strict runs in CI on every push",
+    "The CLI is built with click; flags go in cli/options.py and every flag needs a test in tests/test_cli.py",
+    "Orchard's Postgres connections go through psycopg2 with a pool of 20; OperationalError 'too many clients' "
+    "means the pool leaked",
+    "i18n strings live in locales/*.po and are compiled with make messages",
+    "Deploys go out from CI with the release workflow",
+    "The test suite runs with pytest -q",
+]
+TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "/srv/orchard/app/views.py", line 42, in list_orders\n'
+    "    cursor.execute(sql)\n"
+    "psycopg2.OperationalError: FATAL: sorry, too many clients already\n"
+) * 4 + "this keeps happening on staging since this morning, what do I do?"
+
+
+@pytest.fixture
+def small(store: Store) -> Store:
+    for note in NOTES:
+        api.add_memory(store, note, source="user")
+    return store
+
+
+def packed(store: Store, query: str) -> list[str]:
+    return [e["content"] for e in api.compile_pack(store, query)["memory_nodes"]]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("add a migration for the users table", NOTES[0]),
+        ("please add a --verbose flag to the CLI and make sure the tests pass", NOTES[5]),
+        ("what bundler builds the frontend", NOTES[2]),
+        (TRACEBACK, NOTES[6]),
+        ("deploys and tests", NOTES[8]),
+    ],
+)
+def test_the_memory_a_prompt_needs_is_packed(small: Store, query: str, expected: str) -> None:
+    assert expected in packed(small, query)
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["translate good morning into French", "we'll see you tomorrow", "what's the time complexity of quicksort"],
+)
+def test_a_prompt_the_store_says_nothing_about_gets_nothing(small: Store, query: str) -> None:
+    assert packed(small, query) == []
+
+
+def test_each_entry_says_why_and_the_runner_up_why_not(small: Store) -> None:
+    explained = api.explain_pack(small, "add a migration for the users table")
+    (entry,) = explained["pack"]["memory_nodes"]
+    assert "migration" in entry["why"] and entry["evidence"]["matched"] == ["migration"]
+    for left in explained["left_out"]:
+        assert left["why_not"] and left["id"] != entry["id"]
+
+
+def test_a_huge_prompt_searches_with_its_rarest_words(small: Store) -> None:
+    """A megabyte of pasted log: the search keeps the terms the store holds that are rarest there,
+    so the one note it is about still comes out."""
+    noise = " ".join(f"line{i} ok done" for i in range(60_000))
+    assert NOTES[6] in packed(small, noise + "\n" + TRACEBACK)
