@@ -115,7 +115,7 @@ def _weights(index: Index, groups: list[tuple[str, ...]]) -> list[float]:
     return [idf(max(total, 1), max(1, max(docs[t] for t in word))) for word in groups]
 
 
-def _search_terms(index: Index, groups: list[tuple[str, ...]], weights: list[float]) -> list[str]:
+def _search_terms(index: Index, groups: list[tuple[str, ...]]) -> list[str]:
     """The terms to search with: all of them, or for a long prompt the rarest ones the store holds."""
     terms = list(dict.fromkeys(t for word in groups for t in word))
     if len(terms) <= MAX_SEARCH_TERMS:
@@ -134,7 +134,9 @@ def relevant(
     if not groups:
         return [], [], []
     weights = _weights(index, groups)
-    terms = _search_terms(index, groups, weights)
+    terms = _search_terms(index, groups)
+    if not terms:
+        return [], [], []
     current = bm25(index, query, where, limit=limit, terms=terms)
     retired = bm25(index, query, where, limit=retired_limit, status="retired", terms=terms) if retired_limit else []
     candidates = sorted([*current, *retired], key=lambda h: (-float(f"{h.score:.9g}"), h.id))

@@ -225,10 +225,11 @@ def document_frequencies(index: Index, terms: list[str]) -> tuple[int, dict[str,
     if None not in cache:
         cache[None] = db.execute("SELECT count(*) FROM nodes").fetchone()[0]
     missing = list(dict.fromkeys(t for t in terms if t not in cache))
-    if missing:
-        cache.update((t, 0) for t in missing)
-        marks = ",".join("?" * len(missing))
-        for term, docs in db.execute(f"SELECT term, doc FROM nodes_vocab WHERE term IN ({marks})", missing):
+    cache.update((t, 0) for t in missing)
+    for first in range(0, len(missing), 500):  # SQLite caps the number of parameters of a statement
+        chunk = missing[first : first + 500]
+        marks = ",".join("?" * len(chunk))
+        for term, docs in db.execute(f"SELECT term, doc FROM nodes_vocab WHERE term IN ({marks})", chunk):
             cache[term] = docs
     return cache[None], {t: cache[t] for t in terms}
 
