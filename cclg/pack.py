@@ -4,14 +4,17 @@
 
 1. pinned memories (``metadata.pinned`` or ``metadata.retention = "required"``)
    first, whatever the query;
-2. then BM25 hits over the effective view that pass a relevance gate: the
-   query terms a memory matches must carry a fair share of the query's weight
-   (inverse document frequency, where words the store has never seen weigh
-   most). A prompt about something the store knows nothing of gets an empty
-   pack, not the newest N memories;
+2. then BM25 hits over the effective view that the relevance decision keeps
+   (``cclg.relevance``: each carries the evidence it passed on), and the current
+   memories that replaced a retired one the query matches. A prompt about
+   something the store knows nothing of gets an empty pack, not the newest N
+   memories;
 3. retired memories that match the query are listed apart (id, status, a
-   prefix, what replaced them) so the agent knows the old fact is dead; they are
-   never emitted as memory.
+   prefix, the current memories that replaced them) so the agent knows the old
+   fact is dead; they are never emitted as memory.
+
+A session's pack can leave out what the agent's context holds already (``skip``)
+and offer again what it held before a compaction (``offer``).
 
 The budget (nodes, characters, estimated tokens) is respected exactly: a memory
 that does not fit is cut with a visible marker if enough room is left, else
@@ -187,7 +190,7 @@ def select(
     skip: Collection[str] = (),
 ) -> Selection:
     """Read the index once: pinned memories, then the memories ``offer`` names (a retired one through
-    what replaced it), then those passing the relevance gate, then retired matches. Memories in
+    what replaced it), then those the relevance decision keeps, then retired matches. Memories in
     ``skip`` (those the agent's context holds already) are left out."""
     if include_confidential is None:
         include_confidential = bool(store.config.get("pack", {}).get("include_confidential", False))

@@ -333,7 +333,7 @@ def _row_filter(status: str | None, where: Where) -> tuple[str, list[str]]:
 
 # A term found in more than this share of a large store barely ranks anything but
 # makes FTS score every document holding it: it is left out of the MATCH (it
-# still counts for the relevance gate, which reads each hit's terms).
+# still counts for the relevance decision, which reads each hit's terms).
 COMMON_TERM_SHARE = 0.1
 COMMON_TERM_MIN_NODES = 2000
 
