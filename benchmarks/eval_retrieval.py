@@ -126,7 +126,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import distractors
 
-from cclg import api, pack, relevance
+from cclg import api, pack, relevance, semantic
 from cclg.ledger import apply_patch
 from cclg.store import Store
 from cclg.text import STOPWORDS
@@ -907,7 +907,12 @@ def main() -> None:
     parser.add_argument(
         "--sweep", metavar="NAME=V1,V2,...", help="one cclg.relevance constant's values on the tune half"
     )
+    parser.add_argument(
+        "--semantic", action="store_true", help="semantic recall with the model loaded in this process (cclg.semantic)"
+    )
     args = parser.parse_args()
+    if args.semantic:
+        semantic.IN_PROCESS = True
 
     cases = Cases.load(args.cases)
     log = sys.stderr

@@ -132,6 +132,11 @@ def dot(a: Sequence[float], b: Sequence[float]) -> float:
     return float(sum(map(operator.mul, a, b)))
 
 
+def clip(text: str) -> str:
+    """``text`` as it is embedded: itself, or its head and tail when it is longer than MAX_CHARS."""
+    return _clip(text)
+
+
 def _clip(text: str) -> str:
     """``text``, or its head and tail when it is longer than MAX_CHARS (see the module's docstring)."""
     if len(text) <= MAX_CHARS:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 
 from cclg import format as fmt
-from cclg import guard
+from cclg import guard, semantic
 from cclg.errors import UsageError
 from cclg.guard import estimate_tokens, json_literal
 from cclg.ids import now_iso
@@ -194,6 +194,9 @@ def select(
     ``skip`` (those the agent's context holds already) are left out."""
     if include_confidential is None:
         include_confidential = bool(store.config.get("pack", {}).get("include_confidential", False))
+    # The memories nearest the query in meaning, from the semantic helper (None, at once, when it does
+    # not answer: the decision is then lexical alone).
+    nearest = semantic.similar(store, query, limit=max_nodes, where=where)
     index = open_index(store)
     try:
         view = View(index, where)
@@ -205,7 +208,7 @@ def select(
         chosen = [Hit(node=n, score=0.0, via="pinned") for n in pinned if n is not None]
         chosen += [Hit(node=n, score=0.0, via="offered again") for n in _offered(index, view, offer)]
         found, retired, runner_up = relevant(
-            index, query, where, limit=max(max_nodes * 3, 30), retired_limit=MAX_SUPPRESSED * 4
+            index, query, where, limit=max(max_nodes * 3, 30), retired_limit=MAX_SUPPRESSED * 4, similar=nearest
         )
         retired = [hit for hit in retired if hit.id not in skip]
         replaced_by = {}

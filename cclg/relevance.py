@@ -19,6 +19,13 @@ and one is enough:
   shares to mean much (in five notes about one project, every word is common).
   Current and retired memories each have their own best match.
 
+A fourth kind comes from meaning rather than words: **semantic**, the cosine
+similarity of the prompt's and the memory's sentence embeddings
+(``cclg.semantic``, when its helper answers) at least ``SEMANTIC``. It makes a
+memory a candidate even when BM25 did not find it (a paraphrase shares no word),
+and it is judged in the same round as the lexical evidence. Without an answer
+(``similar`` is None) the decision is the lexical one alone.
+
 A candidate's strength is its best evidence over its threshold; it passes at
 strength 1 and at least ``RELATIVE`` of the strongest candidate's. Retired
 memories are judged in the same round, so a retired fact passes only where a
@@ -32,7 +39,7 @@ terms that the store holds.
 
 from __future__ import annotations
 
-from cclg.search import Hit, Where, bm25, document_frequencies, idf
+from cclg.search import Hit, View, Where, bm25, document_frequencies, idf
 from cclg.text import is_cjk, query_words
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
@@ -46,29 +53,36 @@ MEMORY_SHARE = 0.4
 LEAD = 1.5
 LEAD_WORDS = 2
 RELATIVE = 0.6
+SEMANTIC = 0.45  # cosine similarity (cclg.embed's model) that is evidence on its own; tuned on the tune half
 MAX_SEARCH_TERMS = 128
 
 
 class Evidence:
     """Why a candidate is (or is not) about the prompt."""
 
-    __slots__ = ("lead", "matched", "memory_share", "query_share", "strength")
+    __slots__ = ("lead", "matched", "memory_share", "query_share", "similarity", "strength")
 
-    def __init__(self, query_share: float, memory_share: float, lead: bool, matched: list[str]) -> None:
+    def __init__(
+        self, query_share: float, memory_share: float, lead: bool, matched: list[str], similarity: float | None = None
+    ) -> None:
         self.query_share = query_share
         self.memory_share = memory_share
         self.lead = lead
         self.matched = matched  # the prompt's words it matches
+        self.similarity = similarity  # the cosine of the embeddings, when the semantic helper answered
         self.strength = 0.0
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        found: dict[str, object] = {
             "query_share": round(self.query_share, 3),
             "memory_share": round(self.memory_share, 3),
             "lead": self.lead,
             "strength": round(self.strength, 3),
             "matched": self.matched,
         }
+        if self.similarity is not None:
+            found["similarity"] = round(self.similarity, 3)
+        return found
 
     def reason(self) -> str:
         """The evidence that carried it, in words."""
@@ -79,6 +93,8 @@ class Evidence:
             parts.append(f"{self.memory_share:.0%} of its own words are in the prompt")
         if self.lead:
             parts.append(f"the clear best match ({LEAD}x the runner-up)")
+        if self.similarity is not None and self.similarity >= SEMANTIC:
+            parts.append(f"means much what the prompt means (semantic similarity {self.similarity:.2f})")
         found = "; ".join(parts) or "no evidence strong enough"
         return f"{found}; words: {', '.join(self.matched[:8]) or 'none'}"
 
@@ -126,27 +142,53 @@ def _search_terms(index: Index, groups: list[tuple[str, ...]]) -> list[str]:
 
 
 def relevant(
-    index: Index, query: str, where: Where, *, limit: int, retired_limit: int = 0
+    index: Index,
+    query: str,
+    where: Where,
+    *,
+    limit: int,
+    retired_limit: int = 0,
+    similar: list[tuple[str, float]] | None = None,
 ) -> tuple[list[Hit], list[Hit], list[tuple[Hit, Evidence]]]:
     """(current memories about ``query``, retired ones, the best candidate that stayed out with its
-    evidence, if any), best first. Each kept hit carries its ``Evidence`` as ``hit.evidence``."""
+    evidence, if any), best first. Each kept hit carries its ``Evidence`` as ``hit.evidence``.
+
+    ``similar``: the current memories nearest ``query`` in meaning, as (id, cosine) from
+    ``cclg.semantic.similar``; None (no answer) leaves the decision lexical."""
     groups = words(query)
-    if not groups:
+    terms = _search_terms(index, groups) if groups else []
+    current = bm25(index, query, where, limit=limit, terms=terms) if terms else []
+    retired = (
+        bm25(index, query, where, limit=retired_limit, status="retired", terms=terms) if terms and retired_limit else []
+    )
+    leaders = {_leader(current), _leader(retired)}
+    similarity = dict(similar or [])
+    current += _semantic_hits(index, where, similarity, {h.id for h in current})
+    if not current and not retired:
         return [], [], []
-    weights = _weights(index, groups)
-    terms = _search_terms(index, groups)
-    if not terms:
-        return [], [], []
-    current = bm25(index, query, where, limit=limit, terms=terms)
-    retired = bm25(index, query, where, limit=retired_limit, status="retired", terms=terms) if retired_limit else []
+    weights = _weights(index, groups) if groups else []
     candidates = sorted([*current, *retired], key=lambda h: (-float(f"{h.score:.9g}"), h.id))
-    evidence = _evidence(index, groups, weights, candidates, {_leader(current), _leader(retired)})
+    evidence = _evidence(index, groups, weights, candidates, leaders, similarity)
     best = max((e.strength for e in evidence.values()), default=0.0)
     passed = {h.id for h in candidates if _passes(evidence[h.id], best)}
     for hit in candidates:
         hit.evidence = evidence[hit.id]
     out = [(h, evidence[h.id]) for h in candidates if h.id not in passed][:1]
     return [h for h in current if h.id in passed], [h for h in retired if h.id in passed], out
+
+
+def _semantic_hits(index: Index, where: Where, similarity: dict[str, float], known: set[str]) -> list[Hit]:
+    """The memories similar enough to be candidates that BM25 did not find, most similar first (their
+    score is the similarity): only those current in this process's view of the index."""
+    view = View(index, where)
+    found = []
+    for node_id, score in sorted(similarity.items(), key=lambda item: (-item[1], item[0])):
+        if score < SEMANTIC or node_id in known:
+            continue
+        node = view.node(node_id)
+        if node is not None:
+            found.append(Hit(node=node, score=score, via="semantic"))
+    return found
 
 
 def _passes(evidence: Evidence, best: float) -> bool:
@@ -161,7 +203,12 @@ def _leader(hits: list[Hit]) -> str | None:
 
 
 def _evidence(
-    index: Index, groups: list[tuple[str, ...]], weights: list[float], candidates: list[Hit], leaders: set[str | None]
+    index: Index,
+    groups: list[tuple[str, ...]],
+    weights: list[float],
+    candidates: list[Hit],
+    leaders: set[str | None],
+    similarity: dict[str, float],
 ) -> dict[str, Evidence]:
     total_weight = sum(weights)
     prompt_terms = {t for word in groups for t in word}
@@ -169,16 +216,18 @@ def _evidence(
     for hit in candidates:
         matched = set(hit.matched)
         hits = [i for i, word in enumerate(groups) if matched.intersection(word)]
-        query_share = sum(weights[i] for i in hits) / total_weight
+        query_share = sum(weights[i] for i in hits) / total_weight if total_weight else 0.0
         own = words(hit.node.content + " " + (hit.node.key or "").replace(".", " "))
         own_weights = _weights(index, own) if own else []
         inside = [i for i, word in enumerate(own) if prompt_terms.intersection(word)]
         memory_share = sum(own_weights[i] for i in inside) / sum(own_weights) if own_weights else 0.0
         lead = hit.id in leaders and len(hits) >= LEAD_WORDS
-        evidence = Evidence(query_share, memory_share, lead, [groups[i][0] for i in hits])
+        cosine = similarity.get(hit.id)
+        evidence = Evidence(query_share, memory_share, lead, [groups[i][0] for i in hits], cosine)
         single_ok = memory_share >= QUERY_SHARE_MEMORY or query_share >= QUERY_SHARE_SINGLE
         by_query = query_share / QUERY_SHARE if len(hits) >= 2 or single_ok else 0.0
         by_memory = memory_share / MEMORY_SHARE if len(inside) >= 2 else 0.0
-        evidence.strength = max(by_query, by_memory, 1.0 if lead else 0.0)
+        by_meaning = cosine / SEMANTIC if cosine is not None and cosine >= SEMANTIC else 0.0
+        evidence.strength = max(by_query, by_memory, 1.0 if lead else 0.0, by_meaning)
         found[hit.id] = evidence
     return found

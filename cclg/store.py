@@ -47,6 +47,7 @@ LAYOUT = ("raw", "nodes", "patches", "edges", "sessions", "audit", "active", "ac
 LOCK_TIMEOUT_SECONDS = 30.0
 HOOK_FAILURES = "audit/hook_failures.jsonl"
 INDEX_FILE = "index.sqlite"  # the search index: a projection, deleted and rebuilt at will
+SEMANTIC_FILE = "semantic.sqlite"  # the memories' vectors (cclg.semantic): a projection too
 CODEGRAPHS = "active/codegraphs"
 _TEMP_RE = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+\.tmp$")
 
@@ -168,13 +169,19 @@ class Store:
         return self.root / INDEX_FILE
 
     @property
+    def semantic_path(self) -> Path:
+        return self.root / SEMANTIC_FILE
+
+    @property
     def codegraphs_dir(self) -> Path:
         return self.root / CODEGRAPHS
 
     def drop_index(self) -> None:
-        """Delete the search index and its SQLite side files (the next reader rebuilds it)."""
-        for leftover in self.root.glob(INDEX_FILE + "*"):
-            leftover.unlink()
+        """Delete the search index, the memories' vectors and their SQLite side files (the next reader
+        rebuilds the index; the semantic helper embeds the memories again)."""
+        for name in (INDEX_FILE, SEMANTIC_FILE):
+            for leftover in self.root.glob(name + "*"):
+                leftover.unlink(missing_ok=True)
 
     def relative(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()

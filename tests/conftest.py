@@ -4,6 +4,7 @@ no project scope unless the test makes one)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -11,6 +12,9 @@ import pytest
 
 from cclg.store import Store
 
+# No semantic helper started behind the tests' backs, not even by module-scoped fixtures that run
+# before the autouse one (tests/test_semantic.py turns it on for itself).
+os.environ["CCLG_SEMANTIC"] = "off"
 DATA = Path(__file__).parent / "data"
 REPO = Path(__file__).parent.parent
 
@@ -19,6 +23,8 @@ REPO = Path(__file__).parent.parent
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("CCLG_HOME", str(tmp_path / "cclg-home"))
+    # No semantic helpers started behind the tests' backs (tests/test_semantic.py turns it on).
+    monkeypatch.setenv("CCLG_SEMANTIC", "off")
     work = tmp_path.parent / f"{tmp_path.name}-cwd"  # beside tmp_path: tests may check what appears in it
     work.mkdir(exist_ok=True)
     monkeypatch.chdir(work)

@@ -42,7 +42,7 @@ LAYERS: list[list[str]] = [
     # the ledger and its projections
     ["lattice", "view", "index", "ledger"],
     # reading and compiling
-    ["search", "relevance", "pack", "sessions"],
+    ["search", "semantic", "relevance", "pack", "sessions"],
     # operations
     ["intake", "container", "redaction", "doctor", "demo"],
     # the library

