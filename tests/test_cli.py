@@ -506,3 +506,10 @@ def test_the_mcp_add_tool_scopes_to_the_servers_repository(
     assert added["node"]["scope"]["project"] == "shop"
     everywhere = mcp_server.memory_add(store, "Prefer small commits", source="mcp", global_scope=True)
     assert everywhere["node"]["scope"]["project"] is None
+
+
+def test_an_argument_that_is_not_utf8_is_a_clear_error_and_writes_nothing(root: Path) -> None:
+    before = sorted(p.name for p in (root / "nodes").iterdir())
+    result = run(root, "add", "--content", "bad \udcff byte", "--source", "user")
+    assert result.exit_code == 2 and "not valid UTF-8" in result.stderr
+    assert sorted(p.name for p in (root / "nodes").iterdir()) == before
