@@ -117,6 +117,9 @@ def similar(
             "project": where.project,
             "workspace": where.workspace,
         }
+        if not socket_path(store.root).exists():  # no helper: no socket module, no subprocess unless one starts
+            _start(store)
+            return None
         return _ask(store, request, TIMEOUT if timeout is None else timeout)
     except Exception:  # fail open: lexical retrieval goes on without it
         return None
@@ -187,9 +190,6 @@ def _private_dir() -> Path:
 def _start(store: Store) -> None:
     """Start the helper for ``store`` in the background, unless one was started in the last minute or the
     model was found missing lately."""
-    import importlib.util
-    import subprocess
-
     _private_dir()
     if _fresh(_marker(store.root, ".off"), OFF_SECONDS):
         return
@@ -204,6 +204,9 @@ def _start(store: Store) -> None:
         os.utime(marker)  # a stale marker: this one starts it (a race here costs one extra helper, which exits)
     else:
         os.close(fd)
+    import importlib.util  # only when a helper may start: these cost the hook milliseconds
+    import subprocess
+
     if importlib.util.find_spec(embed.PACKAGE_MODULE) is None:
         # Not installed is a choice (the semantic extra), not a failure: lexical retrieval, nothing logged.
         _marker(store.root, ".off").write_text(f"{embed.PACKAGE} is not installed\n", encoding="utf-8")

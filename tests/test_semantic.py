@@ -213,3 +213,27 @@ def test_a_hanging_helper_costs_the_client_its_timeout_only(tmp_path: Path) -> N
         listener.close()
         for conn in held:
             conn.close()
+
+
+def test_while_semantic_recall_is_off_the_hook_loads_no_socket_or_process_modules(
+    tmp_path: Path, runtime: Path
+) -> None:
+    """The default install has no model: after the first prompt found none, a prompt costs the hook two
+    stats, not the socket and subprocess modules (milliseconds of start-up each)."""
+    store, _ = _store(tmp_path / "store")
+    semantic._marker(store.root, ".off").write_text("not installed (test)\n", encoding="utf-8")
+    script = (
+        "import sys\nfrom cclg.hook import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('socket', 'subprocess') if m in sys.modules), file=sys.stderr)\n"
+    )
+    payload = {"session_id": "s1", "cwd": str(tmp_path), "prompt": "how do deploys go out?"}
+    env = {**os.environ, "CCLG_SEMANTIC": "on", "CCLG_SEMANTIC_DIR": str(runtime)}
+    result = subprocess.run(
+        [sys.executable, "-c", script, "--root", str(store.root), "user-prompt"],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode == 0 and result.stderr.decode().strip().splitlines()[-1] == "[]"
