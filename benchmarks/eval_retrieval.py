@@ -110,6 +110,7 @@ import argparse
 import contextlib
 import hashlib
 import json
+import os
 import random
 import re
 import shutil
@@ -913,6 +914,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.semantic:
         semantic.IN_PROCESS = True
+    else:  # lexical only: no helper process may answer (or be started for each of the eval's stores)
+        os.environ["CCLG_SEMANTIC"] = "off"
 
     cases = Cases.load(args.cases)
     log = sys.stderr

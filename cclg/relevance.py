@@ -13,7 +13,9 @@ and one is enough:
   ``QUERY_SHARE_MEMORY``) or the word carry half the prompt ("deploys and tests");
 - **memory share**: the weight of the memory's own words that the prompt
   contains over the weight of all of them, with at least two words: what lets a
-  long pasted log find the one note it is about;
+  long pasted log find the one note it is about. It is weighed for the
+  ``MEMORY_SHARE_RANKS`` best BM25 candidates only: a short note far down the
+  ranking that a long prompt happens to contain is not the note it is about;
 - **lead**: the best match scores at least ``LEAD`` times the runner-up and
   matches two of the prompt's words: the clear answer of a store too small for
   shares to mean much (in five notes about one project, every word is common).
@@ -55,6 +57,7 @@ LEAD_WORDS = 2
 RELATIVE = 0.6
 SEMANTIC = 0.45  # cosine similarity (cclg.embed's model) that is evidence on its own; tuned on the tune half
 MAX_SEARCH_TERMS = 128
+MEMORY_SHARE_RANKS = 10  # the memory share is weighed for the best BM25 candidates only
 
 
 class Evidence:
@@ -213,11 +216,12 @@ def _evidence(
     total_weight = sum(weights)
     prompt_terms = {t for word in groups for t in word}
     found: dict[str, Evidence] = {}
-    for hit in candidates:
+    for rank, hit in enumerate(candidates):
         matched = set(hit.matched)
         hits = [i for i, word in enumerate(groups) if matched.intersection(word)]
         query_share = sum(weights[i] for i in hits) / total_weight if total_weight else 0.0
-        own = words(hit.node.content + " " + (hit.node.key or "").replace(".", " "))
+        text = hit.node.content + " " + (hit.node.key or "").replace(".", " ")
+        own = words(text) if rank < MEMORY_SHARE_RANKS else []
         own_weights = _weights(index, own) if own else []
         inside = [i for i, word in enumerate(own) if prompt_terms.intersection(word)]
         memory_share = sum(own_weights[i] for i in inside) / sum(own_weights) if own_weights else 0.0
