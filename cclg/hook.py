@@ -191,8 +191,8 @@ def on_compact(call: Call) -> None:
     call.record(
         {
             "trigger": call.payload.get("trigger"),
-            "recent_prompts": sessions.recent_prompts(call.store, call.session_id, 5, events[-50:]),
-            "loaded_memory_ids": sessions.loaded_memory_ids(events),
+            "recent_prompts": sessions.recent_prompts(events[-50:], 5),
+            "loaded_memory_ids": list(sessions.deliveries(call.store, call.session_id).ever),
             "compact_summary": _text(call.payload.get("compact_summary", "")),
         }
     )
@@ -208,7 +208,7 @@ def on_session_end(call: Call) -> None:
     from cclg import sessions
 
     on_stop(call)
-    loaded = sessions.loaded_memory_ids(call.store.session_events(call.session_id))
+    loaded = list(sessions.deliveries(call.store, call.session_id).ever)
     sessions.end_session(call.store, call.session_id, loaded_memory_ids=loaded)
 
 

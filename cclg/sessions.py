@@ -102,21 +102,10 @@ def note_overlay(store: Store, session_id: str, node_id: str) -> None:
             store.audit("session_overlay_written", session_id=session_id, node_id=node_id)
 
 
-def recent_prompts(store: Store, session_id: str, count: int, events: list[dict[str, Any]] | None = None) -> list[str]:
-    """The session's last ``count`` prompts, oldest first."""
-    events = store.session_events(session_id)[-50:] if events is None else events
+def recent_prompts(events: list[dict[str, Any]], count: int) -> list[str]:
+    """The last ``count`` prompts among ``events``, oldest first."""
     prompts = [e.get("summary", {}).get("prompt") for e in events if e.get("event") == "user_prompt"]
     return [p for p in prompts if isinstance(p, str) and p][-count:]
-
-
-def loaded_memory_ids(events: list[dict[str, Any]]) -> list[str]:
-    """Ids of the memories the session was given, first offer first, without repeats."""
-    loaded: dict[str, None] = {}
-    for e in events:
-        ids = e.get("summary", {}).get("loaded_memory_ids")
-        if isinstance(ids, list):
-            loaded.update((i, None) for i in ids if isinstance(i, str))
-    return list(loaded)
 
 
 # Events after which the host's context no longer holds what it was given.

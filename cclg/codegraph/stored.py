@@ -14,6 +14,7 @@ from pathlib import Path
 from cclg.errors import UsageError
 from cclg.files import safe_name
 from cclg.ids import sha256_hex
+from cclg.repository import git_root
 from cclg.store import Store
 
 TYPE_CHECKING = False
@@ -24,10 +25,7 @@ if TYPE_CHECKING:
 def repository_root(folder: str | os.PathLike[str]) -> Path:
     """The git work tree holding ``folder`` (the nearest folder with ``.git``), else the folder."""
     path = Path(folder).resolve()
-    for candidate in (path, *path.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return path
+    return git_root(path) or path
 
 
 def graph_name(root: Path) -> str:
