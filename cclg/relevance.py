@@ -25,8 +25,11 @@ A fourth kind comes from meaning rather than words: **semantic**, the cosine
 similarity of the prompt's and the memory's sentence embeddings
 (``cclg.semantic``, when its helper answers) at least ``SEMANTIC``. It makes a
 memory a candidate even when BM25 did not find it (a paraphrase shares no word),
-and it is judged in the same round as the lexical evidence. Without an answer
-(``similar`` is None) the decision is the lexical one alone.
+and it is judged in the same round as the lexical evidence. Below that, meaning
+still backs words: a candidate's lexical strength gains ``SEMANTIC_WEIGHT`` for
+each unit of similarity over ``SEMANTIC_FLOOR`` (a note that shares two words with
+the prompt and also means much the same passes where the words alone fall short).
+Without an answer (``similar`` is None) the decision is the lexical one alone.
 
 A candidate's strength is its best evidence over its threshold; it passes at
 strength 1 and at least ``RELATIVE`` of the strongest candidate's. Retired
@@ -56,6 +59,8 @@ LEAD = 1.5
 LEAD_WORDS = 2
 RELATIVE = 0.6
 SEMANTIC = 0.45  # cosine similarity (cclg.embed's model) that is evidence on its own; tuned on the tune half
+SEMANTIC_FLOOR = 0.25  # similarity over this adds to the lexical strength,
+SEMANTIC_WEIGHT = 3.0  # this much per unit (0.35 adds 0.3); both tuned on the tune half
 MAX_SEARCH_TERMS = 128
 MEMORY_SHARE_RANKS = 10  # the memory share is weighed for the best BM25 candidates only
 
@@ -98,6 +103,8 @@ class Evidence:
             parts.append(f"the clear best match ({LEAD}x the runner-up)")
         if self.similarity is not None and self.similarity >= SEMANTIC:
             parts.append(f"means much what the prompt means (semantic similarity {self.similarity:.2f})")
+        elif self.similarity is not None and self.similarity > SEMANTIC_FLOOR and self.strength >= 1 and not parts:
+            parts.append(f"its words, backed by their meaning (semantic similarity {self.similarity:.2f})")
         found = "; ".join(parts) or "no evidence strong enough"
         return f"{found}; words: {', '.join(self.matched[:8]) or 'none'}"
 
@@ -232,6 +239,9 @@ def _evidence(
         by_query = query_share / QUERY_SHARE if len(hits) >= 2 or single_ok else 0.0
         by_memory = memory_share / MEMORY_SHARE if len(inside) >= 2 else 0.0
         by_meaning = cosine / SEMANTIC if cosine is not None and cosine >= SEMANTIC else 0.0
-        evidence.strength = max(by_query, by_memory, 1.0 if lead else 0.0, by_meaning)
+        by_words = max(by_query, by_memory, 1.0 if lead else 0.0)
+        if cosine is not None and cosine > SEMANTIC_FLOOR:  # lifts words over the bar, not over other candidates
+            by_words = max(by_words, min(1.0, by_words + SEMANTIC_WEIGHT * (cosine - SEMANTIC_FLOOR)))
+        evidence.strength = max(by_words, by_meaning)
         found[hit.id] = evidence
     return found

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cclg import api
+from cclg import api, relevance, semantic
 from cclg.store import Store
 
 NOTES = [
@@ -75,3 +75,23 @@ def test_a_huge_prompt_searches_with_its_rarest_words(small: Store) -> None:
     so the one note it is about still comes out."""
     noise = " ".join(f"line{i} ok done" for i in range(60_000))
     assert NOTES[6] in packed(small, noise + "\n" + TRACEBACK)
+
+
+def test_meaning_lifts_words_that_fall_short_over_the_bar(small: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Words alone leave the migrations note out of "the database schema needs a new column" (it
+    matches "database" only); a semantic similarity over the floor lifts it to the bar, one under the
+    floor does not, and a lifted note never outranks one the words carry on their own."""
+    query = "the database schema needs a new column"
+    assert packed(small, query) == []
+    (found,) = api.compile_pack(small, "alembic migrations")["memory_nodes"]
+    migrations = found["id"]
+
+    def similar(cosine: float) -> None:
+        monkeypatch.setattr(semantic, "similar", lambda *a, **k: [(migrations, cosine)])
+
+    similar(relevance.SEMANTIC_FLOOR + 0.01)
+    assert packed(small, query) == []
+    similar(relevance.SEMANTIC - 0.01)  # under the bar of meaning alone
+    (entry,) = api.compile_pack(small, query)["memory_nodes"]
+    assert entry["content"] == NOTES[0] and entry["evidence"]["strength"] == 1.0
+    assert "backed by their meaning" in entry["why"]
