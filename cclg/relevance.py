@@ -45,7 +45,7 @@ terms that the store holds.
 from __future__ import annotations
 
 from cclg.search import Hit, View, Where, bm25, document_frequencies, idf
-from cclg.text import is_cjk, query_words
+from cclg.text import compound_parts, is_cjk, query_words, stem
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -129,9 +129,19 @@ def words(text: str) -> list[tuple[str, ...]]:
         run = word[0]
         if len(word) > 1 and is_cjk(run[0]) and not all(_is_hangul(c) for c in run):
             result.extend((bigram,) for bigram in word[1:])
+        elif _is_junk(word):
+            result.append(word[:1])
         else:
             result.append(word)
     return result
+
+
+def _is_junk(word: tuple[str, ...]) -> bool:
+    """Whether a word falls apart into scraps (base64, a hash, a minified blob: "iVBORw0KGgo" gives
+    i, vbo, rw, 0, k, ggo): then only the whole of it is a word, or its scraps would match everything.
+    (A Korean word's variants are its bigrams, which are short by nature: only ASCII words count.)"""
+    parts = word[1:]
+    return word[0].isascii() and len(parts) >= 4 and 2 * sum(len(p) <= 2 for p in parts) > len(parts)
 
 
 def _weights(index: Index, groups: list[tuple[str, ...]]) -> list[float]:
@@ -212,6 +222,20 @@ def _leader(hits: list[Hit]) -> str | None:
     return hits[0].id if len(hits) == 1 or hits[0].score >= LEAD * hits[1].score else None
 
 
+def _credit(word: tuple[str, ...], terms: set[str]) -> float:
+    """How much of ``word`` (with its variants) ``terms`` hold: all of it when they hold the word itself
+    or a variant of a one-part word; of a compound ("atlas-admin"), the share of its parts they hold,
+    so that "atlas-admin" half-matches "mirveltan-admin" rather than matching it."""
+    if word[0] in terms:
+        return 1.0
+    if not terms.intersection(word):
+        return 0.0
+    parts = compound_parts(word[0])
+    if len(parts) < 2:
+        return 1.0
+    return sum(1 for part in parts if part in terms or stem(part) in terms) / len(parts)
+
+
 def _evidence(
     index: Index,
     groups: list[tuple[str, ...]],
@@ -225,13 +249,16 @@ def _evidence(
     found: dict[str, Evidence] = {}
     for rank, hit in enumerate(candidates):
         matched = set(hit.matched)
-        hits = [i for i, word in enumerate(groups) if matched.intersection(word)]
-        query_share = sum(weights[i] for i in hits) / total_weight if total_weight else 0.0
+        credit = [_credit(word, matched) for word in groups]
+        hits = [i for i, share in enumerate(credit) if share]
+        query_share = sum(w * c for w, c in zip(weights, credit, strict=True)) / total_weight if total_weight else 0.0
         text = hit.node.content + " " + (hit.node.key or "").replace(".", " ")
         own = words(text) if rank < MEMORY_SHARE_RANKS else []
         own_weights = _weights(index, own) if own else []
-        inside = [i for i, word in enumerate(own) if prompt_terms.intersection(word)]
-        memory_share = sum(own_weights[i] for i in inside) / sum(own_weights) if own_weights else 0.0
+        own_credit = [_credit(word, prompt_terms) for word in own]
+        inside = [i for i, share in enumerate(own_credit) if share]
+        held = sum(w * c for w, c in zip(own_weights, own_credit, strict=True))
+        memory_share = held / sum(own_weights) if own_weights else 0.0
         lead = hit.id in leaders and len(hits) >= LEAD_WORDS
         cosine = similarity.get(hit.id)
         evidence = Evidence(query_share, memory_share, lead, [groups[i][0] for i in hits], cosine)

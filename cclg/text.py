@@ -53,7 +53,7 @@ STOPWORDS = frozenset(
     me my of on or our should so that the their them then there these they this to was we were what when where
     which who why will with would you your about after again all also am any because been before being both
     each few further here just more most no nor not now only other over own same some such than too under until
-    up very via off out please let lets get got make made want need tell show give us use used using one two
+    up very via off out please let lets get got make made want need tell show give see us use used using one two
     way thing things yes ok okay
     s t d ll m re ve don doesn didn isn aren wasn weren hasn haven hadn wouldn couldn shouldn
     어떻게 왜 뭐 뭔가 무엇 무슨 어디 언제 어떤 해 해줘 해주세요 해야 해서 하는 하고 하면 하려면 했는데 있어 있나요 있는
@@ -111,6 +111,11 @@ def _identifier_parts(word: str) -> list[str]:
         # _CAMEL_RE knows only ASCII case: applied to "naïve" it would cut out "na".
         parts.extend((_CAMEL_RE.findall(piece) if piece.isascii() else None) or [piece])
     return [p.lower() for p in parts if p]
+
+
+def compound_parts(word: str) -> list[str]:
+    """The parts of a word joined by punctuation: "atlas-admin" -> atlas, admin; "app.py" -> app, py."""
+    return [part for part in _SPLIT_RE.split(word) if part]
 
 
 def word_groups(text: str) -> list[list[str]]:

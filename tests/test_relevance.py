@@ -95,3 +95,39 @@ def test_meaning_lifts_words_that_fall_short_over_the_bar(small: Store, monkeypa
     (entry,) = api.compile_pack(small, query)["memory_nodes"]
     assert entry["content"] == NOTES[0] and entry["evidence"]["strength"] == 1.0
     assert "backed by their meaning" in entry["why"]
+
+
+ADMIN = "If mirveltan-admin stops consuming, check the lag dashboard in Sentry, then restart the deployment."
+GATEWAY = "Marlin allows each merchant 600 requests per minute at the gateway; see config/gateway.toml."
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "we'll see you tomorrow",
+        PNG,  # base64: its scraps (i, k, rw, 0, ...) are no words
+    ],
+)
+def test_scraps_of_words_carry_no_prompt(store: Store, query: str) -> None:
+    for note in [*NOTES, ADMIN, GATEWAY, "Keep a 1x1 PNG fixture in tests/data for the image upload tests"]:
+        api.add_memory(store, note, source="user")
+    assert packed(store, query) == []
+    # The same notes are found by what they are about.
+    assert ADMIN in packed(store, "mirveltan-admin stopped consuming")
+    assert GATEWAY in packed(store, "what is the gateway's request limit per merchant?")
+
+
+def test_a_compound_matched_in_part_counts_in_part(store: Store) -> None:
+    """ "atlas-admin" shares only "admin" with "mirveltan-admin": half the word, not all of it (before,
+    a prompt about another project's atlas-admin dashboard got the mirveltan-admin runbook)."""
+    for note in [*NOTES, ADMIN]:
+        api.add_memory(store, note, source="user")
+
+    def share(query: str) -> float:
+        explained = api.explain_pack(store, query)
+        entries = explained["pack"]["memory_nodes"] + explained["left_out"]
+        return float(next(e for e in entries if e["content"] == ADMIN)["evidence"]["query_share"])
+
+    assert share("mirveltan-admin") == 1.0
+    assert share("atlas-admin") == 0.5
