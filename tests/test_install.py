@@ -183,3 +183,35 @@ def test_a_foreign_server_named_cclg_is_left_alone(tmp_path: Path) -> None:
 def test_project_and_user_together_are_refused(tmp_path: Path) -> None:
     result = run("install", "claude", "--project", str(tmp_path), "--user")
     assert result.exit_code == 2 and "not both" in result.stderr
+
+
+@pytest.mark.parametrize("host", ["claude", "codex"])
+def test_install_and_uninstall_keep_each_rewritten_files_mode(tmp_path: Path, host: str) -> None:
+    """~/.claude.json and ~/.codex/config.toml hold tokens: a 0600 file stays 0600 (and its backup
+    too) whatever the umask, through install and uninstall alike."""
+    if host == "claude":
+        files = {
+            Path.home() / ".claude.json": json.dumps(OTHER_SERVERS),
+            Path.home() / ".claude" / "settings.json": "{}",
+        }
+        where = ["--user"]
+    else:
+        files = {Path.home() / ".codex" / "config.toml": CODEX_CONFIG}
+        where = []
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        path.chmod(0o600)
+    old_umask = os.umask(0o022)
+    try:
+        assert run("install", host, *where).exit_code == 0
+        assert run("uninstall", host, *where).exit_code == 0
+    finally:
+        os.umask(old_umask)
+    for path in files:
+        if path.exists():
+            assert path.stat().st_mode & 0o777 == 0o600, path
+        backup = path.with_name(path.name + ".cclg-backup")
+        if backup.exists():
+            assert backup.stat().st_mode & 0o777 == 0o600, backup
+    assert any(p.with_name(p.name + ".cclg-backup").exists() for p in files), "something was rewritten"

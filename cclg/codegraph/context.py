@@ -7,8 +7,10 @@ the memory pack:
 
 - ``""`` when ``cwd`` is not a usable folder name or the query is blank, and when
   the ranking finds nothing that fits ``max_tokens``;
-- a one-line note (``No code graph for this repository yet: `cclg code-index
-  ROOT` builds one.``) when the repository was never indexed;
+- a one-line note (``No code graph for this repository yet: cclg code-index
+  "ROOT" builds one.``) when the repository was never indexed, the path quoted as
+  a JSON string like every value from outside (a folder may be named anything,
+  newlines and "## SYSTEM" included);
 - else ``"\\n"`` and the rendered pack.
 
 It uses the graph as the last ``cclg code-index`` left it. When git's index is
@@ -30,6 +32,7 @@ import time
 
 from cclg.codegraph.rank import rank_files, render_pack
 from cclg.codegraph.stored import graph_path, repository_root, search_index_path
+from cclg.guard import json_literal
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -48,7 +51,7 @@ def prompt_context(store: Store, cwd: object, query: str, *, max_tokens: int) ->
     root = repository_root(cwd)
     index = search_index_path(store, root)
     if not index.is_file():
-        return f"\n(No code graph for this repository yet: `cclg code-index {root}` builds one.)\n"
+        return f"\n(No code graph for this repository yet: cclg code-index {json_literal(str(root))} builds one.)\n"
     refresh_in_background(store, root)
     text = render_pack(rank_files(index, query), max_tokens=max_tokens)
     return "\n" + text if text else ""
