@@ -513,3 +513,50 @@ def test_an_argument_that_is_not_utf8_is_a_clear_error_and_writes_nothing(root: 
     result = run(root, "add", "--content", "bad \udcff byte", "--source", "user")
     assert result.exit_code == 2 and "not valid UTF-8" in result.stderr
     assert sorted(p.name for p in (root / "nodes").iterdir()) == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("pack", "--query", "x", "--max-nodes", "99999999999999999999"),
+        ("pack", "--query", "x", "--max-chars", "99999999999999999999"),
+        ("search", "x", "--limit", "99999999999999999999"),
+        ("grep", "x", "--limit", "99999999999999999999"),
+    ],
+)
+def test_a_count_past_any_use_is_a_usage_error_not_a_traceback(root: Path, args: tuple[str, ...]) -> None:
+    result = CliRunner().invoke(cli, ["--root", str(root), *args])
+    assert result.exit_code == 2 and "not in the range" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_an_empty_root_is_an_error_not_the_default_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CCLG_HOME", str(tmp_path / "default"))
+    run(tmp_path / "default", "init")
+    result = CliRunner().invoke(cli, ["--root", "", "status"])
+    assert result.exit_code == 2 and "empty path" in result.output
+
+
+def test_content_from_stdin_that_is_not_utf8_is_refused_and_nothing_written(root: Path) -> None:
+    result = run(root, "add", "--content", "-", "--source", "user", input=b"\xff\xfe")
+    assert result.exit_code == 2 and "not valid UTF-8" in result.output
+    assert list((root / "nodes").glob("*.json")) == [] and list((root / "patches").glob("*.json")) == []
+
+
+def test_a_full_disk_is_a_clear_error_and_nothing_is_published(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+    import os
+
+    real_write = os.write
+
+    def full(fd: int, data: bytes) -> int:
+        if len(data) > 100:  # a record, not the lock file's pid
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", full)
+    result = CliRunner().invoke(cli, ["--root", str(root), "add", "--content", "x" * 200, "--source", "user"])
+    monkeypatch.setattr(os, "write", real_write)
+    assert result.exit_code == 8 and "disk refused the write" in result.output, result.output
+    assert list((root / "nodes").glob("*.json")) == [] and list((root / "patches").glob("*.json")) == []
+    assert not [p for p in root.rglob("*.tmp")], "no temp file is left behind"

@@ -18,6 +18,7 @@ Where a command lives:
 
 from __future__ import annotations
 
+import errno
 from typing import Any
 
 import click
@@ -46,6 +47,16 @@ class CclgGroup(click.Group):
             ctx.exit(UsageError.exit_code)
         except BrokenPipeError:
             ctx.exit(0)
+        except OSError as exc:
+            if exc.errno not in DISK_REFUSED:
+                raise
+            # Every write is a temp file renamed into place, so what the disk refused was never published.
+            click.echo(f"error: the disk refused the write ({exc.strerror or exc}); nothing was half-written", err=True)
+            ctx.exit(DISK_EXIT_CODE)
+
+
+DISK_REFUSED = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}  # full, over quota, read-only
+DISK_EXIT_CODE = 8
 
 
 @click.group(cls=CclgGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -66,6 +77,8 @@ def cli(ctx: click.Context, root: str | None) -> None:
 
     Start with `cclg init`, then `cclg add`, `cclg pack`, `cclg doctor`.
     """
+    if root == "":
+        raise click.BadParameter("an empty path names no store folder", param_hint="--root")
     ctx.obj = {"root": root}
 
 

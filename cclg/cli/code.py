@@ -7,12 +7,12 @@ import sys
 import click
 
 from cclg import api
-from cclg.cli.common import emit, json_option, store_of
+from cclg.cli.common import count, emit, json_option, store_of
 
 
 @click.command("code-index")
 @click.argument("repo", default=".", type=click.Path(exists=True, file_okay=False))
-@click.option("--commits", type=click.IntRange(min=0), default=5000, show_default=True, help="History read for churn.")
+@click.option("--commits", type=count(), default=5000, show_default=True, help="History read for churn.")
 @json_option
 @click.pass_context
 def code_index_command(ctx: click.Context, repo: str, commits: int, as_json: bool) -> None:

@@ -47,8 +47,22 @@ def input_name(value: str) -> str:
 
 
 def text_arg(value: str) -> str:
-    """An option's text, or stdin's for ``-``."""
-    return sys.stdin.read() if value == "-" else value
+    """An option's text, or stdin's for ``-`` (which must be UTF-8: a usage error otherwise)."""
+    if value != "-":
+        return value
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"standard input is not valid UTF-8 text (byte {exc.start}: {exc.reason})") from None
+
+
+MAX_COUNT = 1_000_000_000  # the largest count or size an option takes: far past any use, inside SQLite's integers
+
+
+def count(minimum: int = 0) -> click.IntRange:
+    """The type of a count or size option: a whole number from ``minimum`` to ``MAX_COUNT``."""
+    return click.IntRange(min=minimum, max=MAX_COUNT)
 
 
 def where(session_id: str | None, project: str | None, workspace: str | None) -> api.Where:

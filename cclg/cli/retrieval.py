@@ -10,6 +10,7 @@ import click
 
 from cclg import api
 from cclg.cli.common import (
+    count,
     emit,
     json_option,
     project_option,
@@ -30,7 +31,7 @@ from cclg.cli.common import (
     help="bm25: ranked words; grep: exact text; graph: hits plus what they depend on or refine; "
     "temporal: newest first; auto: all fused.",
 )
-@click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--limit", type=count(1), default=10, show_default=True)
 @session_option
 @project_option
 @workspace_option
@@ -87,7 +88,7 @@ def search_command(
 @click.option("--regex", "-E", is_flag=True, help="PATTERN is a regular expression.")
 @click.option("--ignore-case", "-i", is_flag=True)
 @click.option("--raw", is_flag=True, help="Also search raw evidence.")
-@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--limit", type=count(1), default=50, show_default=True)
 @session_option
 @project_option
 @workspace_option
@@ -129,7 +130,7 @@ def grep_command(
 
 @click.command()
 @click.argument("query")
-@click.option("--limit", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option("--limit", type=count(1), default=5, show_default=True)
 @session_option
 @project_option
 @workspace_option
@@ -156,9 +157,9 @@ def recall(
 @session_option
 @project_option
 @workspace_option
-@click.option("--max-nodes", type=click.IntRange(min=0), default=api.DEFAULT_MAX_NODES, show_default=True)
-@click.option("--max-chars", type=click.IntRange(min=0), default=api.DEFAULT_MAX_CHARS, show_default=True)
-@click.option("--max-tokens", type=click.IntRange(min=0), help="Also cap the estimated tokens.")
+@click.option("--max-nodes", type=count(), default=api.DEFAULT_MAX_NODES, show_default=True)
+@click.option("--max-chars", type=count(), default=api.DEFAULT_MAX_CHARS, show_default=True)
+@click.option("--max-tokens", type=count(), help="Also cap the estimated tokens.")
 @click.option("--format", "style", type=click.Choice(api.FORMATS), default="toml", show_default=True)
 @click.option(
     "--explain", is_flag=True, help="Then say, on stderr, why each memory is in and why the runner-up stayed out."
