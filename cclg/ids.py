@@ -173,7 +173,20 @@ def sha256_hex(data: bytes) -> str:
     CPython's own SHA-256 module loads in well under a millisecond; ``hashlib``
     loads OpenSSL first, which costs the hook about 10 ms of start-up. Both give
     the same digest; ``hashlib`` is the fallback where the built-in module is absent.
+    The constructor is found once per process (a failed import is not cached by
+    Python: retried on every call it cost 34 µs against 0.5 µs for the digest).
     """
+    global _sha256
+    if _sha256 is None:
+        _sha256 = _find_sha256()
+    digest: str = _sha256(data).hexdigest()
+    return digest
+
+
+_sha256: Any = None
+
+
+def _find_sha256() -> Any:
     try:
         from _sha2 import sha256  # type: ignore[import-not-found]  # Python 3.12+
     except ImportError:
@@ -181,5 +194,4 @@ def sha256_hex(data: bytes) -> str:
             from _sha256 import sha256  # type: ignore[import-not-found]  # Python 3.11
         except ImportError:
             from hashlib import sha256
-    digest: str = sha256(data).hexdigest()
-    return digest
+    return sha256
