@@ -27,20 +27,23 @@ from typing import Any
 
 from cclg import format as fmt
 from cclg import guard, install, ledger
-from cclg.container import Container, ImportReport, export_store, import_container, load_container, read_text
+from cclg.container import Container, export_store, load_container, read_text
 from cclg.demo import build_demo_store
 from cclg.doctor import Finding, Report, diagnose, repair, validate_paths
 from cclg.errors import NotFoundError, UsageError
 from cclg.files import read_jsonl
 from cclg.ids import is_valid_id
+from cclg.importing import ImportReport, import_container
 from cclg.index import rebuild_index
 from cclg.intake import AddResult, ImportResult, add_memory, build_node, import_jsonl, parse_scope, scope_for
+from cclg.lattice import LIVE_STATUSES
 from cclg.ledger import PatchResult
 from cclg.pack import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, FORMATS, compile_pack, explain_pack, render, to_toml
 from cclg.records import MemoryNode, MemoryPatch, Source
 from cclg.redaction import redact_store, scan_secrets
 from cclg.search import MODES, GrepMatch, Hit, Where, grep, parse_moment
 from cclg.search import search as search_memories  # the package's ``search`` attribute is the module
+from cclg.staging import finish
 from cclg.store import Store, resolve_root
 from cclg.view import effective_view
 
@@ -111,8 +114,13 @@ __all__ = [
 
 
 def open_store(root: str | Path | None = None) -> Store:
-    """The store at ``root`` (else ``$CCLG_HOME``, else ``~/.cclg``); ``StoreNotFoundError`` if there is none."""
-    return Store.open(root)
+    """The store at ``root`` (else ``$CCLG_HOME``, else ``~/.cclg``); ``StoreNotFoundError`` if there is none.
+
+    An import that a killed process left half-moved is finished first (``cclg.staging.finish``:
+    cheap when there is none, and it never waits for an import that is still running)."""
+    store = Store.open(root)
+    finish(store)
+    return store
 
 
 def init_store(root: str | Path | None = None) -> tuple[Store, bool]:
@@ -265,7 +273,7 @@ def patch(
     if operation == "rollback":
         if len(targets) != 1 or contents:
             raise UsageError("rollback takes exactly one target, the id of the patch to undo, and no content")
-        return rollback(store, targets[0], reason=reason, source=source)
+        return rollback(store, targets[0], reason=reason, source=source, max_trust=max_trust)
     if operation == "create":
         if len(contents) != 1 or targets:
             raise UsageError("create takes one content and no target")
@@ -291,9 +299,47 @@ def forget(store: Store, memory_id: str, *, reason: str = "forgotten at the user
     return ledger.apply_patch(store, "forget", [resolve_node_id(store, memory_id)], reason=reason)
 
 
-def rollback(store: Store, patch_id: str, *, reason: str = "", source: str = "manual") -> PatchResult:
-    """``cclg rollback``: undo a patch (by id or unique prefix)."""
-    return ledger.rollback(store, resolve_patch_id(store, patch_id), reason=reason, source=Source(label=source))
+def rollback(
+    store: Store, patch_id: str, *, reason: str = "", source: str = "manual", max_trust: str = "trusted"
+) -> PatchResult:
+    """``cclg rollback``: undo a patch (by id or unique prefix).
+
+    A caller limited to ``max_trust`` (MCP: untrusted) may not bring back a memory more trusted
+    than that, nor undo (or redo) a change of labels: only the user raises trust or takes back
+    their own label (a quarantine, say)."""
+    patch_id = resolve_patch_id(store, patch_id)
+    with store.lock():
+        if max_trust != "trusted":
+            _check_caller_rollback(store, store.read_patch(patch_id), max_trust)
+        return ledger.rollback(store, patch_id, reason=reason, source=Source(label=source))
+
+
+def _check_caller_rollback(store: Store, undone: MemoryPatch, max_trust: str) -> None:
+    """``UsageError`` when rolling ``undone`` back would make current a memory trusted above
+    ``max_trust``, or when the patch at the root of its rollback chain changed labels."""
+    restore = {node_id: undone.prior_states.get(node_id, "active") for node_id in undone.target_ids}
+    restore.update(undone.prior_states)
+    for node_id, status in sorted(restore.items()):
+        node = _read_optional(store, node_id)
+        if node is None or status not in LIVE_STATUSES or node.status in LIVE_STATUSES:
+            continue
+        trust = guard.labels(node.metadata)[0]
+        if guard.least_trusted(trust, max_trust) != trust:
+            raise UsageError(
+                f"rolling back {undone.id} would bring back {node_id}, a {trust} memory; this caller cannot, "
+                f"the user can: `cclg rollback {undone.id}`"
+            )
+    root, seen = undone, set()
+    while root.rollback_of is not None and root.id not in seen:
+        seen.add(root.id)
+        root = store.read_patch(root.rollback_of)
+    first = _read_optional(store, root.target_ids[0]) if root.target_ids else None
+    for new in (_read_optional(store, i) for i in root.new_node_ids):
+        if first is not None and new is not None and guard.labels(new.metadata) != guard.labels(first.metadata):
+            raise UsageError(
+                f"{root.id} changed the labels of {first.id}; this caller cannot undo or redo that, "
+                f"the user can: `cclg rollback {undone.id}`"
+            )
 
 
 def label(
@@ -307,7 +353,8 @@ def label(
     max_trust: str = "trusted",
 ) -> PatchResult:
     """``cclg label``: change a memory's trust, sensitivity or retention through an ``update`` patch
-    (same content, new labels). A caller limited to ``max_trust`` (MCP: untrusted) cannot raise trust."""
+    (same content, new labels). A caller limited to ``max_trust`` (MCP: untrusted) only makes labels
+    stricter: it cannot raise trust, lower sensitivity, nor pin or unpin (retention required)."""
     chosen = {k: v for k, v in (("trust", trust), ("sensitivity", sensitivity), ("retention", retention)) if v}
     if not chosen:
         raise UsageError("give at least one of trust, sensitivity, retention")
@@ -315,9 +362,31 @@ def label(
     if trust is not None and guard.least_trusted(trust, max_trust) != trust:
         raise UsageError(f"this caller cannot mark a memory {trust}; the user can, with `cclg label --trust {trust}`")
     node = show(store, memory_id)
+    if max_trust != "trusted":
+        _check_caller_label(node, chosen)
     return ledger.apply_patch(
         store, "update", [node.id], reason=reason, contents=[node.content], labels=chosen, max_trust=max_trust
     )
+
+
+def _check_caller_label(node: MemoryNode, chosen: dict[str, str]) -> None:
+    """``UsageError`` when a limited caller's new labels would loosen ``node``'s."""
+    trust, sensitivity, retention = guard.labels(node.metadata)
+    new_trust = chosen.get("trust", trust)
+    new_sensitivity = chosen.get("sensitivity", sensitivity)
+    new_retention = chosen.get("retention", retention)
+    looser = []
+    if guard.least_trusted(new_trust, trust) != new_trust:
+        looser.append(f"trust {trust} -> {new_trust}")
+    if guard.SENSITIVITY.index(new_sensitivity) < guard.SENSITIVITY.index(sensitivity):
+        looser.append(f"sensitivity {sensitivity} -> {new_sensitivity}")
+    if new_retention != retention and "required" in (retention, new_retention):
+        looser.append(f"retention {retention} -> {new_retention}")
+    if looser:
+        raise UsageError(
+            f"this caller only makes labels stricter, not {', '.join(looser)} for {node.id}; "
+            "the user can, with `cclg label`"
+        )
 
 
 def keep_raw(store: Store, data: bytes, name: str) -> dict[str, Any]:

@@ -29,9 +29,7 @@ container is ``cclg.view.effective_view`` over its nodes and patches, which
 excludes every node a live retiring patch targets whatever the node's own status
 says, and raises on an operation outside the closed set.
 
-``import_container`` brings a container into a store through the ledger: known
-records are skipped, a known memory whose content differs is never overwritten
-(see ``cclg.ledger.record_conflict``).
+``cclg.importing.import_container`` brings a loaded container into a store.
 """
 
 from __future__ import annotations
@@ -43,12 +41,11 @@ from pathlib import Path
 from typing import Any
 
 from cclg import format as fmt
-from cclg import guard, ledger, view
+from cclg import guard, view
 from cclg.errors import UsageError, ValidationError
 from cclg.ids import content_hash, now_iso, sha256_hex
-from cclg.index import note_changes
 from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Record, Session
-from cclg.store import Store, audit_record
+from cclg.store import Store
 
 MAGIC = "CCLG"
 VERSION = "0.1"
@@ -277,6 +274,8 @@ def _check_counts(header: dict[str, Any], found: dict[str, list[tuple[int, str]]
     for entry in header["sections"]:
         if not isinstance(entry, dict) or "name" not in entry or "count" not in entry:
             raise ContainerError("the header's sections must be objects with a name and a count")
+        if entry["name"] in listed:
+            raise ContainerError(f"the header's sections list @{entry['name']} twice")
         listed[entry["name"]] = entry["count"]
     for where, declared in (("counts", header["counts"]), ("sections", listed)):
         for name, count in declared.items():
@@ -365,167 +364,3 @@ def _reference_problems(
         if edge.source_patch_id is not None and edge.source_patch_id not in patch_ids:
             problems.append(f"edge {edge.id}: source_patch_id names {edge.source_patch_id}, not in the container")
     return problems
-
-
-# ---------------------------------------------------------------- importing
-
-
-class ImportReport(Record):
-    """What ``import_container`` did (or, for a dry run, would do)."""
-
-    def __init__(self, dry_run: bool) -> None:
-        self.dry_run = dry_run
-        self.added: dict[str, list[str]] = {name: [] for name in SECTIONS}
-        self.skipped: dict[str, list[str]] = {name: [] for name in SECTIONS}  # known, identical
-        self.conflicts: list[dict[str, str | None]] = []  # {"local", "incoming", "kept_as"}
-        self.statuses: list[dict[str, str]] = []  # {"node", "from", "to"}: statuses the imported patches set
-        self.notes: list[str] = []  # what was left alone, and why
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "dry_run": self.dry_run,
-            "added": {name: len(ids) for name, ids in self.added.items()},
-            "skipped": {name: len(ids) for name, ids in self.skipped.items()},
-            "conflicts": self.conflicts,
-            "statuses": self.statuses,
-            "notes": self.notes,
-            "added_ids": self.added,
-        }
-
-
-def import_container(store: Store, container: Container, *, dry_run: bool = False) -> ImportReport:
-    """Bring a loaded container's records into the store, through the ledger.
-
-    - A record whose id is new here is written as it is.
-    - A known memory with the same content is skipped; a known patch, edge or
-      session is skipped (a different one under a known id is kept local, with a note).
-    - A known memory with different content is never overwritten: the incoming
-      version is kept beside it and both wait for a decision
-      (``cclg.ledger.record_conflict``; ``cclg conflicts`` lists them).
-    - Statuses are replayed from the combined ledger: a node that an imported
-      patch retires gets the status that patch gives (when the lattice allows the
-      move), so a container whose statuses were never written through is read
-      the same way by the store as by ``Container.effective_view``.
-
-    A container holding a secret anywhere is refused whole, before anything is
-    written. Everything is audited. A dry run reads the store and writes nothing.
-    """
-    report = ImportReport(dry_run)
-    guard.refuse_secrets(
-        {f"@{name} {record.id}": record.to_dict() for name in SECTIONS for record in getattr(container, name)},
-        "the import",
-    )
-    with store.lock():
-        local_nodes = store.load_nodes()
-        local_patches = {p.id: p for p in store.load_patches()}
-        fresh, differing = _sort_incoming(store, container, report, local_nodes, local_patches)
-        for name in SECTIONS:
-            report.added[name] = [record.id for record in fresh[name]]
-        changed = _replay_statuses(
-            report,
-            {**local_nodes, **{n.id: n for n in fresh["nodes"]}},
-            [*local_patches.values(), *fresh["patches"]],
-            {n.id for n in fresh["nodes"]},
-        )
-        for local, incoming in differing:
-            report.conflicts.append({"local": local.id, "incoming": incoming.id, "kept_as": None})
-        if dry_run:
-            return report
-        _write_imported(store, fresh, changed, report)
-        for entry, (local, incoming) in zip(report.conflicts, differing, strict=True):
-            result = ledger.record_conflict(
-                store,
-                local.id,
-                incoming,
-                reason=f"an imported container holds a different version of {local.id}",
-            )
-            entry["kept_as"] = result.new_nodes[0].id
-    return report
-
-
-def _sort_incoming(
-    store: Store,
-    container: Container,
-    report: ImportReport,
-    local_nodes: dict[str, MemoryNode],
-    local_patches: dict[str, MemoryPatch],
-) -> tuple[dict[str, list[Any]], list[tuple[MemoryNode, MemoryNode]]]:
-    """(records new here by section, (local, incoming) memories whose content differs); what is
-    known already goes to the report as skipped, with a note where it differs."""
-    new_nodes: list[MemoryNode] = []
-    differing: list[tuple[MemoryNode, MemoryNode]] = []
-    # Versions kept beside a local memory by an earlier import of a differing copy.
-    kept_beside = {(n.metadata.get("imported_id"), n.content) for n in local_nodes.values()}
-    for node in container.nodes:
-        local = local_nodes.get(node.id)
-        if local is None:
-            new_nodes.append(node)
-        elif local.content == node.content or (node.id, node.content) in kept_beside:
-            report.skipped["nodes"].append(node.id)
-        else:
-            differing.append((local, node))
-    fresh: dict[str, list[Any]] = {"nodes": new_nodes}
-    known_here: list[tuple[str, list[Any], dict[str, Any]]] = [
-        ("patches", container.patches, local_patches),
-        ("edges", container.edges, {e.id: e for e in store.load_edges()}),
-        ("sessions", container.sessions, {s.id: s for s in store.load_sessions()}),
-    ]
-    for name, brought, known in known_here:
-        fresh[name] = []
-        for record in brought:
-            if record.id not in known:
-                fresh[name].append(record)
-                continue
-            report.skipped[name].append(record.id)
-            if known[record.id].to_dict() != record.to_dict():
-                report.notes.append(f"{SINGULAR[name]} {record.id} differs from the local one; the local one is kept")
-    return fresh, differing
-
-
-def _write_imported(store: Store, fresh: dict[str, list[Any]], changed: list[MemoryNode], report: ImportReport) -> None:
-    """Write the new records and the replayed statuses in one batch, audited (under the store lock)."""
-    stamp = now_iso()
-    with store.batch():
-        for node in fresh["nodes"]:
-            store.write_node(node, new=True)
-        for edge in fresh["edges"]:
-            store.write_edge(edge)
-        for patch in fresh["patches"]:
-            store.write_patch(patch)
-        for session in fresh["sessions"]:
-            store.write_session(session)
-        for node in changed:
-            if node.id not in report.added["nodes"]:
-                node.updated_at = stamp
-            store.write_node(node)
-        records = [audit_record("node_written", node_id=n.id, via="import") for n in fresh["nodes"]]
-        records += [audit_record("edge_written", edge_id=e.id, via="import") for e in fresh["edges"]]
-        records += [
-            audit_record("patch_written", patch_id=p.id, operation=p.operation, via="import") for p in fresh["patches"]
-        ]
-        records += [audit_record("session_started", session_id=s.id, via="import") for s in fresh["sessions"]]
-        records += [audit_record("node_status_changed", node_id=n.id, status=n.status, via="import") for n in changed]
-        store.audit_many(records)
-        note_changes(store, [n.id for n in [*fresh["nodes"], *changed]], report.added["patches"])
-
-
-def _replay_statuses(
-    report: ImportReport, nodes: dict[str, MemoryNode], patches: list[MemoryPatch], incoming: set[str]
-) -> list[MemoryNode]:
-    """Nodes whose status the combined ledger settles differently, moved there where the lattice
-    allows (an incoming node takes the ledger's word as it is); the others are noted."""
-    from cclg import lattice
-
-    changed = []
-    for node_id, allowed in view.expected_statuses(nodes, patches).items():
-        node = nodes[node_id]
-        if node.status in allowed or len(allowed) != 1:
-            continue
-        (status,) = allowed
-        if node_id not in incoming and status not in lattice.TRANSITIONS[node.status]:
-            report.notes.append(f"{node_id} is {node.status} here; the imported patches say {status}; left as is")
-            continue
-        report.statuses.append({"node": node_id, "from": node.status, "to": status})
-        node.status = status
-        changed.append(node)
-    return changed

@@ -1,7 +1,9 @@
 """File primitives: whole-file atomic writes and JSON-lines logs, knowing nothing of stores.
 
 ``atomic_write`` is the project's one way to write a whole file (the store's
-records, the hosts' configuration files). ``read_jsonl`` reads a log without ever
+records, the hosts' configuration files); ``write_temp`` and ``publish`` are its two
+halves, for a writer that must make other files durable in between (``cclg.store``'s
+staged records). ``read_jsonl`` reads a log without ever
 parsing a torn last line. ``cclg.store`` builds the store's guarantees on these.
 """
 
@@ -59,6 +61,37 @@ def read_jsonl(path: Path) -> JsonlContents:
     return result
 
 
+def set_aside_torn_tail(fd: int, path: Path) -> int:
+    """With the log ``path`` open as ``fd`` and locked: move a final line lacking its newline (left by a
+    killed writer) to ``<log>.torn``; returns its length in bytes (0 when the log ends whole)."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return 0
+    chunk = 1 << 16
+    end = size
+    while True:
+        start = max(0, end - chunk)
+        block = os.pread(fd, end - start, start)
+        cut = block.rfind(b"\n")
+        if cut >= 0:
+            keep = start + cut + 1
+            break
+        if start == 0:
+            keep = 0
+            break
+        end = start
+    fragment = os.pread(fd, size - keep, keep)
+    torn_path = path.with_name(path.name + ".torn")
+    tfd = os.open(torn_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(tfd, fragment + b"\n")
+        os.fsync(tfd)
+    finally:
+        os.close(tfd)
+    os.ftruncate(fd, keep)
+    return len(fragment)
+
+
 def jsonl_line(record: dict[str, Any]) -> bytes:
     return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
 
@@ -70,21 +103,41 @@ def safe_name(name: str, limit: int = 80) -> str:
 
 
 def atomic_write(
-    path: Path, data: bytes, *, replace: bool = True, durable: bool = True, exclusive: bool = False, mode: int = 0o600
+    path: Path,
+    data: bytes,
+    *,
+    replace: bool = True,
+    durable: bool = True,
+    exclusive: bool = False,
+    mode: int = 0o600,
+    temp_dir: Path | None = None,
 ) -> None:
-    """The project's one way to write a whole file: a temp file in the same folder, then a rename,
-    so a reader sees the old file or the new one, never half.
+    """The project's one way to write a whole file: a temp file, then a rename, so a reader sees
+    the old file or the new one, never half.
 
     - ``replace=False``: an existing file is a ``FileExistsError`` (published with a hard
       link, which fails instead of overwriting; or, with ``exclusive`` when the caller
       holds a lock that every writer of the folder takes, a check then a rename).
     - ``durable``: fsync the file and its folder (off inside a store batch).
     - The new file keeps the mode of the file it replaces, else gets ``mode``.
+    - ``temp_dir``: where the temp file is written, on the file's own file system (the store
+      keeps its temp files in one folder, so that those of a killed writer are found without
+      listing every folder); by default the file's own folder.
     """
     if replace:
         with contextlib.suppress(FileNotFoundError):
             mode = stat.S_IMODE(os.stat(path).st_mode)
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    tmp = write_temp(temp_dir or path.parent, path.name, data, durable=durable, mode=mode)
+    publish(tmp, path, replace=replace, exclusive=exclusive, durable=durable)
+
+
+def write_temp(folder: Path, name: str, data: bytes, *, durable: bool = True, mode: int = 0o600) -> Path:
+    """Write ``data`` to a new temp file in ``folder`` for the file ``name``; returns its path.
+
+    The name (``.<name>.<pid>.<random>.tmp``, see ``TEMP_RE``) says which process wrote it, so
+    the temp files of a killed writer can be told from those of a live one.
+    """
+    tmp = folder / f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         if mode & 0o077:
@@ -99,6 +152,13 @@ def atomic_write(
         tmp.unlink(missing_ok=True)
         raise
     os.close(fd)
+    return tmp
+
+
+def publish(tmp: Path, path: Path, *, replace: bool = True, exclusive: bool = False, durable: bool = True) -> None:
+    """Give the temp file ``tmp`` its final name ``path`` (``atomic_write`` says how ``replace`` and
+    ``exclusive`` choose between a rename and a hard link). The temp file is gone afterwards,
+    whether this succeeded or not."""
     try:
         if replace:
             os.replace(tmp, path)
@@ -116,6 +176,21 @@ def atomic_write(
         raise
     if durable:
         fsync_dir(path.parent)
+
+
+TEMP_RE = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+\.tmp$")
+
+
+def create_private(path: Path) -> None:
+    """Make sure the file at ``path`` exists and is readable by its owner only (0600): a file that
+    another library (SQLite) opens, and would otherwise create with the umask's default mode."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        if stat.S_IMODE(os.fstat(fd).st_mode) & 0o077:
+            with contextlib.suppress(PermissionError):  # not ours to change
+                os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(path: Path) -> None:

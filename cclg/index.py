@@ -6,9 +6,18 @@
 ``note_changes`` under the store lock; readers call ``open_index``, which checks
 cheaply whether the folders changed since the index last saw them (their mtime)
 and, if so, re-reads only the files whose size or mtime changed, so a node added
-or replaced by hand or by a sync is picked up without a full rebuild. (An edit
-that rewrites a file in place without touching its folder is seen at the next
-write, ``cclg reindex`` or ``cclg doctor``.)
+or replaced by hand or by a sync (a new file, renamed into place) is picked up
+without a full rebuild.
+
+A file rewritten in place (an editor, ``cp`` over it, ``touch``) leaves its folder
+alone, so that check misses it. What is served is checked instead: ``read_fresh``
+runs a search or a pack, stats the files of the memories it is about to return (a
+handful), and when one changed since the index saw it, re-reads it and runs
+again. ``cclg doctor`` and ``cclg reindex`` re-read every file that changed.
+
+A damaged index file ("database disk image is malformed") is deleted and built
+again from the files, wherever the damage shows (opening, syncing, a query); the
+audit log records it. The file is created owner-only, like every store file.
 
 For every node the index keeps its record, its search terms (``cclg.text``) and
 a ``current`` flag: the node is ``active`` or ``active_session`` and no live
@@ -26,6 +35,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from cclg.errors import ValidationError
+from cclg.files import create_private
 from cclg.ids import content_hash, parse_time
 from cclg.lattice import RULES, undone_patches
 from cclg.records import MemoryNode, MemoryPatch
@@ -33,8 +43,17 @@ from cclg.store import Store
 from cclg.text import tokens
 from cclg.view import PRECEDENCE
 
+TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeVar
+
+    Result = TypeVar("Result")
+
 SCHEMA_VERSION = "cclg.index.v2"
 MMAP_BYTES = 1 << 30
+MAX_READS = 3  # runs of a read whose served memories keep changing on disk, before it is served as is
+DAMAGE_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB (the low byte of an extended result code)
 
 # The FTS tokenizer keeps inside a term the characters cclg.text keeps (tokenchars).
 _SCHEMA = """
@@ -109,15 +128,23 @@ def _folder_signature(store: Store) -> str:
     return " ".join(parts)
 
 
-def _files(folder: Path) -> dict[str, tuple[int, int, Path]]:
+def _files(store: Store, folder: str) -> dict[str, tuple[int, int]]:
+    """(mtime, size) of each record file of ``folder``, by id."""
     found = {}
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            name = entry.name
-            if name.endswith(".json") and not name.startswith("."):
-                info = entry.stat()
-                found[name[:-5]] = (info.st_mtime_ns, info.st_size, Path(entry.path))
+    for entry in store.scan_records(folder)[0]:
+        info = entry.stat()
+        found[entry.name[:-5]] = (info.st_mtime_ns, info.st_size)
     return found
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database file itself is broken (not busy, locked or read-only)."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in DAMAGE_CODES
+    return "malformed" in str(exc) or "not a database" in str(exc)
 
 
 class Index:
@@ -130,6 +157,7 @@ class Index:
         # with the database version they hold for.
         self.frequencies: dict[str | None, int] = {}
         self.frequencies_version: tuple[int, int] | None = None
+        self.damage: str | None = None  # what was done about a damaged index file when it was opened
 
     def close(self) -> None:
         self.db.close()
@@ -138,24 +166,50 @@ class Index:
 
     def sync(self, *, force: bool = False) -> int:
         """Bring the index in line with the files; returns how many files were re-read."""
-        signature = _folder_signature(self.store)
-        if not force and self._meta("signature") == signature:
+        if not force and self._meta("signature") == _folder_signature(self.store):
             return 0
-        changed_nodes, changed_patches = self._scan_changes()
-        self._apply(changed_nodes, changed_patches)
+        return len(self.refresh_all())
+
+    def refresh_all(self) -> list[str]:
+        """Re-read every record file whose size or mtime changed since the index saw it (a stat of
+        every file), and forget those that are gone; returns them as ``folder/id.json``."""
+        signature = _folder_signature(self.store)
+        changed: dict[str, list[str]] = {}
+        for folder in ("nodes", "patches"):
+            on_disk = _files(self.store, folder)
+            known = {row[0]: (row[1], row[2]) for row in self.db.execute(f"SELECT id, mtime_ns, size FROM {folder}")}
+            ids = [i for i, seen in on_disk.items() if known.get(i) != seen]
+            changed[folder] = sorted(ids + [i for i in known if i not in on_disk])
+        self._apply(changed["nodes"], changed["patches"])
         self._set_meta("signature", signature)
         self.db.commit()
-        return len(changed_nodes) + len(changed_patches)
+        return [f"{folder}/{i}.json" for folder, ids in changed.items() for i in ids]
 
-    def _scan_changes(self) -> tuple[list[str], list[str]]:
-        changed: dict[str, list[str]] = {}
-        for folder, table in (("nodes", "nodes"), ("patches", "patches")):
-            on_disk = _files(self.store.folder(folder))
-            known = {row[0]: (row[1], row[2]) for row in self.db.execute(f"SELECT id, mtime_ns, size FROM {table}")}
-            ids = [i for i, (mtime, size, _) in on_disk.items() if known.get(i) != (mtime, size)]
-            ids += [i for i in known if i not in on_disk]
-            changed[folder] = ids
-        return changed["nodes"], changed["patches"]
+    def refresh(self, node_ids: Iterable[str]) -> list[str]:
+        """Re-read the node files among ``node_ids`` that changed on disk since the index saw them
+        (one stat each: meant for the few memories a read is about to serve); returns their ids."""
+        ids = sorted(set(node_ids))
+        known: dict[str, tuple[int, int]] = {}
+        for first in range(0, len(ids), 500):  # SQLite caps the number of parameters of a statement
+            chunk = ids[first : first + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.execute(f"SELECT id, mtime_ns, size FROM nodes WHERE id IN ({marks})", chunk)
+            known.update((row[0], (row[1], row[2])) for row in rows)
+        folder = self.store.folder("nodes")
+        changed = []
+        for node_id in ids:
+            try:
+                info = os.stat(folder / f"{node_id}.json")
+            except OSError:
+                seen = None
+            else:
+                seen = (info.st_mtime_ns, info.st_size)
+            if seen != known.get(node_id):
+                changed.append(node_id)
+        if changed:
+            self._apply(changed, [])
+            self.db.commit()
+        return changed
 
     def note_changes(self, node_ids: Iterable[str], patch_ids: Iterable[str]) -> None:
         """Record files just written by this process (called under the store lock)."""
@@ -190,8 +244,10 @@ class Index:
             node = MemoryNode.from_dict(json.loads(text), where=f"nodes/{node_id}.json")
         except FileNotFoundError:
             return
-        except (ValueError, UnicodeDecodeError, ValidationError):
+        except (OSError, ValueError, UnicodeDecodeError, ValidationError):
             return  # an unreadable record is doctor's business; search simply does not see it
+        if node.id != node_id:
+            return  # a copy of another node under this name: doctor reports it
         ends = parse_time(node.effective_until).timestamp() if node.effective_until else None
         cursor = self.db.execute(
             "INSERT INTO nodes (id, status, key, hash, level, session, project, workspace, created, updated, starts,"
@@ -229,9 +285,9 @@ class Index:
         try:
             info = path.stat()
             patch = MemoryPatch.from_dict(json.loads(path.read_bytes()), where=f"patches/{patch_id}.json")
-        except FileNotFoundError:
+        except (OSError, ValueError, UnicodeDecodeError, ValidationError):
             return touched
-        except (ValueError, UnicodeDecodeError, ValidationError):
+        if patch.id != patch_id:
             return touched
         self.db.execute(
             "INSERT INTO patches (id, operation, rollback_of, retiring, mtime_ns, size) VALUES (?, ?, ?, ?, ?, ?)",
@@ -300,8 +356,8 @@ class Index:
         """Forget everything and read every file again; returns the number of nodes."""
         for table in ("nodes", "patches", "patch_nodes", "nodes_fts", "meta"):
             self.db.execute(f"DELETE FROM {table}")
-        nodes = sorted(_files(self.store.folder("nodes")))
-        patches = sorted(_files(self.store.folder("patches")))
+        nodes = sorted(_files(self.store, "nodes"))
+        patches = sorted(_files(self.store, "patches"))
         for patch_id in patches:
             self._load_patch(patch_id)
         for node_id in nodes:
@@ -338,37 +394,111 @@ def _open_db(path: Path | str) -> sqlite3.Connection:
 def connect(store: Store) -> Index:
     """Open (creating if needed) the index database of ``store`` without syncing it.
 
-    An index of another schema version is thrown away and rebuilt. Where no index
-    file can be written (a read-only store), the index is built in memory for this
-    process: slower, never wrong.
+    An index of another schema version is thrown away and rebuilt, and so is a
+    damaged one. Where no index file can be written (a read-only store), the index
+    is built in memory for this process: slower, never wrong.
     """
+    damage = None
+    for _ in range(2):
+        try:
+            index = _connect_file(store)
+        except sqlite3.DatabaseError as exc:
+            if damage is None and is_damage(exc):
+                damage = discard_damaged(store, exc)
+                continue
+            break
+        except OSError:
+            break
+        index.damage = damage
+        return index
+    index = Index(store, _open_db(":memory:"))
+    index.db.executescript(_SCHEMA)
+    index.rebuild()
+    index.damage = damage
+    return index
+
+
+def _connect_file(store: Store) -> Index:
+    create_private(store.index_path)
+    index = Index(store, _open_db(store.index_path))
     try:
-        db = _open_db(store.index_path)
-        index = Index(store, db)
         if index._table_exists("meta") and index._meta("schema") not in (None, SCHEMA_VERSION):
-            db.close()
+            index.close()
             store.drop_index()
+            create_private(store.index_path)
             index = Index(store, _open_db(store.index_path))
         index.db.executescript(_SCHEMA)
-    except (sqlite3.OperationalError, sqlite3.DatabaseError, OSError):
-        index = Index(store, _open_db(":memory:"))
-        index.db.executescript(_SCHEMA)
-    if index._meta("schema") is None:
-        index.rebuild()
+        if index._meta("schema") is None:
+            index.rebuild()
+    except BaseException:
+        index.close()
+        raise
     return index
+
+
+def discard_damaged(store: Store, exc: BaseException) -> str:
+    """Delete a damaged index (the next ``connect`` builds it again) and audit it; returns what was done."""
+    done = f"deleted the damaged search index ({exc}), to be built again from the files"
+    store.drop_index(vectors=False)
+    with contextlib.suppress(OSError):
+        store.audit("repair_applied", actions=[done])
+    return done
 
 
 def open_index(store: Store) -> Index:
-    """The index of ``store``, brought up to date with its files."""
+    """The index of ``store``, brought up to date with its files (rebuilt if it is damaged)."""
     index = connect(store)
-    index.sync()
+    try:
+        index.sync()
+    except sqlite3.DatabaseError as exc:
+        index.close()
+        if not is_damage(exc):
+            raise
+        damage = discard_damaged(store, exc)
+        index = connect(store)
+        index.damage = damage
     return index
 
 
+def read_fresh(store: Store, read: Callable[[Index], Result], served: Callable[[Result], Iterable[str]]) -> Result:
+    """``read(index)`` on the up-to-date index of ``store``, made sure to serve nothing stale:
+
+    - the node files of the memories ``served`` names in its result (a stat each) are
+      compared with what the index saw; when one changed since (edited in place,
+      restored with ``cp``), it is re-read and ``read`` runs again (at most ``MAX_READS`` runs);
+    - an index found damaged while reading is deleted (audited), built again from
+      the files, and ``read`` runs again.
+    """
+    index = open_index(store)
+    try:
+        for run in range(1, MAX_READS + 1):
+            try:
+                result = read(index)
+                if not index.refresh(served(result)) or run == MAX_READS:
+                    return result
+            except sqlite3.DatabaseError as exc:
+                if not is_damage(exc) or run == MAX_READS:
+                    raise
+                index.close()
+                discard_damaged(store, exc)
+                index = connect(store)
+        raise AssertionError("unreachable")
+    finally:
+        index.close()
+
+
 def rebuild_index(store: Store) -> int:
-    """Read every file again into the index (in place, in one transaction); returns the number of memories."""
+    """Read every file again into the index (in place, in one transaction); returns the number of memories.
+    A damaged index is deleted and built anew."""
     index = connect(store)
     try:
+        return index.rebuild()
+    except sqlite3.DatabaseError as exc:
+        if not is_damage(exc):
+            raise
+        index.close()
+        discard_damaged(store, exc)
+        index = connect(store)
         return index.rebuild()
     finally:
         index.close()

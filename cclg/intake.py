@@ -11,6 +11,12 @@ anything is written:
   patching one of them is usually what was meant.
 
 The checks read the index's content hashes, never a scan of the files.
+
+Nothing from outside vouches for itself: an imported memory (a full record in
+``import-jsonl``, a node of a ``.cclg`` container) is at most untrusted, never
+pinned, its retention at most preferred (``cap_imported``); only the user raises
+them (``cclg label``). An import is all or nothing: none of its memories is
+current before its patch is durable (``cclg.ledger.create_nodes`` stages them).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from cclg.records import MemoryNode, MemoryPatch, Record, Scope, Source, new_nod
 from cclg.repository import git_project
 from cclg.search import Where, bm25
 from cclg.sessions import note_overlay
+from cclg.staging import finish
 from cclg.store import Store
 
 SHORT_LINE_FIELDS = (
@@ -133,6 +140,27 @@ def build_node(
     )
 
 
+# The most an imported memory may claim; only the user raises a memory past these (``cclg label``).
+IMPORT_MAX_TRUST = "untrusted"
+IMPORT_MAX_RETENTION = "preferred"
+
+
+def cap_imported(node: MemoryNode) -> list[str]:
+    """Lower what an imported node claims for itself, in place: trust at most untrusted, retention
+    at most preferred, never pinned. Returns what was lowered (empty when nothing was)."""
+    metadata = node.metadata
+    lowered = []
+    if metadata.get("trust") == "trusted":
+        metadata["trust"] = IMPORT_MAX_TRUST
+        lowered.append(f"trust trusted -> {IMPORT_MAX_TRUST}")
+    if metadata.get("retention") == "required":
+        metadata["retention"] = IMPORT_MAX_RETENTION
+        lowered.append(f"retention required -> {IMPORT_MAX_RETENTION}")
+    if "pinned" in metadata:
+        lowered.append(f"pinned {json.dumps(metadata.pop('pinned'))} -> not pinned")
+    return lowered
+
+
 # Statuses of content that was thrown out: adding it again needs ``force``.
 THROWN_OUT = ("forgotten", "discarded")
 SIMILAR_RATIO = 0.85  # how alike two texts must be (difflib ratio, normalised) to be reported as near-duplicates
@@ -187,15 +215,19 @@ def add_memory(
       Both checks use the index's content hashes, not a scan.
     - Current memories of the same scope with the same key or very similar text
       are listed in ``similar``: patching one of them is usually what was meant.
-    - A caller limited to ``max_trust`` (MCP: untrusted) cannot ask for more.
+    - A caller limited to ``max_trust`` (MCP: untrusted) cannot ask for more, nor pin the
+      memory into every pack (retention required).
     """
     trust = fields.get("trust", guard.DEFAULT_TRUST)
     guard.check_labels(trust)
     if guard.least_trusted(trust, max_trust) != trust:
         raise UsageError(f"this caller cannot mark a memory {trust}; the user can, with `cclg add --trust {trust}`")
+    if max_trust != "trusted" and fields.get("retention") == "required":
+        raise UsageError("this caller cannot pin a memory (retention required); the user can, with `cclg label`")
     node = build_node(content, source=source, **fields)
     ledger.refuse_node_secrets([node])  # before the duplicate check: a secret is refused, not matched
     with store.lock():
+        finish(store)  # an import a crash interrupted
         index = open_index(store)
         try:
             existing, thrown_out = _content_seen(store, index, node)
@@ -324,6 +356,10 @@ def parse_import_line(value: Any, number: int, where: str) -> MemoryNode:
         raise ValidationError(f"{where} line {number}: {exc}") from None
 
 
+# Relations that say a patch retired the other memory: a new memory has none.
+RETIRING_RELATIONS = ("supersedes", "superseded_by")
+
+
 def _full_record_line(value: dict[str, Any], number: int, where: str) -> MemoryNode:
     node = MemoryNode.from_dict(value, where=f"{where} line {number}")
     if node.status not in INITIAL_STATUSES:
@@ -331,10 +367,17 @@ def _full_record_line(value: dict[str, Any], number: int, where: str) -> MemoryN
             f"{where} line {number}: status {node.status} cannot be imported as a new "
             "memory (only current ones; move history with a .cclg container)"
         )
+    for kind in RETIRING_RELATIONS:
+        if node.relations[kind]:
+            raise ValidationError(
+                f"{where} line {number}: relations.{kind} names {', '.join(node.relations[kind])}: an imported "
+                f"memory is new and {kind.replace('_', ' ')} nothing (move history with a .cclg container)"
+            )
     node.metadata.setdefault("content_hash", content_hash(node.content))
-    # An imported file cannot vouch for itself: trust is at most untrusted.
-    trust, _, _ = guard.labels(node.metadata)
-    node.metadata["trust"] = guard.least_trusted(trust, "untrusted")
+    # An imported file cannot vouch for itself, nor name a patch of this store as its maker.
+    cap_imported(node)
+    node.metadata["created_by"] = "import"
+    node.metadata.pop("patch_id", None)
     return node
 
 
@@ -346,8 +389,39 @@ def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>", force: boo
     already current in its scope (in the store or earlier in the file) is skipped
     and reported; content that was forgotten or discarded refuses the import
     (``IllegalPatchError`` naming the lines) unless ``force``. Otherwise all nodes
-    are written under one ``create`` patch, so ``cclg rollback`` undoes the import.
+    are written under one ``create`` patch, so ``cclg rollback`` undoes the import;
+    the ledger stages them and names them only once that patch is durable, so a
+    crash leaves all of them (named by the next writer) or none.
     """
+    nodes, lines = _parse_lines(data, name)
+    with store.lock():
+        finish(store)
+        problems = [f"{name} line {lines[n.id]}: id {n.id} is already in the store" for n in nodes if _known(store, n)]
+        problems += _dangling_relations(store, nodes, lines, name)
+        if problems:
+            raise ValidationError(f"{len(problems)} bad line(s) in {name}; nothing was imported", problems)
+        fresh, duplicates, refused = _new_content_only(store, nodes, lines)
+        if refused and not force:
+            first = refused[0]
+            raise IllegalPatchError(
+                f"refused: {name} line {first[0]}: {first[1]}"
+                + (f" (and {len(refused) - 1} more line(s))" if len(refused) > 1 else "")
+                + "; nothing was imported; --force imports them anyway"
+            )
+        if not fresh:
+            return ImportResult(patch=None, nodes=[], duplicates=duplicates)
+        result = create_nodes(
+            store,
+            fresh,
+            reason=f"import-jsonl {name}",
+            source=Source(label=f"import:{name}"),
+            new_content=f"imported {len(fresh)} memories from {name}",
+        )
+    return ImportResult(patch=result.patch, nodes=fresh, duplicates=duplicates)
+
+
+def _parse_lines(data: bytes, name: str) -> tuple[list[MemoryNode], dict[str, int]]:
+    """Every line read as a new memory, and each one's line number; ``ValidationError`` lists every bad line."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -369,32 +443,29 @@ def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>", force: boo
         if node.id in seen:
             problems.append(f"{name} line {number}: id {node.id} repeats line {seen[node.id]}")
             continue
-        if store.node_path(node.id).exists():
-            problems.append(f"{name} line {number}: id {node.id} is already in the store")
-            continue
         seen[node.id] = number
         nodes.append(node)
     if problems:
         raise ValidationError(f"{len(problems)} bad line(s) in {name}; nothing was imported", problems)
-    with store.lock():
-        fresh, duplicates, refused = _new_content_only(store, nodes, {n.id: seen[n.id] for n in nodes})
-        if refused and not force:
-            first = refused[0]
-            raise IllegalPatchError(
-                f"refused: {name} line {first[0]}: {first[1]}"
-                + (f" (and {len(refused) - 1} more line(s))" if len(refused) > 1 else "")
-                + "; nothing was imported; --force imports them anyway"
-            )
-        if not fresh:
-            return ImportResult(patch=None, nodes=[], duplicates=duplicates)
-        result = create_nodes(
-            store,
-            fresh,
-            reason=f"import-jsonl {name}",
-            source=Source(label=f"import:{name}"),
-            new_content=f"imported {len(fresh)} memories from {name}",
-        )
-    return ImportResult(patch=result.patch, nodes=fresh, duplicates=duplicates)
+    return nodes, seen
+
+
+def _known(store: Store, node: MemoryNode) -> bool:
+    return store.node_path(node.id).exists()
+
+
+def _dangling_relations(store: Store, nodes: list[MemoryNode], lines: dict[str, int], name: str) -> list[str]:
+    """Relations naming a memory neither in the file nor in the store."""
+    problems = []
+    for node in nodes:
+        for kind, others in node.relations.items():
+            missing = [o for o in others if o not in lines and not store.node_path(o).exists()]
+            if missing:
+                problems.append(
+                    f"{name} line {lines[node.id]}: relations.{kind} names {', '.join(missing)}, "
+                    "which is neither in the file nor in the store"
+                )
+    return problems
 
 
 def _new_content_only(

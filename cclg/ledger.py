@@ -1,12 +1,20 @@
 """The patch ledger: the only way a memory is created, corrected or retired.
 
 ``apply_patch`` checks a patch against the lattice (``cclg.lattice``) before it
-writes anything, then writes in an order that a crash cannot turn into a lost
-fact: new nodes first, then their edges, then the patch file (the commit point),
-then the retirement of the targets, then the audit records. A crash before the
-patch file leaves leftovers that ``cclg doctor --repair`` sets aside; a crash
-after it leaves targets that the effective view (``cclg.view``) already treats
-as retired and that repair finishes by replaying the ledger.
+writes anything. Every patch is then written in the same order (``_write_new``):
+its new nodes and edges are staged as temp files, the patch file is written and
+made durable (the commit point), the staged files are given their names, the
+targets are retired, and the audit records follow. Nothing a patch makes is
+visible before the patch is durable, and a crash cannot lose a fact:
+
+- killed before the patch file, a writer leaves only temp files, which the next
+  process that takes the store lock deletes (the patch never happened);
+- killed after it, it leaves staged records that the next process that takes the
+  store lock names (``cclg.store``), and targets that the effective view
+  (``cclg.view``) already treats as retired and that ``cclg doctor --repair``
+  finishes by replaying the ledger.
+
+``cclg doctor`` reports every such leftover until then.
 
 After each write the ledger tells the search index what changed through one
 call, ``cclg.index.note_changes``; it never reads through the index.
@@ -14,12 +22,23 @@ call, ``cclg.index.note_changes``; it never reads through the index.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from cclg import guard, lattice
 from cclg.errors import IllegalPatchError, NotFoundError, UsageError
 from cclg.ids import new_id, now_iso
 from cclg.index import note_changes
 from cclg.lattice import rule_for
-from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Record, Source, default_resolution_policy, new_node
+from cclg.records import (
+    MemoryEdge,
+    MemoryNode,
+    MemoryPatch,
+    Record,
+    Source,
+    default_resolution_policy,
+    dumps,
+    new_node,
+)
 from cclg.store import Store, audit_record, patch_order
 from cclg.view import touched_ids, undone_patch_ids
 
@@ -85,9 +104,7 @@ def create_nodes(
     )
     batch = store.batch() if len(nodes) > 1 else _null_context()
     with store.lock(), batch:
-        for node in nodes:
-            store.write_node(node, new=True)
-        store.write_patch(patch)
+        _write_new(store, patch, nodes, [])
         records = [audit_record("node_written", node_id=n.id, patch_id=patch.id) for n in nodes]
         records.append(_patch_audit(patch))
         store.audit_many(records)
@@ -231,17 +248,9 @@ def _write_retiring_patch(
     targets: list[MemoryNode],
     target_status: str,
 ) -> None:
-    """Write a patch and what it makes, in crash-safe order (under the store lock).
-
-    Create first, retire last: a crash in between leaves a duplicate, never a loss.
-    The patch file is the commit point: without it the new nodes and edges are
-    leftovers that `doctor --repair` sets aside; with it, repair finishes the rest.
-    """
-    for node in new_nodes:
-        store.write_node(node, new=True)
-    for edge in edges:
-        store.write_edge(edge)
-    store.write_patch(patch)
+    """Write a patch and what it makes, in crash-safe order (under the store lock): the new records
+    (``_write_new``), then the retirement of the targets."""
+    _write_new(store, patch, new_nodes, edges)
     for target in targets:
         _set_status(target, target_status, patch.created_at)
         link_replacements(target, new_nodes)
@@ -252,6 +261,25 @@ def _write_retiring_patch(
     records += [audit_record("node_status_changed", node_id=t.id, status=t.status, patch_id=patch.id) for t in targets]
     store.audit_many(records)
     note_changes(store, [*patch.new_node_ids, *patch.target_ids], [patch.id])
+
+
+def _write_new(store: Store, patch: MemoryPatch, nodes: list[MemoryNode], edges: list[MemoryEdge]) -> None:
+    """Write a patch and the nodes and edges it makes, none of them visible before the patch is
+    durable (under the store lock): stage them, write the patch, name them."""
+    staged = [(store.node_path(n.id), dumps(n.to_dict())) for n in nodes]
+    staged += [(store.edge_path(e.id), dumps(e.to_dict())) for e in edges]
+    temps: list[tuple[Path, Path]] = []
+    try:
+        for path, data in staged:
+            temps.append((store.stage_file(path, data, patch.id), path))
+        store.write_patch(patch)
+    except BaseException:  # a full disk, say: nothing of the patch stays behind
+        for temp, _ in temps:
+            temp.unlink(missing_ok=True)
+        raise
+    store.make_durable()  # in a batch: the staged files and the patch, before any of them is named
+    for temp, path in temps:
+        store.publish_file(temp, path)
 
 
 def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | None = None) -> PatchResult:
@@ -406,9 +434,7 @@ def record_conflict(
             created_at=stamp,
             source_patch_id=patch_id,
         )
-        store.write_node(node, new=True)
-        store.write_edge(edge)
-        store.write_patch(patch)  # the commit point
+        _write_new(store, patch, [node], [edge])
         records = [audit_record("node_written", node_id=node.id, patch_id=patch_id), _patch_audit(patch)]
         records.append(audit_record("edge_written", edge_id=edge.id, patch_id=patch_id))
         if flag_local:

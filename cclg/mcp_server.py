@@ -16,6 +16,12 @@ list holding any name outside ``^[a-zA-Z0-9_-]{1,64}$``, so the CCLG standard's
 dotted names (``cclg.search``, ``memory.search``) are served only with
 ``--dotted-names``.
 
+A caller is not the user: it cannot mark a memory trusted, pin one (retention
+required), loosen a memory's labels, or roll back a change of labels or a patch
+whose undoing would bring back a trusted memory; ``code_index`` indexes only the
+repository the server runs in and those the store's ``config.json`` lists under
+``"mcp": {"code_index_repos": [...]}``.
+
 A failing call (unknown id, illegal patch, bad argument) comes back as an MCP tool
 error carrying the library's message; the server keeps serving.
 """
@@ -38,7 +44,8 @@ from pydantic import Field
 
 from cclg import __version__, api, guard
 from cclg import format as fmt
-from cclg.errors import CclgError
+from cclg.errors import CclgError, UsageError
+from cclg.repository import git_root
 from cclg.store import Store
 
 # Limits on what a caller may send: generous for real use, small enough that a
@@ -53,6 +60,8 @@ MAX_TARGETS = 100
 RENDERED_FORMATS = " or ".join(f for f in api.FORMATS if f != "json")
 # The trust an MCP caller may give: never trusted (only the user can, through the CLI).
 CALLER_TRUST = ("untrusted", "quarantined")
+# The retention an MCP caller may give: never required, which pins a memory into every pack.
+CALLER_RETENTION = tuple(r for r in guard.RETENTION if r != "required")
 
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for.")]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description="At most this many results.")]
@@ -246,7 +255,10 @@ def memory_add(
     ] = guard.DEFAULT_SENSITIVITY,
     retention: Annotated[
         str,
-        Field(json_schema_extra={"enum": list(guard.RETENTION)}, description="required memories are packed first."),
+        Field(
+            json_schema_extra={"enum": list(CALLER_RETENTION)},
+            description="An MCP caller cannot pin a memory (retention required); only the user can (cclg label).",
+        ),
     ] = guard.DEFAULT_RETENTION,
 ) -> dict[str, Any]:
     result = api.add_memory(
@@ -341,7 +353,11 @@ def memory_label(
     ] = None,
     retention: Annotated[
         str | None,
-        Field(json_schema_extra={"enum": [None, *guard.RETENTION]}, description="required memories are packed first."),
+        Field(
+            json_schema_extra={"enum": [None, *CALLER_RETENTION]},
+            description="An MCP caller only makes labels stricter: it cannot pin (retention required) or unpin a "
+            "memory, raise its trust or lower its sensitivity; the user can (cclg label).",
+        ),
     ] = None,
 ) -> dict[str, Any]:
     return api.label(
@@ -364,9 +380,39 @@ def memory_reindex(store: Store) -> dict[str, Any]:
 
 def code_index(
     store: Store,
-    repo: Annotated[str, Field(min_length=1, max_length=4_096, description="The repository folder to index.")],
+    repo: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=4_096,
+            description="The repository folder to index: the server's own repository, or one the user allowed.",
+        ),
+    ],
 ) -> dict[str, Any]:
-    return api.code_index(store, repo)
+    return api.code_index(store, allowed_repository(store, repo))
+
+
+def allowed_repository(store: Store, repo: str) -> Path:
+    """``repo`` as a folder, when it lies in a git repository the user allowed an MCP caller to index:
+    the one the server runs in, or one listed under ``"mcp": {"code_index_repos": [...]}`` in the
+    store's ``config.json`` (read at each call). Anything else (``/etc``, another repository) is refused."""
+    folder = Path(repo).expanduser()
+    if not folder.is_dir():
+        raise UsageError(f"no such folder: {folder}")
+    folder = folder.resolve()
+    root = git_root(folder)
+    settings = Store.open(store.root).config.get("mcp")
+    listed = settings.get("code_index_repos") if isinstance(settings, dict) else None
+    allowed = {git_root(Path.cwd().resolve())}
+    if isinstance(listed, list):
+        allowed |= {git_root(Path(p).expanduser().resolve()) for p in listed if isinstance(p, str) and p}
+    if root is None or root not in allowed:
+        where = "is not in a git repository" if root is None else f"is in {root}, a repository not allowed here"
+        raise UsageError(
+            f"{folder} {where}: an MCP caller indexes only the server's own repository and those listed under "
+            f'"mcp": {{"code_index_repos": [...]}} in {store.root / "config.json"}; `cclg code-index` has no limit'
+        )
+    return folder
 
 
 def code_search(

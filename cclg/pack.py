@@ -36,7 +36,7 @@ from cclg import guard, semantic
 from cclg.errors import UsageError
 from cclg.guard import estimate_tokens, json_literal
 from cclg.ids import now_iso
-from cclg.index import Index, open_index
+from cclg.index import Index, read_fresh
 from cclg.records import MemoryNode
 from cclg.relevance import Evidence, relevant
 from cclg.search import Hit, View, Where
@@ -158,6 +158,10 @@ def _entry(node: MemoryNode, content: str, score: float | None, pinned: bool) ->
     return entry
 
 
+# What ``select`` reads from the index: chosen (pinned, offered), found, retired, replaced_by, runner_up.
+_Read = tuple[list[Hit], list[Hit], list[Hit], dict[str, list[str]], list[tuple[Hit, Evidence]]]
+
+
 class Selection:
     """What a query selects before any budget: pinned and relevant memories, best first, and the
     retired memories that match it with the current memories that replace them now."""
@@ -191,14 +195,15 @@ def select(
 ) -> Selection:
     """Read the index once: pinned memories, then the memories ``offer`` names (a retired one through
     what replaced it), then those the relevance decision keeps, then retired matches. Memories in
-    ``skip`` (those the agent's context holds already) are left out."""
+    ``skip`` (those the agent's context holds already) are left out. Whatever is selected is checked
+    against its file first (``cclg.index.read_fresh``)."""
     if include_confidential is None:
         include_confidential = bool(store.config.get("pack", {}).get("include_confidential", False))
     # The memories nearest the query in meaning, from the semantic helper (None, at once, when it does
     # not answer: the decision is then lexical alone).
     nearest = semantic.similar(store, query, limit=max_nodes, where=where)
-    index = open_index(store)
-    try:
+
+    def read(index: Index) -> _Read:
         view = View(index, where)
         pinned_rows = index.db.execute(
             "SELECT n.rowid, n.id, n.status, n.key, n.level, n.session, n.project, n.workspace, n.updated,"
@@ -219,8 +224,13 @@ def select(
             for successor in successors:
                 found.append(Hit(node=successor, score=hit.score, via=f"replaces {hit.id}"))
                 found[-1].evidence = hit.evidence
-    finally:
-        index.close()
+        return chosen, found, retired, replaced_by, runner_up
+
+    def served(result: _Read) -> list[str]:
+        chosen, found, retired, _, runner_up = result
+        return [hit.id for hit in (*chosen, *found, *retired)] + [hit.id for hit, _ in runner_up]
+
+    chosen, found, retired, replaced_by, runner_up = read_fresh(store, read, served)
     seen = set(skip)
     kept = []
     for hit in [*chosen, *sorted(found, key=lambda h: -float(f"{h.score:.9g}"))]:  # stable: ties keep their order

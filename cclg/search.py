@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from cclg import format as fmt
 from cclg.errors import UsageError
 from cclg.ids import parse_time
-from cclg.index import Index, open_index, search_fields
+from cclg.index import Index, open_index, read_fresh, search_fields
 from cclg.records import MemoryNode, Record
 from cclg.store import Store, patch_order
 from cclg.text import query_terms, tokens
@@ -491,7 +491,8 @@ def search(
     as_of: datetime | None = None,
 ) -> list[Hit]:
     """Search memories. ``mode`` is one of auto, grep, bm25, graph, temporal; ``status`` (None for the
-    effective view) is ``all``, ``retired`` or one node status (see ``bm25``)."""
+    effective view) is ``all``, ``retired`` or one node status (see ``bm25``). What it returns is
+    checked against the memories' files first (``cclg.index.read_fresh``)."""
     if mode not in MODES:
         raise UsageError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
     if status is not None and status not in ("all", "retired", *fmt.NODE_STATUSES):
@@ -502,8 +503,8 @@ def search(
             raise UsageError("--as-of shows the effective view at that moment; it cannot be combined with --status")
         hits = rank_nodes(as_of_view(store, as_of, where.session_id), text, limit=limit)
         return _time_filter(hits, since, until)
-    index = open_index(store)
-    try:
+
+    def read(index: Index) -> list[Hit]:
         pool = max(limit * 4, 40)
         lexical = bm25(index, text, where, limit=pool, status=status)
         if mode == "bm25":
@@ -520,9 +521,9 @@ def search(
         else:
             exact = [h for h in lexical if text.strip().lower() in h.node.content.lower()]
             hits = fuse([lexical, expand(index, lexical[:limit], where, limit=pool), exact], limit=pool)
-    finally:
-        index.close()
-    return _time_filter(hits, since, until)[:limit]
+        return _time_filter(hits, since, until)[:limit]
+
+    return read_fresh(store, read, lambda hits: [hit.id for hit in hits])
 
 
 def _time_filter(hits: list[Hit], since: datetime | None, until: datetime | None) -> list[Hit]:

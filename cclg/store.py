@@ -4,16 +4,25 @@ The store's files are written here and nowhere else (through ``cclg.files``'
 primitives). Its promises:
 
 - Whole-file writes are atomic (``cclg.files.atomic_write``): a temp file in the
-  same folder, fsync, rename, fsync of the folder. A reader sees the old file or
-  the new one, never half.
-  Record files that must never be replaced (patches, edges, raw evidence) are
-  published with a hard link, which fails instead of overwriting.
+  store's ``tmp/`` folder, fsync, rename, fsync of the folder. A reader sees the old
+  file or the new one, never half. Record files that must never be replaced
+  (patches, edges, raw evidence) are published with a hard link, which fails
+  instead of overwriting. A patch's new records can be staged (``stage_file``) and
+  named once the patch is durable. The next process that takes the store lock
+  finishes what a killed writer left in ``tmp/`` (names the staged records of a
+  patch on disk, deletes the rest): one listing of a folder nearly always empty.
 - Appends to logs (the audit log, session event logs) are one ``write`` per call
   under an exclusive ``flock``. A last line without its newline (left by a killed
   writer) is never parsed: readers skip it and report it, and the next append or
   ``recover()`` moves it to ``<log>.torn`` before writing.
 - Changes to the ledger (nodes, patches, edges) happen under the store lock
   (``Store.lock()``), so two processes never interleave patches.
+- Every file and folder of the store is its owner's only (0600 and 0700), SQLite
+  files included (``cclg.files.create_private``); ``Store.open`` creates any folder of
+  the layout that is missing (a store made by another implementation).
+- The record folders hold records named ``<id>.json``; anything else there (a sync
+  tool's conflict copy, a folder) is ignored by every reader and listed by
+  ``stray_files`` for ``cclg doctor``.
 
 The store's location is decided by ``resolve_root``: ``--root``, else
 ``$CCLG_HOME``, else ``~/.cclg``.
@@ -27,7 +36,7 @@ import errno
 import fcntl
 import json
 import os
-import re
+import stat
 import time
 from collections.abc import Iterable, Iterator
 from datetime import datetime
@@ -35,7 +44,18 @@ from pathlib import Path
 
 from cclg import format as fmt
 from cclg.errors import ConcurrencyError, NotFoundError, StoreNotFoundError, UsageError, ValidationError
-from cclg.files import atomic_write, fsync_dir, jsonl_line, pid_alive, read_jsonl, safe_name
+from cclg.files import (
+    TEMP_RE,
+    atomic_write,
+    fsync_dir,
+    jsonl_line,
+    pid_alive,
+    publish,
+    read_jsonl,
+    safe_name,
+    set_aside_torn_tail,
+    write_temp,
+)
 from cclg.ids import is_valid_id, is_valid_session_id, now_iso, parse_time, sha256_hex
 from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Session, dumps
 
@@ -43,13 +63,14 @@ TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations ar
 if TYPE_CHECKING:
     from typing import Any
 
-LAYOUT = ("raw", "nodes", "patches", "edges", "sessions", "audit", "active", "active/codegraphs")
+LAYOUT = ("raw", "nodes", "patches", "edges", "sessions", "audit", "active", "active/codegraphs", "tmp")
 LOCK_TIMEOUT_SECONDS = 30.0
 HOOK_FAILURES = "audit/hook_failures.jsonl"
 INDEX_FILE = "index.sqlite"  # the search index: a projection, deleted and rebuilt at will
 SEMANTIC_FILE = "semantic.sqlite"  # the memories' vectors (cclg.semantic): a projection too
 CODEGRAPHS = "active/codegraphs"
-_TEMP_RE = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+\.tmp$")
+TEMP = "tmp"  # every temp file of the store's writes, until it is renamed into place
+RECORD_PREFIXES = {"nodes": "mem", "patches": "patch", "edges": "edge", "sessions": None}  # None: a session id
 
 
 def resolve_root(root: str | os.PathLike[str] | None = None) -> Path:
@@ -74,6 +95,8 @@ class Store:
         self._lock_depth = 0
         self._lock_fd: int | None = None
         self._batch_depth = 0
+        self._temp_dirs: dict[Path, Path] = {}  # folder -> where its temp files go (see _temp_dir)
+        self.healed: list[str] = []  # what the last taking of the store lock finished for killed writers
 
     # ------------------------------------------------------------ opening
 
@@ -99,7 +122,15 @@ class Store:
             raise StoreNotFoundError(f"{config}: store schema {schema!r} is not {fmt.STORE_SCHEMA!r}")
         store = cls(path)
         store.config = settings
+        store._complete_layout()
         return store
+
+    def _complete_layout(self) -> None:
+        """Create the missing folders of the layout (a store made by the reference implementation has no
+        ``active/codegraphs/``), owner-only; a read-only store stays as it is."""
+        for name in LAYOUT:
+            with contextlib.suppress(OSError):
+                os.mkdir(self.root / name, 0o700)
 
     @classmethod
     def init(cls, root: str | os.PathLike[str] | None = None) -> tuple[Store, bool]:
@@ -111,6 +142,8 @@ class Store:
         if path.is_dir() and any(path.iterdir()) and not config.exists():
             raise UsageError(f"{path} is a non-empty folder that is not a cclg store; choose another --root")
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if stat.S_IMODE(path.stat().st_mode) & 0o077:
+            path.chmod(0o700)  # a folder the user made for the store: the store is theirs alone
         for name in LAYOUT:
             (path / name).mkdir(exist_ok=True, mode=0o700)
         store = cls(path)
@@ -128,19 +161,19 @@ class Store:
     # ------------------------------------------------------------ paths
 
     def node_path(self, node_id: str) -> Path:
-        if not is_valid_id(node_id, "mem"):
-            raise UsageError(f"not a memory id: {node_id!r} (ids look like mem_...)")
-        return self.root / "nodes" / f"{node_id}.json"
+        return self._record_path("nodes", node_id, "a memory id")
 
     def patch_path(self, patch_id: str) -> Path:
-        if not is_valid_id(patch_id, "patch"):
-            raise UsageError(f"not a patch id: {patch_id!r} (ids look like patch_...)")
-        return self.root / "patches" / f"{patch_id}.json"
+        return self._record_path("patches", patch_id, "a patch id")
 
     def edge_path(self, edge_id: str) -> Path:
-        if not is_valid_id(edge_id, "edge"):
-            raise UsageError(f"not an edge id: {edge_id!r} (ids look like edge_...)")
-        return self.root / "edges" / f"{edge_id}.json"
+        return self._record_path("edges", edge_id, "an edge id")
+
+    def _record_path(self, folder: str, record_id: str, noun: str) -> Path:
+        prefix = RECORD_PREFIXES[folder] or ""
+        if not is_valid_id(record_id, prefix):
+            raise UsageError(f"not {noun}: {record_id!r} (ids look like {prefix}_...)")
+        return self.root / folder / f"{record_id}.json"
 
     def session_path(self, session_id: str) -> Path:
         if not is_valid_session_id(session_id):
@@ -176,10 +209,11 @@ class Store:
     def codegraphs_dir(self) -> Path:
         return self.root / CODEGRAPHS
 
-    def drop_index(self) -> None:
-        """Delete the search index, the memories' vectors and their SQLite side files (the next reader
-        rebuilds the index; the semantic helper embeds the memories again)."""
-        for name in (INDEX_FILE, SEMANTIC_FILE):
+    def drop_index(self, *, vectors: bool = True) -> None:
+        """Delete the search index, the memories' vectors (unless ``vectors`` is false) and their
+        SQLite side files (the next reader rebuilds the index; the semantic helper embeds the
+        memories again)."""
+        for name in (INDEX_FILE, SEMANTIC_FILE) if vectors else (INDEX_FILE,):
             for leftover in self.root.glob(name + "*"):
                 leftover.unlink(missing_ok=True)
 
@@ -225,11 +259,50 @@ class Store:
                 time.sleep(0.005)
         self._lock_fd, self._lock_depth = fd, 1
         try:
+            self.healed = self._finish_killed_writes()
             yield
         finally:
             self._lock_depth = 0
             self._lock_fd = None
             os.close(fd)
+
+    def _finish_killed_writes(self) -> list[str]:
+        """With the store lock just taken: what killed writers left in ``tmp/`` (one listing of a
+        folder that is nearly always empty). A record staged for a patch that is on disk gets its
+        name (the patch is finished); any other temp file is deleted. Audited; returns what was done."""
+        try:
+            with os.scandir(self.root / TEMP) as entries:
+                names = sorted(entry.name for entry in entries)
+        except OSError:
+            return []
+        done, named = [], set()
+        for name in names:
+            match = TEMP_RE.match(name)
+            if match is None or pid_alive(int(match["pid"])):
+                continue
+            target = self._staged_target(match["name"])
+            if target is not None and not target.exists():
+                publish(self.root / TEMP / name, target, replace=False, exclusive=True, durable=False)
+                named.add(target.parent)
+                done.append(f"finished an interrupted patch: named {self.relative(target)}")
+            else:
+                (self.root / TEMP / name).unlink(missing_ok=True)
+                done.append(f"removed orphan temp file {TEMP}/{name}")
+        for folder in named:  # once per folder: a killed import may have staged thousands
+            fsync_dir(folder)
+        if done:
+            self.audit("repair_applied", actions=done)
+        return done
+
+    def _staged_target(self, name: str) -> Path | None:
+        """Where a record staged as ``<patch id>.<record id>.json`` goes, when its patch is on disk."""
+        patch_id, _, file_name = name.partition(".")
+        prefix = file_name.partition("_")[0]
+        folder = {"mem": "nodes", "edge": "edges"}.get(prefix)
+        if folder is None or not file_name.endswith(".json") or not is_valid_id(file_name[:-5], prefix):
+            return None
+        on_disk = is_valid_id(patch_id, "patch") and (self.root / "patches" / f"{patch_id}.json").exists()
+        return self.root / folder / file_name if on_disk else None
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -256,16 +329,46 @@ class Store:
         holds the lock, so nothing can appear in between (and it costs one system
         call less than link + unlink, which matters for imports).
         """
-        atomic_write(path, data, replace=replace, durable=not self._batch_depth, exclusive=self._lock_depth > 0)
+        atomic_write(
+            path,
+            data,
+            replace=replace,
+            durable=not self._batch_depth,
+            exclusive=self._lock_depth > 0,
+            temp_dir=self._temp_dir(path.parent),
+        )
+
+    def stage_file(self, path: Path, data: bytes, patch_id: str) -> Path:
+        """Write ``data`` for the new record ``path`` that patch ``patch_id`` makes, without giving it its
+        name yet; returns the staged file, which ``publish_file`` puts in place. If the writer is
+        killed first, the next process that takes the store lock names it when the patch is on disk
+        and deletes it when it is not."""
+        name = f"{patch_id}.{path.name}"
+        return write_temp(self._temp_dir(path.parent), name, data, durable=not self._batch_depth)
+
+    def publish_file(self, staged: Path, path: Path) -> None:
+        """Give a file staged by ``stage_file`` its name ``path``; an existing file is an error."""
+        publish(staged, path, replace=False, exclusive=self._lock_depth > 0, durable=not self._batch_depth)
+
+    def make_durable(self) -> None:
+        """Make everything written so far durable (inside a batch; outside one, every write is already)."""
+        if self._batch_depth:
+            os.sync()
+
+    def _temp_dir(self, folder: Path) -> Path:
+        """Where the temp files of ``folder`` go: ``tmp/``, unless ``folder`` is on another file system
+        than ``tmp/`` (a folder linked to another disk: a rename cannot cross) or ``tmp/`` is missing."""
+        if folder not in self._temp_dirs:
+            with contextlib.suppress(OSError):
+                same = os.stat(folder).st_dev == os.stat(self.root / TEMP).st_dev
+                self._temp_dirs[folder] = self.root / TEMP if same else folder
+        return self._temp_dirs.get(folder, folder)
 
     def write_node(self, node: MemoryNode, *, new: bool = False) -> None:
         self.write_file(self.node_path(node.id), dumps(node.to_dict()), replace=not new)
 
     def write_patch(self, patch: MemoryPatch) -> None:
         self.write_file(self.patch_path(patch.id), dumps(patch.to_dict()), replace=False)
-
-    def write_edge(self, edge: MemoryEdge) -> None:
-        self.write_file(self.edge_path(edge.id), dumps(edge.to_dict()), replace=False)
 
     def write_session(self, session: Session) -> None:
         self.write_file(self.session_path(session.id), dumps(session.to_dict()))
@@ -280,19 +383,10 @@ class Store:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            torn = self._set_aside_torn_tail(fd, path)
+            torn = set_aside_torn_tail(fd, path)
             if torn:
-                data = (
-                    jsonl_line(
-                        {
-                            "event": "torn_tail_set_aside",
-                            "path": self.relative(path),
-                            "bytes": torn,
-                            "created_at": now_iso(),
-                        }
-                    )
-                    + data
-                )
+                note = {"event": "torn_tail_set_aside", "path": self.relative(path), "bytes": torn}
+                data = jsonl_line({**note, "created_at": now_iso()}) + data
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
@@ -300,35 +394,6 @@ class Store:
                 os.fsync(fd)
         finally:
             os.close(fd)  # also releases the flock
-
-    def _set_aside_torn_tail(self, fd: int, path: Path) -> int:
-        """With the log locked: move a final line lacking its newline to ``<log>.torn``."""
-        size = os.fstat(fd).st_size
-        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-            return 0
-        chunk = 1 << 16
-        end = size
-        while True:
-            start = max(0, end - chunk)
-            block = os.pread(fd, end - start, start)
-            cut = block.rfind(b"\n")
-            if cut >= 0:
-                keep = start + cut + 1
-                break
-            if start == 0:
-                keep = 0
-                break
-            end = start
-        fragment = os.pread(fd, size - keep, keep)
-        torn_path = path.with_name(path.name + ".torn")
-        tfd = os.open(torn_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(tfd, fragment + b"\n")
-            os.fsync(tfd)
-        finally:
-            os.close(tfd)
-        os.ftruncate(fd, keep)
-        return len(fragment)
 
     def audit(self, event: str, **fields: Any) -> None:
         self.audit_many([audit_record(event, **fields)])
@@ -374,31 +439,25 @@ class Store:
             raise ValidationError(f"{self.relative(path)}: not valid JSON: {exc}") from exc
 
     def read_node(self, node_id: str) -> MemoryNode:
-        path = self.node_path(node_id)
-        try:
-            data = self._read_json(path)
-        except FileNotFoundError:
-            raise NotFoundError(f"no memory {node_id} in {self.root}") from None
-        node = MemoryNode.from_dict(data, where=self.relative(path))
+        node: MemoryNode = self._read_record(self.node_path(node_id), MemoryNode.from_dict, f"memory {node_id}")
         if node.id != node_id:
-            raise ValidationError(f"{self.relative(path)}: field 'id' is {node.id!r}, not the file name")
+            raise ValidationError(f"nodes/{node_id}.json: field 'id' is {node.id!r}, not the file name")
         return node
 
     def read_patch(self, patch_id: str) -> MemoryPatch:
-        path = self.patch_path(patch_id)
-        try:
-            data = self._read_json(path)
-        except FileNotFoundError:
-            raise NotFoundError(f"no patch {patch_id} in {self.root}") from None
-        return MemoryPatch.from_dict(data, where=self.relative(path))
+        patch: MemoryPatch = self._read_record(self.patch_path(patch_id), MemoryPatch.from_dict, f"patch {patch_id}")
+        return patch
 
     def read_session(self, session_id: str) -> Session:
-        path = self.session_path(session_id)
+        session: Session = self._read_record(self.session_path(session_id), Session.from_dict, f"session {session_id}")
+        return session
+
+    def _read_record(self, path: Path, parse: Any, name: str) -> Any:
         try:
             data = self._read_json(path)
         except FileNotFoundError:
-            raise NotFoundError(f"no session {session_id} in {self.root}") from None
-        return Session.from_dict(data, where=self.relative(path))
+            raise NotFoundError(f"no {name} in {self.root}") from None
+        return parse(data, where=self.relative(path))
 
     def raw_files(self) -> list[Path]:
         """The raw evidence files, sorted by name."""
@@ -413,16 +472,41 @@ class Store:
 
     def record_files(self, folder: str) -> list[Path]:
         """The record files of ``nodes``, ``patches``, ``edges`` or ``sessions``, sorted by name."""
-        return sorted(p for p in (self.root / folder).glob("*.json") if not p.name.startswith("."))
+        return sorted(Path(entry.path) for entry in self.scan_records(folder)[0])
+
+    def stray_files(self, folder: str) -> list[Path]:
+        """What a record folder holds under a ``*.json`` name that is no record: a sync tool's conflict
+        copy (``mem_X.sync-conflict-....json``), a folder. Readers ignore them; ``cclg doctor`` lists them."""
+        return sorted(Path(entry.path) for entry in self.scan_records(folder)[1])
+
+    def scan_records(self, folder: str) -> tuple[list[os.DirEntry[str]], list[os.DirEntry[str]]]:
+        """(the record files of ``folder``: regular files named ``<id>.json``, the id valid for the
+        folder; the stray ``*.json`` entries), unsorted."""
+        prefix = RECORD_PREFIXES[folder]
+        records: list[os.DirEntry[str]] = []
+        strays: list[os.DirEntry[str]] = []
+        with os.scandir(self.root / folder) as entries:
+            for entry in entries:
+                name = entry.name
+                if name.startswith(".") or not name.endswith(".json"):
+                    continue
+                stem = name[:-5]
+                valid = is_valid_session_id(stem) if prefix is None else is_valid_id(stem, prefix)
+                (records if valid and entry.is_file() else strays).append(entry)
+        return records, strays
 
     def _load_all(self, folder: str, parse: Any) -> list[Any]:
+        """Every record of ``folder``; one whose id is not its file name's (a copy) is left out."""
         records, problems = [], []
         for path in self.record_files(folder):
             where = self.relative(path)
             try:
-                records.append(parse(self._read_json(path), where))
+                record = parse(self._read_json(path), where)
             except ValidationError as exc:
                 problems.extend(exc.problems)
+                continue
+            if record.id == path.stem:
+                records.append(record)
         if problems:
             raise ValidationError(
                 f"{len(problems)} problem(s) in {folder}/ (run `cclg doctor`): {problems[0]}", problems
@@ -466,7 +550,7 @@ class Store:
             if not folder.is_dir():
                 continue
             for path in folder.iterdir():
-                match = _TEMP_RE.match(path.name)
+                match = TEMP_RE.match(path.name)
                 if match and not pid_alive(int(match["pid"])):
                     orphans.append(path)
         return sorted(orphans)
@@ -474,15 +558,19 @@ class Store:
     def set_aside(self, path: Path) -> str:
         """Move a leftover record file to ``recovered/<folder>/``, out of the store's record sets."""
         target = self.root / "recovered" / path.parent.name / path.name
-        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for folder in (target.parent.parent, target.parent):
+            with contextlib.suppress(FileExistsError):
+                folder.mkdir(mode=0o700)
         os.replace(path, target)
         fsync_dir(path.parent)
         return self.relative(target)
 
     def recover(self) -> list[str]:
-        """Finish what killed writers left: set torn log tails aside, delete orphan temp files."""
+        """Finish what killed writers left: staged records of a patch on disk named, torn log tails set
+        aside, orphan temp files deleted."""
         actions = []
         with self.lock():
+            healed = list(self.healed)  # tmp/, done as the lock was taken (and audited then)
             for path in self.orphan_temp_files():
                 path.unlink(missing_ok=True)
                 actions.append(f"removed orphan temp file {self.relative(path)}")
@@ -490,17 +578,15 @@ class Store:
                 fd = os.open(log, os.O_RDWR)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX)
-                    torn = self._set_aside_torn_tail(fd, log)
+                    torn = set_aside_torn_tail(fd, log)
                 finally:
                     os.close(fd)
                 if torn:
-                    actions.append(
-                        f"set aside a torn last line of {self.relative(log)} ({torn} bytes) "
-                        f"in {self.relative(log)}.torn"
-                    )
+                    where = self.relative(log)
+                    actions.append(f"set aside a torn last line of {where} ({torn} bytes) in {where}.torn")
         if actions:
             self.audit("repair_applied", actions=actions)
-        return actions
+        return healed + actions
 
 
 def patch_order(patch: MemoryPatch) -> tuple[datetime, str]:

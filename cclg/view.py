@@ -7,8 +7,9 @@ containers compute the view the same way.
 - A patch is undone when a rollback of it is not itself undone (``undone_patch_ids``).
 - A node targeted by a live retiring patch is retired, whatever its own status says
   (``retired_ids``).
-- Of current nodes sharing a ``key``, the narrowest scope wins, then the newest
-  update (``PRECEDENCE``, from the contract's ``scope_precedence``).
+- Of current nodes sharing a ``key``, the most trusted wins (an untrusted memory never
+  shadows a trusted one), then the narrowest scope (``PRECEDENCE``, from the
+  contract's ``scope_precedence``), then the newest update: ``rank`` says it in one number.
 - ``expected_statuses`` replays the ledger to say which status each node may have now.
 """
 
@@ -18,14 +19,21 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from cclg import format as fmt
-from cclg import lattice
+from cclg import guard, lattice
 from cclg.ids import now_iso, parse_time
 from cclg.lattice import LIVE_STATUSES, RULES, rule_for
 from cclg.records import MemoryNode, MemoryPatch
 from cclg.store import patch_order
 
-# Scope level -> rank; the smaller rank wins among nodes sharing a key.
+# Scope level -> rank; the smaller rank wins among nodes sharing a key (of the same trust).
 PRECEDENCE: dict[str, int] = {level: rank for rank, level in enumerate(fmt.SCOPE_PRECEDENCE)}
+
+
+def rank(node: MemoryNode) -> int:
+    """Where ``node`` stands among current nodes sharing its key; the smaller wins. Trust comes
+    first (trusted, untrusted, quarantined), then the scope: an untrusted memory, however narrow
+    its scope, never shadows a trusted one. (The index keeps this number as a node's ``level``.)"""
+    return guard.TRUST.index(guard.labels(node.metadata)[0]) * len(PRECEDENCE) + PRECEDENCE[node.scope.level]
 
 
 def touched_ids(patch: MemoryPatch) -> set[str]:
@@ -72,9 +80,9 @@ def effective_view(
 
     Active nodes, plus ``active_session`` nodes of ``session_id``; never a node
     targeted by a live retiring patch, whatever its own status says; never one
-    outside its effective window; and of nodes sharing a ``key``, only the one
-    with the narrowest scope (session > project > workspace > global), ties going
-    to the newest ``updated_at``.
+    outside its effective window; and of nodes sharing a ``key``, only the most
+    trusted, of those the one with the narrowest scope (session > project >
+    workspace > global), ties going to the newest ``updated_at`` (``rank``).
     """
     moment = at or parse_time(now_iso())
     retired = retired_ids(patches)
@@ -100,8 +108,8 @@ def effective_view(
 
 
 def _precedence(node: MemoryNode) -> tuple[int, datetime, str]:
-    """Larger wins: the narrowest scope, then the newest update, then the larger id."""
-    return (-PRECEDENCE[node.scope.level], parse_time(node.updated_at), node.id)
+    """Larger wins: the smallest rank, then the newest update, then the larger id."""
+    return (-rank(node), parse_time(node.updated_at), node.id)
 
 
 def expected_statuses(nodes: dict[str, MemoryNode], patches: list[MemoryPatch]) -> dict[str, frozenset[str]]:

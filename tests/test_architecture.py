@@ -40,11 +40,11 @@ LAYERS: list[list[str]] = [
         "codegraph.build",
     ],
     # the ledger and its projections
-    ["lattice", "view", "index", "ledger"],
+    ["lattice", "view", "index", "staging", "ledger"],
     # reading and compiling
     ["search", "semantic", "relevance", "pack", "sessions"],
     # operations
-    ["intake", "container", "redaction", "doctor", "demo"],
+    ["intake", "container", "importing", "redaction", "doctor", "demo"],
     # the library
     ["api"],
     # the surfaces

@@ -337,11 +337,9 @@ def test_doctor_json_and_exit_code(root: Path) -> None:
     result = run(root, "doctor", "--json")
     assert result.exit_code == 1
     report = json.loads(result.stdout)
-    # The hand edit also leaves the search index (built by add's duplicate check) behind the file.
-    assert [f["check"] for f in report["findings"]] == [
-        "content hash matches content",
-        "the search index agrees with the files",
-    ]
+    # The hand edit breaks the content hash; the search index, behind the file, is brought up to date.
+    assert [f["check"] for f in report["findings"]] == ["content hash matches content"]
+    assert report["refreshed"] == [f"nodes/{node['id']}.json"]
 
 
 def test_search_only_returns_current_truth_unless_asked(root: Path) -> None:

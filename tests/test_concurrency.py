@@ -258,17 +258,20 @@ KILLED_WRITER = textwrap.dedent(
     """
 )
 
-# A kill between a write and the index update also leaves the search index behind the files.
-ALLOWED_AFTER_KILL = {doctor.LOGS, doctor.TEMP, doctor.LEDGER, doctor.INDEX}
+# A kill leaves torn log lines, orphan temp files, targets whose patch was written but whose status
+# was not yet changed (the writer deprecates, so no new node is involved), and a create patch whose
+# staged node was not yet named. (The search index left behind is brought up to date by doctor.)
+ALLOWED_AFTER_KILL = {doctor.LOGS, doctor.TEMP, doctor.LEDGER, doctor.PATCH_IDS}
 
 
 def _check_after_kill(store_root: Path) -> None:
     store = Store.open(store_root)  # opening works whatever the killed writer was doing
     _records_parse(store)
     report = doctor.diagnose(store)
-    # A kill leaves torn log lines, orphan temp files, and targets whose patch was written
-    # but whose status was not yet changed (the writer deprecates, so no new node is involved).
     assert [f for f in report.findings if f.check not in ALLOWED_AFTER_KILL] == []
+    # Nothing is served that no patch created.
+    created = {n for p in store.load_patches() for n in p.new_node_ids}
+    assert {n.id for n in effective_view(store.load_nodes().values(), store.load_patches())} <= created
     doctor.repair(store)
     assert doctor.diagnose(store).findings == []
     assert list(store_root.rglob("*.tmp")) == []
@@ -364,7 +367,9 @@ def test_sigkill_during_whole_file_writes_never_leaves_half_a_file(store: Store)
                 data = path.read_bytes()
                 assert data.startswith(b"blob ") and data.endswith(b" w199999"), path
         report = doctor.diagnose(store)
-        assert [f for f in report.findings if f.check not in (doctor.TEMP, doctor.LOGS, doctor.INDEX)] == []
+        # The writer publishes nodes with no patch (whole-file writes are all it is about): doctor
+        # finds them, as it would the leftovers of a killed write.
+        assert [f for f in report.findings if f.check not in (doctor.TEMP, doctor.LOGS, doctor.ORPHAN)] == []
         doctor.repair(store)
         assert doctor.diagnose(store).findings == []
         assert list(store.root.rglob("*.tmp")) == []
@@ -383,6 +388,7 @@ CRASHING_WRITER = textwrap.dedent(
     root, operation, target, kill_at = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     steps = []
     real_write_file, real_append = Store.write_file, Store.append
+    real_stage, real_publish = Store.stage_file, Store.publish_file
 
     def step(name):
         steps.append(name)
@@ -398,7 +404,16 @@ CRASHING_WRITER = textwrap.dedent(
         step("append")
         return real_append(self, path, records)
 
+    def stage_file(self, path, data, patch_id):
+        step("stage-" + path.parent.name)
+        return real_stage(self, path, data, patch_id)
+
+    def publish_file(self, staged, path):
+        step("publish-" + path.parent.name)
+        return real_publish(self, staged, path)
+
     Store.write_file, Store.append = write_file, append
+    Store.stage_file, Store.publish_file = stage_file, publish_file
     store = Store.open(root)
     if operation == "create":
         add_memory(store, "a memory that may never be", source="crash")
@@ -407,8 +422,8 @@ CRASHING_WRITER = textwrap.dedent(
     print("finished", flush=True)
     """
 )
-SUPERSEDE_STEPS = ["nodes", "edges", "patches", "nodes", "append"]
-CREATE_STEPS = ["nodes", "patches", "append"]
+SUPERSEDE_STEPS = ["stage-nodes", "stage-edges", "patches", "publish-nodes", "publish-edges", "nodes", "append"]
+CREATE_STEPS = ["stage-nodes", "patches", "publish-nodes", "append"]
 
 
 def _crash(store: Store, operation: str, target: str, kill_at: int) -> list[str]:
@@ -425,8 +440,15 @@ def _crash(store: Store, operation: str, target: str, kill_at: int) -> list[str]
     return lines
 
 
-@pytest.mark.parametrize("kill_at", [1, 2, 3, 4, 5, 6])
+def _temps(store: Store) -> list[tuple[str, str]]:
+    return [(doctor.TEMP, store.relative(p)) for p in sorted((store.root / "tmp").iterdir())]
+
+
+@pytest.mark.parametrize("kill_at", range(1, 9))
 def test_supersede_killed_at_each_step(store: Store, kill_at: int) -> None:
+    """A patch stages its new node and edge, writes the patch file (the commit point), names the
+    staged files, then retires the target: killed anywhere, nothing of it shows before its patch,
+    doctor reports what was left, and the next write (or repair) finishes what was committed."""
     target = add_memory(store, "the old fact", source="test").new_nodes[0].id
     nodes_before = set(store.load_nodes())
     steps = _crash(store, "supersede", target, kill_at)
@@ -436,62 +458,50 @@ def test_supersede_killed_at_each_step(store: Store, kill_at: int) -> None:
         assert steps == [*SUPERSEDE_STEPS, "finished"]
     store = Store.open(store.root)
     _records_parse(store)
-    new_written = kill_at > 1
-    edge_written = kill_at > 2
-    patch_written = kill_at > 3  # the commit point
-    target_written = kill_at > 4
+    patch_written, node_named, target_written = (kill_at > n for n in (3, 4, 6))
     new_ids = set(store.load_nodes()) - nodes_before
-    assert len(new_ids) == (1 if new_written else 0)
-    # What doctor sees: a new node superseding a target that is still active; before the
-    # patch file, that node (and its edge) as leftovers of a patch that never reached disk;
-    # after it, a target whose status disagrees with the ledger.
-    expected = []
-    if new_written and not target_written:
-        (new_id,) = new_ids
-        expected.append((doctor.SUPERSEDES, f"nodes/{new_id}.json"))
-    if new_written and not patch_written:
-        expected.append((doctor.ORPHAN, f"nodes/{new_id}.json"))
-    if edge_written and not patch_written:
-        (edge_file,) = [p.name for p in (store.root / "edges").iterdir()]
-        expected.append((doctor.EDGE_IDS, f"edges/{edge_file}"))
+    assert len(new_ids) == (1 if node_named else 0)  # never a new node before its patch
+    expected = _temps(store)
+    patches = [p for p in store.load_patches() if p.operation == "supersede"]
+    assert len(patches) == (1 if patch_written else 0)
+    if patch_written and not node_named:
+        expected.append((doctor.PATCH_IDS, f"patches/{patches[0].id}.json"))
+    if node_named and not target_written:
+        expected.append((doctor.SUPERSEDES, f"nodes/{min(new_ids)}.json"))
     if patch_written and not target_written:
         expected.append((doctor.LEDGER, f"nodes/{target}.json"))
-    if new_written and kill_at <= len(SUPERSEDE_STEPS):  # killed before the index caught up
-        expected.append((doctor.INDEX, "index.sqlite"))
     report = doctor.diagnose(store)
     assert sorted((f.check, f.path) for f in report.findings) == sorted(expected)
+    assert bool(report.refreshed) == (patch_written and kill_at <= len(SUPERSEDE_STEPS))
 
+    # The next process that takes the store lock names the staged records of the committed patch.
+    store.recover()
+    if patch_written:
+        assert len(set(store.load_nodes()) - nodes_before) == 1 and len(store.load_edges()) == 1
     doctor.repair(store)
     assert doctor.diagnose(store).findings == []
     nodes = store.load_nodes()
+    new_ids = set(nodes) - nodes_before
     view = {n.id for n in effective_view(nodes.values(), store.load_patches())}
-    patches = [p for p in store.load_patches() if p.operation == "supersede"]
     if patch_written:
-        (patch,) = patches
-        assert new_ids == set(patch.new_node_ids)
+        assert new_ids == set(patches[0].new_node_ids)
         assert nodes[target].status == "superseded"
         assert nodes[target].relations["superseded_by"] == sorted(new_ids)
-        assert len(store.load_edges()) == 1
         assert target not in view and new_ids <= view
-    else:
-        assert patches == []
-        assert store.load_edges() == []
-        assert sorted(p.name for p in (store.root / "recovered").rglob("*.json")) == sorted(
-            [f"{n}.json" for n in new_ids] + ([edge_file] if edge_written else [])
-        )
-        assert nodes[target].status == "active"
-        assert target in view and not new_ids & view  # nothing of an unwritten patch is served
-    # The target can still be superseded (or not) exactly as the ledger says.
-    if patch_written:
         with pytest.raises(IllegalPatchError):
             apply_patch(store, "supersede", [target], reason="again", contents=["x"])
-    else:
+    else:  # the patch never happened: nothing of it anywhere
+        assert new_ids == set() and store.load_edges() == []
+        assert nodes[target].status == "active" and target in view
         apply_patch(store, "supersede", [target], reason="again", contents=["x"])
         assert doctor.diagnose(store).findings == []
 
 
-@pytest.mark.parametrize("kill_at", [1, 2, 3, 4])
+@pytest.mark.parametrize("kill_at", [1, 2, 3, 4, 5])
 def test_add_memory_killed_at_each_step(store: Store, kill_at: int) -> None:
+    """A create stages its node, writes its patch, then names the node: killed anywhere, nothing is
+    served that no patch created, doctor reports what was left, and the next write finishes a
+    committed create or clears an uncommitted one."""
     steps = _crash(store, "create", "-", kill_at)
     if kill_at <= len(CREATE_STEPS):
         assert steps == CREATE_STEPS[:kill_at]
@@ -499,17 +509,19 @@ def test_add_memory_killed_at_each_step(store: Store, kill_at: int) -> None:
         assert steps == [*CREATE_STEPS, "finished"]
     store = Store.open(store.root)
     _records_parse(store)
-    # Killed after a write and before the index caught up: the index is behind, and only that.
-    behind = [(doctor.INDEX, "index.sqlite")] if 1 < kill_at <= len(CREATE_STEPS) else []
-    assert [(f.check, f.path) for f in doctor.diagnose(store).findings] == behind
-    doctor.repair(store)
-    assert doctor.diagnose(store).findings == []
-    nodes = store.load_nodes()
-    patches = store.load_patches()
-    assert len(nodes) == (1 if kill_at > 1 else 0)
-    assert len(patches) == (1 if kill_at > 2 else 0)
+    patch_written, published = kill_at > 2, kill_at > 3
+    nodes, patches = store.load_nodes(), store.load_patches()
+    assert len(nodes) == (1 if published else 0)  # never a node before its patch
+    assert len(patches) == (1 if patch_written else 0)
+    expected = _temps(store)
+    if patch_written and not published:
+        expected.append((doctor.PATCH_IDS, f"patches/{patches[0].id}.json"))
+    assert sorted((f.check, f.path) for f in doctor.diagnose(store).findings) == sorted(expected)
+    add_memory(store, "the next write", source="test")
+    assert doctor.diagnose(store).findings == []  # healed without --repair
+    assert len(store.load_nodes()) == len(store.load_patches()) == (2 if patch_written else 1)
     audit = Counter(r["event"] for r in read_jsonl(store.audit_path).records)
-    assert audit["node_written"] == (1 if kill_at > 3 else 0)
+    assert audit["node_written"] == (2 if kill_at > 4 else 1)
     assert list(store.root.rglob("*.tmp")) == []
 
 

@@ -23,7 +23,6 @@ from cclg.container import (
     Container,
     ContainerError,
     export_store,
-    import_container,
     load_container,
     read_text,
     write_container,
@@ -31,6 +30,7 @@ from cclg.container import (
 from cclg.doctor import diagnose
 from cclg.errors import IllegalPatchError, UnknownPatchOperationError, UsageError
 from cclg.ids import content_hash
+from cclg.importing import import_container
 from cclg.ledger import apply_patch, rollback
 from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Scope, Session, Source, new_node
 from cclg.sessions import end_session, start_session
@@ -332,6 +332,15 @@ def test_sections_disagreeing_with_the_body(section: str) -> None:
         frame(SAMPLE_BODY, sections=listed),
         rf"^@{section} holds {real[section]} record\(s\) but the header's sections says {real[section] + 2}$",
     )
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_a_section_listed_twice_in_the_header_is_refused(section: str) -> None:
+    """Issue 15, rule 2: a header that says two things about one section cannot be trusted, even when
+    its last word agrees with the body."""
+    real = load_container(SAMPLE).counts()
+    listed = [{"name": section, "count": real[section] + 5}, *({"name": n, "count": c} for n, c in real.items())]
+    raises(frame(SAMPLE_BODY, sections=listed), rf"^the header's sections list @{section} twice$")
 
 
 @pytest.mark.parametrize("section", SECTIONS)
@@ -920,21 +929,24 @@ def conflict_scenario(tmp_path: Path) -> tuple[Store, str, str]:
     return target, local_id, write_container(changed.nodes, changed.patches, changed.edges, changed.sessions)
 
 
-def test_import_conflict_keeps_both_versions_pending(tmp_path: Path) -> None:
+def test_import_conflict_keeps_the_incoming_version_pending_beside_the_local_one(tmp_path: Path) -> None:
+    """A differing copy never changes the local memory: it waits beside it, and the user decides."""
     store, local_id, changed = conflict_scenario(tmp_path)
+    local_before = store.read_node(local_id)
     nodes_before = set(store.load_nodes())
     report = import_container(store, load_container(changed))
     (new_id_,) = set(store.load_nodes()) - nodes_before
     assert report.conflicts == [{"local": local_id, "incoming": local_id, "kept_as": new_id_}]
     local, new = store.read_node(local_id), store.read_node(new_id_)
-    assert local.content == "The build uses make" and local.status == "conflict_pending"
+    assert local == local_before and local.status == "active"
     assert new.content == "The build uses ninja" and new.status == "conflict_pending"
     assert new.metadata["imported_id"] == local_id
-    assert local_id in new.relations["contradicts"] and new_id_ in local.relations["contradicts"]
+    assert local_id in new.relations["contradicts"]
+    assert report.patch_id is not None and store.read_patch(report.patch_id).new_node_ids == [new_id_]
     assert [(e.from_id, e.to_id, e.type) for e in store.load_edges()] == [(new_id_, local_id, "contradicts")]
     listed = {entry["node"]["id"]: entry["contradicted_by"] for entry in api.conflicts(store)}
-    assert listed == {local_id: [new_id_], new_id_: [local_id]}
-    assert local_id not in [n["id"] for n in store_view(store)]
+    assert listed == {new_id_: [local_id]}
+    assert local_id in [n["id"] for n in store_view(store)]
     assert diagnose(store).findings == []
 
     resolved = api.resolve(store, [local_id, new_id_], content="The build uses ninja since May", reason="checked")
@@ -965,22 +977,12 @@ def test_rolling_back_an_import_conflict_restores_the_local_memory(tmp_path: Pat
     assert diagnose(store).findings == []
 
 
-def test_rolling_back_an_import_conflict_unlinks_the_discarded_version(tmp_path: Path) -> None:
-    """The rollback undoes the whole flag: the local memory no longer names a discarded node as contradicting it
-    (as a rolled-back supersede no longer leaves its target naming the discarded replacement)."""
-    store, local_id, changed = conflict_scenario(tmp_path)
-    new_id_ = import_container(store, load_container(changed)).conflicts[0]["kept_as"]
-    assert new_id_ in store.read_node(local_id).relations["contradicts"]
-    rollback(store, _conflict_patch(store, str(new_id_)), reason="keep ours")
-    assert store.read_node(local_id).relations["contradicts"] == []
-
-
 def test_reimporting_a_conflicting_container_adds_no_second_copy(tmp_path: Path) -> None:
     store, _, changed = conflict_scenario(tmp_path)
     import_container(store, load_container(changed))
     before = files(store.root)
     import_container(store, load_container(changed))
-    assert len(api.conflicts(store)) == 2
+    assert len(api.conflicts(store)) == 1
     assert files(store.root) == before
 
 
@@ -1053,8 +1055,14 @@ def test_reference_demo_store_round_trip(reference_store: Store, tmp_path: Path)
     assert container_view(container, "demo-session") != container_view(container)  # the overlay shows
     target, _ = Store.init(tmp_path / "imported")
     report = import_container(target, container)
-    assert report.conflicts == [] and report.notes == []
-    assert store_records(target) == store_records(reference_store)
+    assert report.conflicts == [] and report.notes == [] and report.refused == []
+    # The reference writes no create patch: the import names the memories no patch names in one of its own.
+    assert report.patch_id is not None
+    accounting = target.read_patch(report.patch_id)
+    assert (accounting.operation, accounting.new_node_ids) == ("create", ["mem_abedb4edaeb1", "mem_efe299fc91f9"])
+    records = store_records(target)
+    records["patches"] = [p for p in records["patches"] if p["id"] != report.patch_id]
+    assert records == store_records(reference_store)
     for session_id in (None, "demo-session"):
         assert store_view(target, session_id) == store_view(reference_store, session_id)
     assert diagnose(target).findings == []
@@ -1180,8 +1188,9 @@ def test_cli_import_then_conflicts(tmp_path: Path) -> None:
     (conflict,) = json.loads(result.stdout)["conflicts"]
     assert conflict["local"] == local_id
     listed = json.loads(run(store.root, "conflicts", "--json").stdout)
-    assert {entry["node"]["id"] for entry in listed} == {local_id, conflict["kept_as"]}
-    assert {entry["node"]["content"] for entry in listed} == {"The build uses make", "The build uses ninja"}
+    assert [(entry["node"]["id"], entry["contradicted_by"]) for entry in listed] == [(conflict["kept_as"], [local_id])]
+    assert listed[0]["node"]["content"] == "The build uses ninja"
+    assert store.read_node(local_id).status == "active"
 
 
 def test_cli_import_refuses_a_damaged_file_and_writes_nothing(tmp_path: Path, store: Store) -> None:

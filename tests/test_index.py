@@ -22,6 +22,7 @@ from cclg import doctor
 from cclg.api import add_memory, build_node
 from cclg.cli import cli
 from cclg.errors import IllegalPatchError
+from cclg.files import read_jsonl
 from cclg.ids import content_hash
 from cclg.index import connect, open_index
 from cclg.ledger import apply_patch, create_nodes, rollback
@@ -335,44 +336,70 @@ def stale(seeded: Store) -> tuple[Store, MemoryNode]:
     return seeded, node
 
 
-def test_doctor_reports_an_index_that_disagrees_with_the_files(stale: tuple[Store, MemoryNode]) -> None:
+def test_a_memory_edited_in_place_is_not_served_stale(stale: tuple[Store, MemoryNode]) -> None:
+    """The search that would serve the old text checks the file first, re-reads it and serves the new."""
+    store, node = stale
+    assert search(store, "pytest", mode="bm25") == []
+    assert ids(search(store, "nox", mode="bm25")) == [node.id]
+    assert search(store, "nox", mode="bm25")[0].node.content == "Tests run with nox -s tests"
+    assert doctor.diagnose(store).refreshed == []
+
+
+@pytest.mark.parametrize("mode", ["auto", "bm25", "graph", "temporal", "grep"])
+def test_no_search_mode_serves_a_status_edited_in_place(seeded: Store, mode: str) -> None:
+    open_index(seeded).close()
+    node = next(n for n in seeded.load_nodes().values() if n.key == "test.command")
+    node.status = "deprecated"
+    edit_in_place(seeded, node, node.content)
+    assert search(seeded, "pytest", mode=mode) == []
+    assert indexed_rows(seeded)[node.id] == ("deprecated", 0)
+
+
+def test_doctor_refreshes_an_index_that_disagrees_with_the_files(stale: tuple[Store, MemoryNode]) -> None:
     store, node = stale
     report = doctor.diagnose(store)
-    assert [f.check for f in report.findings] == [doctor.INDEX]
-    finding = report.findings[0]
-    assert finding.path == INDEX_FILE
-    assert f"nodes/{node.id}.json is stale" in finding.message
-    assert "cclg reindex" in finding.message
+    assert report.ok, report.findings
+    assert report.refreshed == [f"nodes/{node.id}.json"]
+    assert report.to_dict()["refreshed"] == [f"nodes/{node.id}.json"]
+    assert ids(search(store, "nox", mode="bm25")) == [node.id]
+    assert doctor.diagnose(store).refreshed == []
 
 
-def test_doctor_repair_rebuilds_a_stale_index(stale: tuple[Store, MemoryNode]) -> None:
+def test_touch_alone_is_refreshed_once(seeded: Store) -> None:
+    """A new mtime and nothing else: the first doctor re-reads the file and says so; it never fails."""
+    open_index(seeded).close()
+    node = next(n for n in seeded.load_nodes().values() if n.key == "test.command")
+    path = seeded.root / "nodes" / f"{node.id}.json"
+    info = path.stat()
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns + 1_000_000_000))
+    report = doctor.diagnose(seeded)
+    assert report.ok and report.refreshed == [f"nodes/{node.id}.json"]
+    assert doctor.diagnose(seeded).ok and doctor.diagnose(seeded).refreshed == []
+
+
+def test_doctor_repair_refreshes_a_stale_index(stale: tuple[Store, MemoryNode]) -> None:
     store, node = stale
     actions = doctor.repair(store)
-    assert "rebuilt the search index from the files" in actions
+    assert f"refreshed the search index: nodes/{node.id}.json" in actions
     assert doctor.diagnose(store).ok
     assert ids(search(store, "nox", mode="bm25")) == [node.id]
     assert search(store, "pytest", mode="bm25") == []
-    assert "rebuilt the search index from the files" not in doctor.repair(store)
+    assert doctor.repair(store) == []
 
 
-def test_cli_doctor_repair_and_reindex_fix_a_stale_index(stale: tuple[Store, MemoryNode]) -> None:
+def test_cli_doctor_and_reindex_fix_a_stale_index(stale: tuple[Store, MemoryNode]) -> None:
     store, node = stale
     runner = CliRunner()
     result = runner.invoke(cli, ["--root", str(store.root), "doctor", "--json"])
-    assert result.exit_code == 1
-    assert [f["check"] for f in json.loads(result.stdout)["findings"]] == [doctor.INDEX]
-
-    result = runner.invoke(cli, ["--root", str(store.root), "reindex"])
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith("indexed 3 memories in ")
-    assert index_findings(store) == []
+    assert json.loads(result.stdout)["refreshed"] == [f"nodes/{node.id}.json"]
     assert ids(search(store, "nox", mode="bm25")) == [node.id]
 
     edit_in_place(store, node, "Tests run with hatch test")
-    assert runner.invoke(cli, ["--root", str(store.root), "doctor"]).exit_code == 1
-    result = runner.invoke(cli, ["--root", str(store.root), "doctor", "--repair"])
+    result = runner.invoke(cli, ["--root", str(store.root), "reindex"])
     assert result.exit_code == 0, result.output
-    assert "repaired: rebuilt the search index from the files" in result.stdout
+    assert result.stdout.startswith("indexed 3 memories in ")
+    assert doctor.diagnose(store).refreshed == []
     assert ids(search(store, "hatch", mode="bm25")) == [node.id]
 
 
@@ -411,19 +438,18 @@ def test_a_corrupt_node_file_is_skipped_by_search_and_reported_by_doctor(seeded:
     assert [f for f in findings if f.check == doctor.INDEX] == []
 
 
-def test_a_node_file_damaged_in_place_after_indexing_is_an_index_finding(seeded: Store) -> None:
+def test_a_node_file_damaged_in_place_after_indexing_is_not_served(seeded: Store) -> None:
+    """The folder's mtime does not move, so the index does not notice by itself; the search checks
+    what it is about to serve against the file and finds the damage."""
     open_index(seeded).close()
     victim = next(n for n in seeded.load_nodes().values() if n.key == "test.command")
     folder = seeded.root / "nodes"
     stat = folder.stat()
     (folder / f"{victim.id}.json").write_bytes(b"{broken")
     os.utime(folder, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    assert ids(search(seeded, "pytest")) == [victim.id], "unnoticed: the folder signature did not change"
-    assert [f.message for f in index_findings(seeded)] != []
-    result = CliRunner().invoke(cli, ["--root", str(seeded.root), "reindex"])
-    assert result.exit_code == 0, result.output
-    assert index_findings(seeded) == []
     assert search(seeded, "pytest") == []
+    assert victim.id not in indexed_rows(seeded)
+    assert index_findings(seeded) == []
 
 
 def test_a_repaired_node_file_comes_back(seeded: Store) -> None:
@@ -436,6 +462,102 @@ def test_a_repaired_node_file_comes_back(seeded: Store) -> None:
     assert search(seeded, "pytest") == []
     write_by_hand(seeded, victim)
     assert ids(search(seeded, "pytest")) == [victim.id]
+
+
+def damage_index(store: Store, how: str) -> None:
+    """Damage index.sqlite as a disk or a copy would: its pages (keeping the header) or its header."""
+    open_index(store).close()
+    path = store.index_path
+    assert not Path(f"{path}-wal").exists() or Path(f"{path}-wal").stat().st_size == 0
+    data = bytearray(path.read_bytes())
+    if how == "pages":
+        data[4096:] = b"\xde\xad" * ((len(data) - 4096) // 2)
+    else:
+        data[:100] = b"not a database at all " * 4 + b"\0" * 12
+    path.write_bytes(bytes(data))
+
+
+def damage_repairs(store: Store) -> list[str]:
+    return [
+        action
+        for record in read_jsonl(store.audit_path).records
+        if record["event"] == "repair_applied"
+        for action in record["actions"]
+        if "damaged search index" in action
+    ]
+
+
+@pytest.mark.parametrize("how", ["pages", "header"])
+@pytest.mark.parametrize("operation", ["search", "pack", "doctor", "repair", "reindex"])
+def test_a_damaged_index_is_rebuilt_wherever_the_damage_shows(seeded: Store, operation: str, how: str) -> None:
+    """ "database disk image is malformed" made doctor, doctor --repair, reindex and search crash, and
+    the hook return nothing: the index is deleted, built again from the files, and the audit log says so."""
+    from cclg.pack import fit_markdown
+
+    damage_index(seeded, how)
+    if operation == "search":
+        assert len(search(seeded, "pytest", mode="bm25")) == 1
+    elif operation == "pack":  # what the hook serves
+        pack, _ = fit_markdown(seeded, "pytest", max_chars=5000, session_id="s1")
+        assert [e["content"] for e in pack["memory_nodes"]] == ["Tests run with pytest -q"]
+    elif operation == "doctor":
+        report = doctor.diagnose(seeded)
+        assert report.ok, report.findings
+        assert [r for r in report.refreshed if r.startswith("index.sqlite: deleted the damaged")] != []
+    elif operation == "repair":
+        assert any("damaged search index" in a for a in doctor.repair(seeded))
+    else:
+        result = CliRunner().invoke(cli, ["--root", str(seeded.root), "reindex"])
+        assert result.exit_code == 0, result.output
+    assert len(damage_repairs(seeded)) == 1
+    assert indexed_rows(seeded) == file_rows(seeded)
+    assert doctor.diagnose(seeded).ok
+
+
+def test_the_cli_survives_a_damaged_index(seeded: Store) -> None:
+    damage_index(seeded, "pages")
+    runner = CliRunner()
+    for command in (
+        ["search", "pytest"],
+        ["doctor"],
+        ["doctor", "--repair"],
+        ["reindex"],
+        ["pack", "--query", "pytest"],
+    ):
+        result = runner.invoke(cli, ["--root", str(seeded.root), *command])
+        assert result.exit_code == 0, (command, result.output)
+    assert "pytest" in runner.invoke(cli, ["--root", str(seeded.root), "search", "pytest"]).output
+
+
+def test_conflict_copies_and_folders_in_nodes_are_ignored_with_a_finding(seeded: Store) -> None:
+    """A sync tool's conflict copy made every command fail with sqlite3.IntegrityError, and a folder
+    named *.json with IsADirectoryError."""
+    node = next(n for n in seeded.load_nodes().values() if n.key == "test.command")
+    original = seeded.node_path(node.id)
+    copy = original.with_name(f"{node.id}.sync-conflict-20260101-120000-ABCDEFG.json")
+    copy.write_bytes(original.read_bytes().replace(b"pytest", b"unittest"))
+    (seeded.root / "nodes" / "mem_folder.json").mkdir()
+    assert ids(search(seeded, "pytest")) == [node.id]
+    assert search(seeded, "unittest") == []
+    report = doctor.diagnose(seeded)
+    assert sorted((f.check, f.path) for f in report.findings) == [
+        (doctor.STRAY, f"nodes/{copy.name}"),
+        (doctor.STRAY, "nodes/mem_folder.json"),
+    ]
+    doctor.repair(seeded)  # needs judgement: left where it is
+    assert copy.exists()
+    runner = CliRunner()
+    for command in (["status"], ["search", "pytest"], ["reindex"], ["pack", "--query", "pytest"]):
+        result = runner.invoke(cli, ["--root", str(seeded.root), *command])
+        assert result.exit_code == 0, (command, result.output)
+
+
+def test_a_node_file_holding_another_id_is_no_copy_of_it(seeded: Store) -> None:
+    node = next(n for n in seeded.load_nodes().values() if n.key == "test.command")
+    (seeded.root / "nodes" / "mem_elsewhere.json").write_bytes(seeded.node_path(node.id).read_bytes())
+    assert ids(search(seeded, "pytest")) == [node.id]
+    assert list(seeded.load_nodes()).count(node.id) == 1
+    assert [f.path for f in doctor.diagnose(seeded).findings] == ["nodes/mem_elsewhere.json"]
 
 
 # ---------------------------------------------------------------- the property: index view == effective_view

@@ -293,7 +293,7 @@ def test_split_of_a_node_without_key_gives_parts_without_key(store: Store) -> No
 
 
 @pytest.mark.parametrize("operation", [*REPLACING, *STATUS_ONLY])
-def test_new_nodes_and_edges_are_written_before_the_patch_and_targets_retired_last(
+def test_new_records_are_named_after_the_patch_and_targets_retired_last(
     store: Store, monkeypatch: pytest.MonkeyPatch, operation: str
 ) -> None:
     targets = [add(store, "fact one")]
@@ -301,7 +301,8 @@ def test_new_nodes_and_edges_are_written_before_the_patch_and_targets_retired_la
         targets.append(add(store, "fact two"))
     contents = {"split": ["part one", "part two"]}.get(operation, [] if operation in STATUS_ONLY else ["new"])
     calls: list[tuple[str, str, str]] = []
-    write_node, write_patch, write_edge = store.write_node, store.write_patch, store.write_edge
+    write_node, write_patch = store.write_node, store.write_patch
+    stage_file, publish_file = store.stage_file, store.publish_file
 
     def spy_node(node: MemoryNode, *, new: bool = False) -> None:
         calls.append(("new node" if new else "node", node.id, node.status))
@@ -311,20 +312,29 @@ def test_new_nodes_and_edges_are_written_before_the_patch_and_targets_retired_la
         calls.append(("patch", patch.id, ""))
         write_patch(patch)
 
-    def spy_edge(edge: Any) -> None:
-        calls.append(("edge", edge.id, ""))
-        write_edge(edge)
+    def spy_stage(path: Path, data: bytes, patch_id: str) -> Path:
+        calls.append((f"stage {path.parent.name}", path.stem, patch_id))
+        return stage_file(path, data, patch_id)
+
+    def spy_publish(staged: Path, path: Path) -> None:
+        calls.append((f"name {path.parent.name}", path.stem, ""))
+        publish_file(staged, path)
 
     monkeypatch.setattr(store, "write_node", spy_node)
     monkeypatch.setattr(store, "write_patch", spy_patch)
-    monkeypatch.setattr(store, "write_edge", spy_edge)
+    monkeypatch.setattr(store, "stage_file", spy_stage)
+    monkeypatch.setattr(store, "publish_file", spy_publish)
     result = apply_patch(store, operation, targets, reason="order", contents=contents)
 
     kinds = [kind for kind, _, _ in calls]
     n_new = len(result.new_nodes)
     n_edges = len(disk_edges(store))
-    # New nodes, then their edges, then the patch file (the commit point), then the targets retired.
-    assert kinds == ["new node"] * n_new + ["edge"] * n_edges + ["patch"] + ["node"] * len(targets)
+    # New nodes and edges staged, the patch file (the commit point), the staged files named, the
+    # targets retired: nothing the patch makes shows before the patch, and nothing is lost before it.
+    staged = ["stage nodes"] * n_new + ["stage edges"] * n_edges
+    named = ["name nodes"] * n_new + ["name edges"] * n_edges
+    assert kinds == [*staged, "patch", *named] + ["node"] * len(targets)
+    assert {patch_id for kind, _, patch_id in calls if kind.startswith("stage")} <= {result.patch.id}
     assert [(node_id, status) for kind, node_id, status in calls if kind == "node"] == [
         (t, TARGET_STATUS[operation]) for t in targets
     ]
@@ -901,12 +911,11 @@ def test_doctor_finds_and_repairs_a_hand_edit_of_a_status_restored_by_rollback(s
     rollback(store, done.patch.id)
     assert_healthy(store)
     edit_status(store, target, STATUS_ONLY[operation])  # as if the rollback had not happened
-    findings = doctor.diagnose(store).findings
-    # The hand edit also leaves the search index (built by add's duplicate check) behind the file.
-    assert [(f.check, f.path) for f in findings] == [
-        (LEDGER_CHECK, f"nodes/{target}.json"),
-        (doctor.INDEX, "index.sqlite"),
-    ]
+    report = doctor.diagnose(store)
+    assert [(f.check, f.path) for f in report.findings] == [(LEDGER_CHECK, f"nodes/{target}.json")]
+    # The hand edit also left the search index (built by add's duplicate check) behind the file: doctor
+    # brings it up to date and says so.
+    assert report.refreshed == [f"nodes/{target}.json"]
     doctor.repair(store)
     assert status_of(store, target) == "active"
     assert_healthy(store)
@@ -915,11 +924,9 @@ def test_doctor_finds_and_repairs_a_hand_edit_of_a_status_restored_by_rollback(s
 def test_doctor_finds_a_node_retired_by_hand_without_a_patch(store: Store) -> None:
     target = add(store, "a fact")
     edit_status(store, target, "superseded")
-    findings = doctor.diagnose(store).findings
-    assert [(f.check, f.path) for f in findings] == [
-        (LEDGER_CHECK, f"nodes/{target}.json"),
-        (doctor.INDEX, "index.sqlite"),
-    ]
+    report = doctor.diagnose(store)
+    assert [(f.check, f.path) for f in report.findings] == [(LEDGER_CHECK, f"nodes/{target}.json")]
+    assert report.refreshed == [f"nodes/{target}.json"]
 
 
 def test_store_view_drops_a_node_past_its_effective_until(store: Store) -> None:
@@ -973,3 +980,26 @@ def test_undoing_a_redo_removes_the_links_again(store: Store) -> None:
     assert store.read_node(target).status == "active"
     assert store.read_node(target).relations["superseded_by"] == []
     assert doctor.diagnose(store).findings == []
+
+
+@pytest.mark.parametrize("operation", ["create", "supersede"])
+def test_a_patch_that_cannot_be_written_leaves_nothing_behind(store: Store, operation: str) -> None:
+    """A full disk when the patch file is written: the error comes back, and neither the new memory nor
+    a temp file stays (the new memory was written first, and stayed, served with no patch)."""
+    import errno
+
+    target = add(store, "the old fact")
+    before = {p.name for folder in ("nodes", "edges", "patches") for p in (store.root / folder).iterdir()}
+
+    def full(patch: MemoryPatch) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    store.write_patch = full  # type: ignore[method-assign]
+    with pytest.raises(OSError, match="No space left"):
+        if operation == "create":
+            create_nodes(store, [new_node("a new fact", source=Source(label="test"))], reason="test")
+        else:
+            apply_patch(store, operation, [target], reason="test", contents=["the new fact"])
+    after = {p.name for folder in ("nodes", "edges", "patches") for p in (store.root / folder).iterdir()}
+    assert after == before
+    assert list(store.root.rglob("*.tmp")) == []

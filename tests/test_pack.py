@@ -4,6 +4,7 @@ exact budgets, determinism, the three renderings (hostile contents included), li
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -14,14 +15,15 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import cclg.pack
 from cclg.api import add_memory
 from cclg.cli import cli
 from cclg.errors import UsageError
-from cclg.guard import estimate_tokens, json_literal, reveal
+from cclg.files import read_jsonl
+from cclg.guard import SecretError, estimate_tokens, json_literal, reveal
 from cclg.index import open_index
 from cclg.ledger import apply_patch, create_nodes, rollback
 from cclg.pack import (
@@ -32,7 +34,7 @@ from cclg.pack import (
     prompt_toml,
     render,
 )
-from cclg.records import Scope, Source, new_node
+from cclg.records import Scope, Source, dumps, new_node
 from cclg.search import Where, bm25
 from cclg.store import Store
 from cclg.view import effective_view
@@ -429,7 +431,10 @@ def test_budget_invariants_hold_for_random_stores(
         else new_node(f"zebrafish {text}", source=Source(label="h"))
         for text, pinned in memories
     ]
-    create_nodes(store, nodes, reason="hypothesis", new_content="random memories")
+    try:
+        create_nodes(store, nodes, reason="hypothesis", new_content="random memories")
+    except SecretError:
+        assume(False)  # random text that reads as a secret is refused: no store to pack from
     stored = {n.id: n.content for n in nodes}
     result = compile_pack(
         store, "zebrafish", max_nodes=max_nodes, max_chars=max_chars, max_tokens=max_tokens, generated_at=GENERATED_AT
@@ -831,3 +836,86 @@ def test_cli_pack_rejects_bad_options(cli_store: Store, args: list[str]) -> None
     result = run(cli_store.root, *args)
     assert result.exit_code == 2
     assert result.stdout == ""
+
+
+# ---------------------------------------------------------------- what is served is never stale
+
+
+def rewrite_in_place(store: Store, node_id: str, **changes: Any) -> None:
+    """Edit a node file in place (an editor, or `cp` of a backup over it): the folder's mtime stays,
+    so nothing but a look at the file itself can tell."""
+    from cclg.ids import content_hash
+    from cclg.records import retrieval_for
+
+    path = store.node_path(node_id)
+    folder = path.parent.stat()
+    node = store.read_node(node_id)
+    for name, value in changes.items():
+        setattr(node, name, value)
+    node.metadata["content_hash"] = content_hash(node.content)
+    node.retrieval = retrieval_for(node.content)
+    with path.open("r+b") as handle:
+        handle.truncate(0)
+        handle.write(dumps(node.to_dict()))
+    info = path.stat()
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns + 1_000_000))  # as a later edit would
+    os.utime(path.parent, ns=(folder.st_atime_ns, folder.st_mtime_ns))
+
+
+def test_a_pack_never_serves_a_memory_edited_in_place(store: Store) -> None:
+    node_id = add(store, "Deploys go through the jenkins pipeline")
+    assert ids(pack(store, "how do deploys go through jenkins")["memory_nodes"]) == [node_id]
+    rewrite_in_place(store, node_id, content="Deploys go through the argo pipeline")
+    served = pack(store, "how do deploys go through jenkins")["memory_nodes"]
+    assert [e["content"] for e in served if e["id"] == node_id] in ([], ["Deploys go through the argo pipeline"])
+    assert [e["content"] for e in pack(store, "argo pipeline deploys")["memory_nodes"]] == [
+        "Deploys go through the argo pipeline"
+    ]
+
+
+@pytest.mark.parametrize("status", ["deprecated", "forgotten"])
+def test_a_pack_never_serves_a_memory_whose_status_was_edited_in_place(store: Store, status: str) -> None:
+    node_id = add(store, "Deploys go through the jenkins pipeline")
+    pinned = pin(store, "Always answer in English")
+    assert ids(pack(store, "how do deploys go through jenkins")["memory_nodes"]) == [pinned, node_id]
+    rewrite_in_place(store, node_id, status=status)
+    rewrite_in_place(store, pinned, status=status)
+    assert pack(store, "how do deploys go through jenkins")["memory_nodes"] == []
+
+
+def run_hook(store: Store, prompt: str, session_id: str = "s1") -> dict[str, Any]:
+    payload = {
+        "session_id": session_id,
+        "prompt": prompt,
+        "cwd": str(store.root),
+        "hook_event_name": "UserPromptSubmit",
+    }
+    hook = str(Path(sys.executable).parent / "cclg-hook")
+    done = subprocess.run(
+        [hook, "--root", str(store.root), "user-prompt"], input=json.dumps(payload), capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    answer: dict[str, Any] = json.loads(done.stdout)
+    return answer
+
+
+def test_the_hook_serves_the_file_not_a_stale_index(store: Store) -> None:
+    node_id = add(store, "Deploys go through the jenkins pipeline")
+    assert "jenkins" in run_hook(store, "how do deploys go through jenkins")["hookSpecificOutput"]["additionalContext"]
+    rewrite_in_place(store, node_id, content="Deploys go through the argo pipeline")
+    answer = run_hook(store, "how do deploys go through jenkins", session_id="s2")  # s1 has it in context
+    assert "jenkins pipeline" not in json.dumps(answer)
+
+
+def test_the_hook_serves_from_a_damaged_index_and_the_audit_log_says_so(store: Store) -> None:
+    """It returned {} (and logged the sqlite3.DatabaseError as a hook failure)."""
+    add(store, "Deploys go through the jenkins pipeline")
+    open_index(store).close()
+    data = bytearray(store.index_path.read_bytes())
+    data[4096:] = b"\xde\xad" * ((len(data) - 4096) // 2)
+    store.index_path.write_bytes(bytes(data))
+    answer = run_hook(store, "how do deploys go through jenkins")
+    assert "jenkins pipeline" in answer["hookSpecificOutput"]["additionalContext"]
+    repairs = [r for r in read_jsonl(store.audit_path).records if r["event"] == "repair_applied"]
+    assert any("damaged search index" in action for r in repairs for action in r["actions"])
+    assert not store.hook_failures_path.exists()

@@ -469,3 +469,176 @@ def test_recover_on_healthy_store_does_nothing(store: Store) -> None:
     audit_before = store.audit_path.read_bytes()
     assert store.recover() == []
     assert store.audit_path.read_bytes() == audit_before
+
+
+def test_the_next_lock_names_what_a_killed_writer_staged_for_a_patch_on_disk(store: Store) -> None:
+    """tmp/ holds what killed writers left: a record staged for a committed patch is finished, the
+    rest deleted, by whichever process takes the store lock next; live writers' files stay."""
+    gone = dead_pid()
+    tmp = store.root / "tmp"
+    (store.root / "patches" / "patch_committed.json").write_text("{}")
+    committed = tmp / f".patch_committed.mem_kept.json.{gone}.aa.tmp"
+    committed.write_text('{"id": "mem_kept"}')
+    uncommitted = tmp / f".patch_never.mem_lost.json.{gone}.bb.tmp"
+    uncommitted.write_text('{"id": "mem_lost"}')
+    plain = tmp / f".blob-0123.txt.{gone}.cc.tmp"
+    plain.write_text("half a raw file")
+    live = tmp / f".patch_never.mem_busy.json.{os.getpid()}.dd.tmp"
+    live.write_text("being written")
+    with store.lock():
+        healed = store.healed
+    assert (store.root / "nodes" / "mem_kept.json").read_text() == '{"id": "mem_kept"}'
+    assert sorted(p.name for p in tmp.iterdir()) == [live.name]
+    assert not (store.root / "nodes" / "mem_lost.json").exists()
+    assert sorted(healed) == sorted(
+        [
+            "finished an interrupted patch: named nodes/mem_kept.json",
+            f"removed orphan temp file tmp/{uncommitted.name}",
+            f"removed orphan temp file tmp/{plain.name}",
+        ]
+    )
+    assert audit_events(store)[-1]["actions"] == healed
+    with store.lock():
+        assert store.healed == []  # nothing left: no audit record either
+    assert audit_events(store)[-1]["actions"] == healed
+
+
+def test_writes_go_through_tmp_and_leave_nothing_there(store: Store) -> None:
+    store.write_file(store.root / "active" / "thing.json", b"data")
+    store.write_raw(b"evidence", "note.txt")
+    assert list((store.root / "tmp").iterdir()) == []
+
+
+# ---------------------------------------------------------------- layout, strays and modes
+
+
+def git_repository(folder: Path) -> Path:
+    folder.mkdir()
+    (folder / "app.py").write_text("def main():\n    return 1\n")
+    git = ["git", "-C", str(folder), "-c", "user.email=a@b", "-c", "user.name=a"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "first"], check=True)
+    return folder
+
+
+def test_open_creates_the_folders_a_reference_store_lacks(store: Store, tmp_path: Path) -> None:
+    """The reference implementation's `init` makes no active/codegraphs/ (nor tmp/): `cclg code-index`
+    died with an uncaught sqlite3.OperationalError."""
+    from click.testing import CliRunner
+
+    from cclg.cli import cli
+
+    for name in ("active/codegraphs", "tmp"):
+        (store.root / name).rmdir()
+    opened = Store.open(store.root)
+    for name in ("active/codegraphs", "tmp"):
+        assert (opened.root / name).is_dir()
+        assert (opened.root / name).stat().st_mode & 0o777 == 0o700
+    (store.root / "active" / "codegraphs").rmdir()
+    repo = git_repository(tmp_path / "repo")
+    result = CliRunner().invoke(cli, ["--root", str(store.root), "code-index", str(repo)])
+    assert result.exit_code == 0, result.output
+
+
+def test_files_that_are_no_records_are_ignored_and_listed(store: Store) -> None:
+    from cclg.api import add_memory
+
+    node = add_memory(store, "the build uses gradle", source="test").new_nodes[0]
+    original = store.node_path(node.id)
+    conflict = original.with_name(f"{node.id}.sync-conflict-20260101-120000-ABCDEFG.json")
+    conflict.write_bytes(original.read_bytes().replace(b"gradle", b"maven"))
+    (store.root / "nodes" / "notes.json").mkdir()
+    (store.root / "patches" / "Copy of patch.json").write_text("{}")
+    assert store.record_files("nodes") == [original]
+    assert list(store.load_nodes()) == [node.id]
+    assert store.load_nodes()[node.id].content == "the build uses gradle"
+    assert [p.name for p in store.stray_files("nodes")] == [conflict.name, "notes.json"]
+    assert [p.name for p in store.stray_files("patches")] == ["Copy of patch.json"]
+    assert store.stray_files("edges") == []
+
+
+def test_a_session_copy_under_another_name_is_left_out(store: Store) -> None:
+    from cclg.sessions import start_session
+
+    session = start_session(store, "s1", agent="claude")
+    copy = store.root / "sessions" / "s1.sync-conflict-20260101-120000-ABCDEFG.json"
+    copy.write_bytes(store.session_path("s1").read_bytes())
+    assert [s.id for s in store.load_sessions()] == [session.id]
+
+
+def all_modes(root: Path) -> dict[str, int]:
+    found = {}
+    for folder, dirs, files in os.walk(root):
+        for name in [*dirs, *files]:
+            path = Path(folder) / name
+            found[path.relative_to(root).as_posix()] = path.lstat().st_mode & 0o777
+    return found
+
+
+def test_every_store_file_is_owners_only(tmp_path: Path) -> None:
+    """index.sqlite and the code graph's SQLite files were created 0644 (the umask's default)."""
+    from cclg.api import add_memory, code_index
+    from cclg.doctor import repair
+    from cclg.pack import fit_markdown
+    from cclg.search import search
+    from cclg.sessions import record_event
+
+    repo = git_repository(tmp_path / "repo")
+    old_umask = os.umask(0o022)
+    try:
+        store, _ = Store.init(tmp_path / "store")
+        add_memory(store, "the build uses gradle", source="test")
+        search(store, "gradle")
+        fit_markdown(store, "gradle", max_chars=2000, session_id="s1")
+        record_event(store, "s1", "user_prompt", {"prompt": "gradle?"})
+        code_index(store, repo)
+        with open(store.audit_path, "ab") as handle:
+            handle.write(b'{"torn')
+        repair(store)
+    finally:
+        os.umask(old_umask)
+    modes = all_modes(store.root)
+    assert {"index.sqlite", "active/codegraphs", "audit/memory_audit.jsonl.torn"} <= set(modes)
+    assert any(name.endswith(".search.sqlite") for name in modes)
+    loose = {name: oct(mode) for name, mode in modes.items() if mode & 0o077}
+    assert loose == {}
+
+
+def test_a_folder_made_for_the_store_becomes_owners_only(tmp_path: Path) -> None:
+    (tmp_path / "made").mkdir(mode=0o755)
+    (tmp_path / "made").chmod(0o755)
+    store, _ = Store.init(tmp_path / "made")
+    assert store.root.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_damaged_code_graph_is_a_clear_error(store: Store, tmp_path: Path) -> None:
+    from cclg.api import code_index
+    from cclg.codegraph.stored import graph_path, read_graph, repository_root
+    from cclg.errors import UsageError
+
+    repo = git_repository(tmp_path / "repo")
+    code_index(store, repo)
+    root = repository_root(repo)
+    graph_path(store, root).write_bytes(b"{broken")
+    with pytest.raises(UsageError, match="damaged; run `cclg code-index"):
+        read_graph(store, root)
+    code_index(store, repo)
+    assert read_graph(store, root)["root"] == str(root)
+
+
+def test_code_index_rebuilds_a_damaged_code_search_index(store: Store, tmp_path: Path) -> None:
+    """It died with "sqlite3.DatabaseError: vtable constructor failed"."""
+    from cclg.api import code_index
+    from cclg.codegraph.stored import read_graph, repository_root, search_index_path
+
+    repo = git_repository(tmp_path / "repo")
+    code_index(store, repo)
+    root = repository_root(repo)
+    index = search_index_path(store, root)
+    data = bytearray(index.read_bytes())
+    data[4096:] = b"\xde\xad" * ((len(data) - 4096) // 2)
+    index.write_bytes(bytes(data))
+    code_index(store, repo)
+    assert [f["path"] for f in read_graph(store, root)["files"]] == ["app.py"]
+    assert index.stat().st_mode & 0o777 == 0o600

@@ -57,11 +57,14 @@ def open_command(file: str, session_id: str | None, no_validate: bool, as_json: 
 @json_option
 @click.pass_context
 def import_command(ctx: click.Context, file: str, dry_run: bool, as_json: bool) -> None:
-    """Bring a .cclg container's records into the store ('-' reads stdin).
+    """Bring a .cclg container's records into the store ('-' reads stdin), all or nothing.
 
-    Known records are skipped. A known memory whose content differs is not
-    overwritten: both versions wait in conflict_pending (see `cclg conflicts`,
-    settle with `cclg resolve`). The file is checked in full before anything is written.
+    Known records are skipped. A container never changes your memories: a known
+    memory whose content differs is kept as it is, the incoming version waits
+    beside it in conflict_pending; a patch that would change one of your memories
+    is not applied and waits there as a conflict too (see `cclg conflicts`, settle
+    with `cclg resolve`). Imported memories are untrusted and never pinned until
+    you `cclg label` them. The file is checked in full before anything is written.
 
     Example: cclg import backup.cclg --dry-run
     """

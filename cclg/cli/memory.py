@@ -145,6 +145,8 @@ def import_jsonl(ctx: click.Context, path: str, force: bool, as_json: bool) -> N
     {"content": "...", "source": "label", "type": "...", "key": "...", "scope": {...}, "tags": [...]}.
     Bad lines are reported by number and nothing is written. Content already
     current in its scope is skipped and listed; forgotten content needs --force.
+    Imported memories are untrusted and never pinned until you `cclg label` them;
+    a full record supersedes nothing and names only memories in the file or the store.
 
     Example: cclg import-jsonl seed.jsonl
     """

@@ -25,6 +25,7 @@ import sqlite3
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from cclg.files import create_private
 from cclg.text import code_words, split_identifiers
 
 TYPE_CHECKING = False
@@ -53,6 +54,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
 
 
 def _connect(path: Path) -> sqlite3.Connection:
+    create_private(path)  # owner-only, like every store file (SQLite would follow the umask)
     db = sqlite3.connect(path)
     db.executescript(_SCHEMA_SQL)
     return db
@@ -74,6 +76,9 @@ class SearchIndexWriter:
     """
 
     def __init__(self, path: Path, *, rebuild: bool, keep: set[str], replaced: set[str]) -> None:
+        if rebuild:  # it may be damaged beyond reading: start from an empty file
+            for leftover in (path, *(path.with_name(path.name + s) for s in ("-journal", "-wal", "-shm"))):
+                leftover.unlink(missing_ok=True)
         self.db = _connect(path)
         self.db.execute("PRAGMA synchronous = OFF")
         self.db.execute("BEGIN")

@@ -64,7 +64,12 @@ def read_graph(store: Store, root: Path) -> dict[str, Any]:
     path = graph_path(store, root)
     if not path.is_file():
         raise UsageError(f"no code graph for {root}; run `cclg code-index {root}` first")
-    graph: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    try:
+        graph = json.loads(path.read_text("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        graph = None
+    if not isinstance(graph, dict):  # damaged: a projection, rebuilt from the repository
+        raise UsageError(f"the code graph at {path} is damaged; run `cclg code-index {root}` to build it again")
     if graph.get("root") != str(root):
         raise UsageError(f"the code graph at {path} is of {graph.get('root')}, not {root}; run `cclg code-index`")
     return graph
