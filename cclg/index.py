@@ -41,7 +41,7 @@ from cclg.lattice import RULES, undone_patches
 from cclg.records import MemoryNode, MemoryPatch
 from cclg.store import Store
 from cclg.text import tokens
-from cclg.view import PRECEDENCE
+from cclg.view import rank
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
     Result = TypeVar("Result")
 
-SCHEMA_VERSION = "cclg.index.v2"
+SCHEMA_VERSION = "cclg.index.v3"  # v3: a node's level is view.rank (trust, then scope)
 MMAP_BYTES = 1 << 30
 MAX_READS = 3  # runs of a read whose served memories keep changing on disk, before it is served as is
 DAMAGE_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB (the low byte of an extended result code)
@@ -257,7 +257,7 @@ class Index:
                 node.status,
                 node.key,
                 content_hash(node.content),
-                PRECEDENCE[node.scope.level],
+                rank(node),
                 node.scope.session,
                 node.scope.project,
                 node.scope.workspace,

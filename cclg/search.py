@@ -7,9 +7,11 @@ never widens it.
 
 Scope filters keep a memory when it applies where the query is asked: with
 ``project="x"`` a memory scoped to project ``x`` or to no project at all. Of
-memories sharing a key, only the one with the narrowest applicable scope wins
-(session > project > workspace > global, then the newest), and that is decided
-against every current memory with the key, not just the ones that matched.
+memories sharing a key, only the most trusted wins (an untrusted memory never
+shadows a trusted one), of those the one with the narrowest applicable scope
+(session > project > workspace > global), then the newest (``view.rank``, kept in
+the index as a node's ``level``); that is decided against every current memory
+with the key, not just the ones that matched.
 """
 
 from __future__ import annotations

@@ -647,10 +647,6 @@ def test_an_mcp_rollback_cannot_undo_the_users_quarantine(served: Served) -> Non
     assert node.id not in [r["id"] for r in found]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs cclg/index.py to store cclg.view.rank(node) as a node's level (and a new SCHEMA_VERSION)",
-)
 def test_an_mcp_callers_memory_never_shadows_the_users_trusted_one(served: Served) -> None:
     """Issue 15, rule 1: an untrusted project memory under the key of the user's trusted one."""
     store = served.store

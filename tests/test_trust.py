@@ -164,10 +164,6 @@ def test_an_untrusted_memory_never_shadows_a_trusted_one_in_the_effective_view(s
     assert narrow.id in current(store) and trusted not in current(store)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs cclg/index.py to store cclg.view.rank(node) as a node's level (and a new SCHEMA_VERSION)",
-)
 def test_an_untrusted_memory_never_shadows_a_trusted_one_in_search_and_pack(store: Store) -> None:
     trusted, untrusted = shadowing(store)
     found = [h.id for h in search(store, "deploys", where=Where(project="shop"))]
