@@ -23,6 +23,7 @@ call, ``cclg.index.note_changes``; it never reads through the index.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from cclg import guard, lattice
 from cclg.errors import IllegalPatchError, NotFoundError, UsageError
@@ -104,10 +105,9 @@ def create_nodes(
     )
     batch = store.batch() if len(nodes) > 1 else _null_context()
     with store.lock(), batch:
-        _write_new(store, patch, nodes, [])
         records = [audit_record("node_written", node_id=n.id, patch_id=patch.id) for n in nodes]
         records.append(_patch_audit(patch))
-        store.audit_many(records)
+        _write_new(store, patch, nodes, [], audit=records)
         note_changes(store, [n.id for n in nodes], [patch.id])
     return PatchResult(patch=patch, new_nodes=list(nodes))
 
@@ -263,9 +263,16 @@ def _write_retiring_patch(
     note_changes(store, [*patch.new_node_ids, *patch.target_ids], [patch.id])
 
 
-def _write_new(store: Store, patch: MemoryPatch, nodes: list[MemoryNode], edges: list[MemoryEdge]) -> None:
+def _write_new(
+    store: Store,
+    patch: MemoryPatch,
+    nodes: list[MemoryNode],
+    edges: list[MemoryEdge],
+    audit: list[dict[str, Any]] | None = None,
+) -> None:
     """Write a patch and the nodes and edges it makes, none of them visible before the patch is
-    durable (under the store lock): stage them, write the patch, name them."""
+    durable (under the store lock): stage them, write the patch, append ``audit`` (so a writer
+    killed while naming them leaves none unaudited), name them."""
     staged = [(store.node_path(n.id), dumps(n.to_dict())) for n in nodes]
     staged += [(store.edge_path(e.id), dumps(e.to_dict())) for e in edges]
     temps: list[tuple[Path, Path]] = []
@@ -278,6 +285,8 @@ def _write_new(store: Store, patch: MemoryPatch, nodes: list[MemoryNode], edges:
             temp.unlink(missing_ok=True)
         raise
     store.make_durable()  # in a batch: the staged files and the patch, before any of them is named
+    if audit:
+        store.audit_many(audit)
     for temp, path in temps:
         store.publish_file(temp, path)
 

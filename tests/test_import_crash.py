@@ -171,11 +171,6 @@ def test_the_issues_reproducer_5000_lines(tmp_path: Path) -> None:
     heal_and_check(store, ids, audit=False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs cclg.ledger.create_nodes to append its audit records once the patch is durable, "
-    "before it names the staged nodes (today a kill while naming them leaves them unaudited)",
-)
 def test_every_memory_of_a_killed_import_jsonl_is_audited(
     tmp_path: Path, small_seed: tuple[Path, set[str], int]
 ) -> None:
