@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cclg import format as fmt
+from cclg import staging
 from cclg.errors import CclgError, UnknownPatchOperationError, ValidationError
 from cclg.files import read_jsonl
 from cclg.ids import content_hash, parse_time
@@ -124,7 +125,9 @@ def _load(store: Store, folder: str, findings: list[Finding]) -> list[Any]:
 
 
 def diagnose(store: Store) -> Report:
-    """Every finding about ``store``; an empty list means the store is healthy."""
+    """Every finding about ``store``; an empty list means the store is healthy. An import a killed
+    writer left past its commit point is finished first (``cclg.staging``), as every command does."""
+    staging.finish(store)
     findings: list[Finding] = []
     nodes: dict[str, MemoryNode] = {n.id: n for n in _load(store, "nodes", findings)}
     patches: list[MemoryPatch] = _load(store, "patches", findings)
@@ -425,7 +428,7 @@ def repair(store: Store) -> list[str]:
     (and ``superseded_by`` links) the ledger gives them; the search index re-reads
     what changed.
     """
-    actions = store.recover()
+    actions = staging.finish(store) + store.recover()
     with store.lock():
         # Unreadable records are reported by diagnose and left as they are: repair
         # works around them rather than giving up on the rest of the store.

@@ -238,3 +238,17 @@ def test_container_kill_points_fall_on_both_sides_of_the_commit(
         assert run_child(store.root, "container", path, kill_at).returncode == -signal.SIGKILL
         outcomes.append(heal_and_check(store, ids))
     assert outcomes == [False, True]
+
+
+def test_doctor_repair_right_after_a_killed_import_finishes_it_first(
+    tmp_path: Path, osprey: tuple[Path, set[str], int]
+) -> None:
+    """A library caller may run ``doctor.repair`` before any other command: it must finish an import
+    killed past its commit point, not set its patch apart as an unfinished create."""
+    path, ids, total = osprey
+    store = Store.open(Store.init(tmp_path / "store")[0].root)
+    assert run_child(store.root, "container", path, kill_points(total)[-1]).returncode == -signal.SIGKILL
+    doctor.repair(store)
+    _, current = imported_and_current(store, ids)
+    assert current and not list((store.root / "recovered").rglob("patch_*.json"))
+    assert [(f.check, f.path) for f in doctor.diagnose(store).findings] == []
