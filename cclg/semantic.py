@@ -46,6 +46,7 @@ import sys
 import time
 
 from cclg import embed
+from cclg.files import create_private
 from cclg.index import open_index
 from cclg.search import View, Where
 
@@ -318,6 +319,7 @@ def _open_vectors(store: Store) -> sqlite3.Connection:
     import sqlite3
 
     try:
+        create_private(store.semantic_path)  # SQLite would create it with the umask's mode
         db = sqlite3.connect(store.semantic_path, timeout=10)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute(_SCHEMA)

@@ -578,6 +578,7 @@ def all_modes(root: Path) -> dict[str, int]:
 
 def test_every_store_file_is_owners_only(tmp_path: Path) -> None:
     """index.sqlite and the code graph's SQLite files were created 0644 (the umask's default)."""
+    from cclg import semantic
     from cclg.api import add_memory, code_index
     from cclg.doctor import repair
     from cclg.pack import fit_markdown
@@ -593,13 +594,14 @@ def test_every_store_file_is_owners_only(tmp_path: Path) -> None:
         fit_markdown(store, "gradle", max_chars=2000, session_id="s1")
         record_event(store, "s1", "user_prompt", {"prompt": "gradle?"})
         code_index(store, repo)
+        semantic._open_vectors(store).close()  # the semantic helper's vectors
         with open(store.audit_path, "ab") as handle:
             handle.write(b'{"torn')
         repair(store)
     finally:
         os.umask(old_umask)
     modes = all_modes(store.root)
-    assert {"index.sqlite", "active/codegraphs", "audit/memory_audit.jsonl.torn"} <= set(modes)
+    assert {"index.sqlite", "semantic.sqlite", "active/codegraphs", "audit/memory_audit.jsonl.torn"} <= set(modes)
     assert any(name.endswith(".search.sqlite") for name in modes)
     loose = {name: oct(mode) for name, mode in modes.items() if mode & 0o077}
     assert loose == {}
@@ -630,6 +632,8 @@ def test_a_damaged_code_graph_is_a_clear_error(store: Store, tmp_path: Path) -> 
 def test_code_index_rebuilds_a_damaged_code_search_index(store: Store, tmp_path: Path) -> None:
     """It died with "sqlite3.DatabaseError: vtable constructor failed"."""
     from cclg.api import code_index
+    from cclg.codegraph.rank import rank_files
+    from cclg.errors import UsageError
     from cclg.codegraph.stored import read_graph, repository_root, search_index_path
 
     repo = git_repository(tmp_path / "repo")
@@ -639,6 +643,8 @@ def test_code_index_rebuilds_a_damaged_code_search_index(store: Store, tmp_path:
     data = bytearray(index.read_bytes())
     data[4096:] = b"\xde\xad" * ((len(data) - 4096) // 2)
     index.write_bytes(bytes(data))
+    with pytest.raises(UsageError, match="search index .* is damaged .* run `cclg code-index`"):
+        rank_files(index, "app")  # what `cclg code-search` and the hook read: a clear error, not a traceback
     code_index(store, repo)
     assert [f["path"] for f in read_graph(store, root)["files"]] == ["app.py"]
     assert index.stat().st_mode & 0o777 == 0o600

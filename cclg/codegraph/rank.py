@@ -33,6 +33,7 @@ import sqlite3
 from collections import defaultdict
 from pathlib import Path
 
+from cclg.errors import UsageError
 from cclg.guard import estimate_tokens
 from cclg.guard import json_literal as quoted
 from cclg.text import code_names, code_words, subject_components, without_component_prefix
@@ -75,6 +76,11 @@ def rank_files(index: Path, query: str, *, limit: int = 10) -> list[dict[str, An
     db = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
     try:
         return _rank(db, query, words, limit)
+    except sqlite3.DatabaseError as exc:  # a damaged file: the next `cclg code-index` rebuilds it
+        raise UsageError(
+            f"the code graph's search index {index} is damaged ({exc}): run `cclg code-index` "
+            "on the repository to rebuild it"
+        ) from None
     finally:
         db.close()
 
