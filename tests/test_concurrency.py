@@ -423,7 +423,7 @@ CRASHING_WRITER = textwrap.dedent(
     """
 )
 SUPERSEDE_STEPS = ["stage-nodes", "stage-edges", "patches", "publish-nodes", "publish-edges", "nodes", "append"]
-CREATE_STEPS = ["stage-nodes", "patches", "publish-nodes", "append"]
+CREATE_STEPS = ["stage-nodes", "patches", "append", "publish-nodes"]  # audited before the node is named
 
 
 def _crash(store: Store, operation: str, target: str, kill_at: int) -> list[str]:
@@ -509,7 +509,7 @@ def test_add_memory_killed_at_each_step(store: Store, kill_at: int) -> None:
         assert steps == [*CREATE_STEPS, "finished"]
     store = Store.open(store.root)
     _records_parse(store)
-    patch_written, published = kill_at > 2, kill_at > 3
+    patch_written, published = kill_at > 2, kill_at > 4
     nodes, patches = store.load_nodes(), store.load_patches()
     assert len(nodes) == (1 if published else 0)  # never a node before its patch
     assert len(patches) == (1 if patch_written else 0)
@@ -521,7 +521,7 @@ def test_add_memory_killed_at_each_step(store: Store, kill_at: int) -> None:
     assert doctor.diagnose(store).findings == []  # healed without --repair
     assert len(store.load_nodes()) == len(store.load_patches()) == (2 if patch_written else 1)
     audit = Counter(r["event"] for r in read_jsonl(store.audit_path).records)
-    assert audit["node_written"] == (2 if kill_at > 4 else 1)
+    assert audit["node_written"] == (2 if kill_at > 3 else 1)
     assert list(store.root.rglob("*.tmp")) == []
 
 
