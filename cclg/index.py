@@ -174,6 +174,7 @@ class Index:
         """Re-read every record file whose size or mtime changed since the index saw it (a stat of
         every file), and forget those that are gone; returns them as ``folder/id.json``."""
         signature = _folder_signature(self.store)
+        self._begin_write()
         changed: dict[str, list[str]] = {}
         for folder in ("nodes", "patches"):
             on_disk = _files(self.store, folder)
@@ -206,16 +207,26 @@ class Index:
                 seen = (info.st_mtime_ns, info.st_size)
             if seen != known.get(node_id):
                 changed.append(node_id)
-        if changed:
+        if changed:  # re-reading a file is idempotent: what changed since is read as it is now
+            self._begin_write()
             self._apply(changed, [])
             self.db.commit()
         return changed
 
     def note_changes(self, node_ids: Iterable[str], patch_ids: Iterable[str]) -> None:
         """Record files just written by this process (called under the store lock)."""
+        self._begin_write()
         self._apply(list(node_ids), list(patch_ids))
         self._set_meta("signature", _folder_signature(self.store))
         self.db.commit()
+
+    def _begin_write(self) -> None:
+        """Open the write transaction before reading what to change: the module's default opens one
+        at the first write only, so the reads before it could see a state that another process (a
+        reader catching up with the files, or the writer) changes in between, and the rows it then
+        inserts would already be there."""
+        if not self.db.in_transaction:
+            self.db.execute("BEGIN IMMEDIATE")
 
     def _apply(self, node_ids: list[str], patch_ids: list[str]) -> None:
         affected = set(node_ids)

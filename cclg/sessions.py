@@ -12,7 +12,7 @@ import json
 
 from cclg.errors import NotFoundError
 from cclg.ids import now_iso
-from cclg.records import Record, Session
+from cclg.records import Record, Session, dumps
 from cclg.store import Store, audit_record
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
@@ -29,27 +29,33 @@ def start_session(
     project: str | None = None,
     branch_name: str | None = None,
 ) -> Session:
-    """Open a session, or return it if it exists already (a resumed session)."""
-    with store.lock():
-        try:
-            return store.read_session(session_id)
-        except NotFoundError:
-            pass
-        stamp = now_iso()
-        session = Session(
-            id=session_id,
-            agent=agent,
-            workspace=workspace,
-            project=project,
-            started_at=stamp,
-            ended_at=None,
-            status="active",
-            branch_name=branch_name,
-            created_at=stamp,
-            updated_at=stamp,
-        )
-        store.write_session(session)
-        store.audit("session_started", session_id=session_id)
+    """Open a session, or return it if it exists already (a resumed session).
+
+    Every hook event calls this, so it takes no store lock: a hook must never wait behind a long
+    write such as an import. The record is published only where none exists: of two hooks opening
+    one session at once, the second reads the first's."""
+    try:
+        return store.read_session(session_id)
+    except NotFoundError:
+        pass
+    stamp = now_iso()
+    session = Session(
+        id=session_id,
+        agent=agent,
+        workspace=workspace,
+        project=project,
+        started_at=stamp,
+        ended_at=None,
+        status="active",
+        branch_name=branch_name,
+        created_at=stamp,
+        updated_at=stamp,
+    )
+    try:
+        store.write_file(store.session_path(session_id), dumps(session.to_dict()), replace=False)
+    except FileExistsError:
+        return store.read_session(session_id)
+    store.audit("session_started", session_id=session_id)
     return session
 
 

@@ -590,3 +590,37 @@ def read_jsonl_bytes(data: bytes) -> list[dict[str, Any]]:
 def _no_leftover_children() -> Any:
     yield
     assert multiprocessing.active_children() == []
+
+
+def test_readers_catch_up_with_the_files_while_an_import_writes(store: Store, tmp_path: Path) -> None:
+    """Every reader brings the index up to date with the files it finds changed. Its reads and writes
+    were two transactions: a row the importer indexed in between made the reader's insert fail
+    ("UNIQUE constraint failed: nodes.id"), and the hook answered nothing. Real processes: an
+    import-jsonl of 3,000 memories, and readers opening the index while it runs."""
+    from cclg.index import open_index
+
+    seed = tmp_path / "seed.jsonl"
+    seed.write_text(
+        "".join(
+            json.dumps({"content": f"Zeta shard {i} serves region {i % 7}", "source": "seed"}) + "\n"
+            for i in range(3000)
+        )
+    )
+    importer = subprocess.Popen(
+        [sys.executable, "-m", "cclg", "--root", str(store.root), "import-jsonl", str(seed)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    errors = []
+    while importer.poll() is None:
+        try:
+            open_index(Store.open(store.root)).close()
+        except Exception as exc:  # what a reader meets is the test's finding
+            errors.append(repr(exc))
+    assert importer.returncode == 0, importer.stderr.read() if importer.stderr else ""
+    assert errors == []
+    index = open_index(Store.open(store.root))
+    try:
+        assert index.db.execute("SELECT count(*) FROM nodes").fetchone()[0] == 3000
+    finally:
+        index.close()

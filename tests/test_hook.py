@@ -488,3 +488,31 @@ def test_bad_prompts_get_valid_json_and_are_recorded(store: Store, memories: dic
     assert event["event"] == "user_prompt"
     if prompt.startswith("the and"):
         assert json.loads(result.stdout) == {}, "nothing to justify a memory"
+
+
+def test_a_new_sessions_prompt_is_answered_while_another_process_holds_the_store_lock(store: Store) -> None:
+    """Every event opened its session under the store lock, so a prompt waited behind an import for
+    as long as the import held it (up to the lock's 30 s). The lock holder here holds it for two
+    minutes; the prompt is answered while it still does."""
+    add_memory(store, "Deploys go out from CI with the release workflow", source="user")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from cclg.store import Store; s = Store.open(sys.argv[1])\n"
+            "with s.lock():\n    print('locked', flush=True); time.sleep(120)",
+            str(store.root),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        result = run_hook(store.root, "user-prompt", claude_prompt("how do deploys go out?", session="fresh-1"))
+        assert holder.poll() is None, "the lock was still held while the prompt was answered"
+        context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert "Deploys go out from CI" in context
+    finally:
+        holder.kill()
+        holder.wait()
+    assert store.read_session("fresh-1").status == "active"
