@@ -8,383 +8,439 @@
   ``reveal`` shows invisible characters before a pack hands text over, and
   ``json_literal`` fences a string so Markdown cannot read it as markup;
   ``estimate_tokens`` is the one token estimate every budget uses.
+- Patterns from users (``UserPattern``): a ``grep`` regex runs under a time limit.
 
-A memory store sees everything an agent sees, credentials pasted into prompts
-and tool output included. ``scan`` finds secrets with curated format rules: each
-rule has literal keywords that must occur before its pattern runs (so text with
-none of them costs one substring search per keyword), and known look-alikes
-(hashes, git SHAs, UUIDs, placeholders) are let through.
-
-Two policies, one scanner:
-
-- explicit writes (CLI, MCP, imports) are refused: ``refuse_secrets`` raises a
-  ``SecretError`` naming the rule and the field and showing at most the first four
-  characters of the match;
-- hook events, which must never fail, are cleaned: ``redact`` replaces each
-  secret with ``[REDACTED:rule]`` before anything reaches disk.
-
-Light on purpose: the hook imports this module (``re`` and ``math`` only).
+One secret detector (``scan``) serves every path: explicit writes are refused
+(``refuse_secrets``: a ``SecretError`` naming the rule and the field, showing four characters),
+hook events are cleaned (``redact_value``: ``[REDACTED:rule]`` before anything reaches disk),
+and ``cclg scan`` and ``--redact`` read files. It reads one normalised text: escapes decoded
+however deeply nested (``\\n``, ``\\"``, ``\\u0041``, the ``\\\\n`` of a JSON file holding ``\\n``),
+offsets mapped back; a JSON-like value read as its JSON file reads (``{"password": "..."}`` is
+an assignment as a file, a string or a dict). Each pattern starts with a literal and cannot
+backtrack without bound (open-ended repeats possessive, others bounded, none nested: a test
+checks), so a scan is linear in the text. The hook imports this module: standard library only.
 """
 
 from __future__ import annotations
 
+import binascii
+import functools
 import json
 import math
 import re
+import time
+from bisect import bisect_right
+from collections import Counter
+from itertools import accumulate
 
 from cclg.errors import UsageError, ValidationError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
     from typing import Any
 
 # Platform credentials belong to whatever envelope carries records, never inside them.
 FORBIDDEN_KEYS = frozenset({"org_id", "user_id", "bucket", "collection", "api_key", "apikey", "token", "access_token"})
 
 PREVIEW_CHARS = 4
+_WORD = r"(?<![A-Za-z0-9_])"  # a word starts here
 
 
 class SecretError(ValidationError):
     """A write refused because it holds a secret (exit code 4)."""
 
 
-class _Lazy:
+def _lazy(source: str) -> Callable[[], re.Pattern[str]]:
     """A regular expression compiled on first use (compiling them all costs the hook ~10 ms)."""
-
-    def __init__(self, source: str, flags: int = 0) -> None:
-        self._source, self._flags = source, flags
-        self._pattern: re.Pattern[str] | None = None
-
-    def __call__(self) -> re.Pattern[str]:
-        if self._pattern is None:
-            self._pattern = re.compile(self._source, self._flags)
-        return self._pattern
+    return functools.cache(lambda: re.compile(source))
 
 
 class Rule:
-    """One kind of secret: a pattern (group ``secret`` is the part to hide, else the whole match),
-    the literal keywords of which one must occur for the pattern to be tried, and how far
-    before and after a keyword a match can start and end."""
+    """One kind of secret: a pattern (group ``secret`` is the part to hide, else the whole match), what
+    the text before it must end with (``preceded_by``: by default a word boundary, or nothing for a
+    ``lowered`` rule, which reads the text lower-cased to find names in any case, inside longer ones
+    too), and what lets look-alikes through: entropy, how many of lower case, upper case and digits
+    a secret mixes, a ``harmless`` check."""
 
     def __init__(
         self,
         name: str,
         description: str,
         pattern: str,
-        keywords: tuple[str, ...],
-        flags: int = 0,
         *,
-        before: int = 80,
-        after: int = 400,
+        lowered: bool = False,
+        preceded_by: str | None = "",
         min_entropy: float = 0.0,
+        min_classes: int = 0,
+        harmless: Callable[[str, re.Match[str], str], bool] | None = None,
     ) -> None:
-        self.name = name
-        self.description = description
-        self._regex = _Lazy(pattern, flags)
-        self.keywords = keywords
-        self.ignore_case = bool(flags & re.IGNORECASE)
-        self.before = before
-        self.after = after
-        self.min_entropy = min_entropy  # for the looser rules: a value below it is no secret
+        self.name, self.description = name, description
+        self.regex = _lazy(pattern)
+        preceded_by = (None if lowered else _WORD) if preceded_by == "" else preceded_by
+        self.before = _lazy(f"(?:{preceded_by})\\Z") if preceded_by else None
+        self.lowered, self.min_entropy, self.min_classes, self.harmless = lowered, min_entropy, min_classes, harmless
 
-    @property
-    def pattern(self) -> re.Pattern[str]:
-        """Compiled on first use: the hook pays only for the rules whose keywords its text holds."""
-        return self._regex()
+    def accepts(self, text: str, hit: re.Match[str], secret: str) -> bool:
+        """Whether ``hit`` (in the normalised text ``text``) is a secret rather than a look-alike."""
+        if "EXAMPLE" in secret:  # AWS's documented example keys (AKIAIOSFODNN7EXAMPLE, ...)
+            return False
+        if self.before is not None and not self.before().search(text, max(0, hit.start() - 64), hit.start()):
+            return False
+        if self.min_classes and _classes(secret) < self.min_classes:
+            return False
+        if self.min_entropy and entropy(secret) < self.min_entropy:
+            return False
+        return self.harmless is None or not self.harmless(text, hit, secret)
 
 
-# Assignments: `db_password = "..."`, `dbPassword: '...'`, `DB_PASSWORD=...`, `"password": "..."`,
-# and the same with escaped quotes (JSON inside a shell command). The name must end with
-# the word (``tokenizer`` or ``password_hash`` is no secret).
-_SECRET_NAME = (
-    r"[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|pwd|secret|token|credentials?"
-    r"|(?:api|access|private|secret|auth|signing|encryption|master)[_-]?key)(?![A-Za-z0-9])"
+def entropy(value: str) -> float:
+    """Shannon entropy in bits per character."""
+    total = len(value)
+    return -sum(n / total * math.log2(n / total) for n in Counter(value).values())
+
+
+def _classes(value: str) -> int:
+    """How many of lower-case letters, upper-case letters and digits ``value`` holds."""
+    return any(c.islower() for c in value) + any(c.isupper() for c in value) + any(c.isdigit() for c in value)
+
+
+# ---------------------------------------------------------------- look-alikes
+
+_VOCABULARY = (  # what follows the first word of a placeholder (a word before any word it starts)
+    "passwords?|passwd|passphrase|pass|pwd|secrets?|tokens?|apikey|api|keys?|access|auth|client|private|app"
+    "|database|db|username|user|name|values?|here|string|goes|own|real|actual|new|account|service|bot|id"
 )
-_QUOTE = r"(?:\\?[\"'])?"
+_PLACEHOLDER = _lazy(
+    r"(?i)\$\{[^{}]*+\}|\$[A-Za-z_][A-Za-z0-9_]*+|%\(?+[A-Za-z_]*+\)?+s|\{\{[^{}]*+\}\}|\{[^{}]*+\}"
+    r"|<[^<>]*+>|\[REDACTED[^\]]*+\]|x++|\*++|\.++|-++|_++|\#++"
+    r"|(?:your|my|example|sample|dummy|fake|test|changeme|replace(?:me)?|placeholder|redacted)"
+    rf"(?>[_-]?+(?:{_VOCABULARY}))*+"
+    r"|none|null|nil|true|false|undefined|password|secret|token|string|str|bytes|int"
+)
+_GIT_SHA = _lazy(r"[0-9a-f]{40}")  # a commit id, whatever it is called
+_UUID = _lazy(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_LOWER_PATH = _lazy(r"[a-z0-9_.-]++(?:/[a-z0-9_.-]*+)++")  # kv/data/prod/payments: where a secret lives
+_URL = _lazy(r"[a-z][a-z0-9+.-]*+://[^@\s]*+")  # a URL without credentials
+# Code computing a value (a call or a subscript: ``getpass.getpass()``, ``request.form[``) or naming
+# one (an identifier or a chain of them: ``self._authkey)``, ``settings.API_TOKEN``).
+_CALL = _lazy(r"\(*+[A-Za-z_][A-Za-z0-9_.]*+[(\[]")
+_CHAIN = _lazy(r"\(*+([A-Za-z_][A-Za-z0-9_]*+(?:\.[A-Za-z_][A-Za-z0-9_]*+)*+)[)\]]*+")
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+def _placeholder(text: str, hit: re.Match[str], value: str) -> bool:
+    return _PLACEHOLDER().fullmatch(value) is not None
+
+
+def _names_a_value(value: str, literal: bool) -> bool:
+    """Whether an unquoted value is code naming a value rather than the value. A bare word of
+    letters is a value where the context says values are literal (``DB_PASSWORD=Word``); a chain
+    (``a.b``) is code unless one of its parts mixes lower case, upper case and digits."""
+    if _CALL().match(value):
+        return True
+    chain = _CHAIN().fullmatch(value)
+    parts = chain.group(1).split(".") if chain else []
+    if len(parts) == 1:
+        return not any(c.isdigit() for c in parts[0]) and (not literal or "_" in parts[0])
+    return bool(parts) and all(_classes(part) < 3 for part in parts)
+
+
+def _not_assigned(text: str, hit: re.Match[str], value: str) -> bool:
+    """The look-alikes of ``name = value``: placeholders, hashes, ids, paths, ARNs, URLs, code."""
+    begin = hit.start("name")
+    while begin and text[begin - 1] in _NAME_CHARS and hit.start("name") - begin < 1024:
+        begin -= 1
+    if begin and text[begin - 1] in ":/":  # a word inside an ARN, a path or a URL (arn:...:secret:prod/db)
+        return True
+    if any(p().fullmatch(value) for p in (_PLACEHOLDER, _GIT_SHA, _UUID, _LOWER_PATH, _URL)) or value[:4] == "arn:":
+        return True
+    if value.startswith(("/", "~/", "./", "../")):  # a path, unless a part of it reads as random
+        return all(_classes(part) < 3 for part in value.split("/"))
+    # Values are literal in environment files, YAML and command-line flags (DB_PASSWORD=x,
+    # POSTGRES_PASSWORD: x, --password=x), and code elsewhere (password = default_password).
+    name = text[begin : hit.end("name")]
+    literal = name[:1] == "-" or (not any(c.islower() for c in name) and not hit.group("sep")[:1].isspace())
+    weak = entropy(value) < min(2.75, math.log2(len(value)) - 0.75)  # bits a character (8 characters cannot reach 3)
+    return weak or (not hit.group("quote") and _names_a_value(value, literal))
+
+
+def _not_openai(text: str, hit: re.Match[str], value: str) -> bool:
+    """OpenAI keys carry a marker, or a project (service, admin) prefix, or are sk- and 48 letters and digits."""
+    prefixed = value.startswith(("sk-proj-", "sk-svcacct-", "sk-admin-")) and len(value) >= 48 and _classes(value) > 1
+    return not ("T3BlbkFJ" in value or prefixed or (len(value) == 51 and value[3:].isalnum()))
+
+
+def _not_basic(text: str, hit: re.Match[str], value: str) -> bool:
+    """``Authorization: Basic`` carries base64 of ``user:password``; anything else is no credential."""
+    try:
+        return b":" not in binascii.a2b_base64(value + "=" * (-len(value) % 4))
+    except ValueError:
+        return True
+
+
+# ---------------------------------------------------------------- the rules
+
+_PEM_LABEL = r"[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+_PRIVATE_KEY = (  # to its END line (within 64K characters, before another BEGIN), else its base64 lines
+    rf"-----BEGIN{_PEM_LABEL}(?:(?:(?!-----(?:END|BEGIN))[\s\S]){{0,65536}}+-----END{_PEM_LABEL}"
+    r"|(?:\s*+(?:[A-Za-z0-9+/=]{8,}+|[A-Za-z-]++:[^\n]*+))*+)"
+)
+# `db_password = "..."`, `dbPassword: '...'`, `DB_PASSWORD=...`, `"password": "..."`, read lower-cased: the
+# name ends with the word (not ``tokenizer``, ``password_hash``), any length (``_not_assigned``).
+_KEY_NAMES = "|".join(  # api_key, apikey, access-key... (looked behind: a pattern starting with a word is fast)
+    f"(?<={word}[_-]key)|(?<={word}key)"
+    for word in "api access private secret auth signing encryption master account".split()
+)
+_ASSIGNMENT = (
+    rf"(?P<name>pass(?:word|wd|phrase)|pwd|secret|token|credentials?|key(?:{_KEY_NAMES}))"
+    r"(?![a-z0-9])[\"']?(?P<sep>[ \t]*+(?::=|=>|[:=])[ \t]*+)(?:\r?\n[ \t]*+)?(?P<quote>[\"']?)"
+    r"(?P<secret>[^\s\"',;`\\]{8,}+)"
+)
+_AWS_SECRET = (
+    r"aws[a-z0-9_.-]{0,20}secret[a-z0-9_.-]{0,20}[\"']?[ \t]*+[:=][ \t]*+[\"']?(?P<secret>[a-z0-9/+]{40})(?![a-z0-9/+])"
+)
+_BASIC = r"authorization[\"']?[ \t]*+[:=][ \t]*+[\"']?basic[ \t]++(?P<secret>[a-z0-9+/]{4,}+={0,2}+)"
+_CURL = r"curl[^\n|;&]{0,400}?[ \t](?:-u|--user)(?:[ \t]++|=)?[\"']?[^\s:\"']{1,100}+:(?P<secret>[^\s\"']++)"
+_MYSQL = r"(?:mysql|mariadb)[^\n|;&]{0,400}?[ \t]-p[\"']?(?P<secret>[^\s\"']++)"
+_DISCORD = r"[MNO][A-Za-z0-9_-]{23,27}+\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}+(?![A-Za-z0-9_-])"
+_USERINFO = r"://[^\s:/@]*+:(?P<secret>[^\s@/]++)@"  # user:password@ (from 8 characters in web URLs)
+_USERINFO8 = r"://[^\s:/@]*+:(?P<secret>[^\s@/]{8,}+)@"
+_AZURE = r"Key=(?P<secret>[A-Za-z0-9+/]{20,}+={0,2}+)"
+_BEARER = r"bearer[ \t]++(?P<secret>[a-z0-9._~+/-]{20,}+=*+)"
+_DB = r"(?<![A-Za-z0-9+.-])(?i:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver"
+_DB += r"|clickhouse)"
+_WEB = r"(?<![A-Za-z0-9+.-])(?i:https?|ftps?|sftp|ssh|git|smtps?|ldaps?)"
+_SLACK_WEBHOOK = r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/_-]{20,}+"
+_GITHUB = r"(?:gh[pousr]_[A-Za-z0-9]{36,255}+|github_pat_[A-Za-z0-9_]{60,255}+)(?![A-Za-z0-9_])"
 
 RULES: tuple[Rule, ...] = (
-    Rule(
-        "private_key",
-        "a private key block",
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:.|\n){0,8000}?"
-        r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|$)",
-        ("PRIVATE KEY",),
-        before=40,
-        after=8200,
-    ),
-    Rule(
-        "aws_access_key_id",
-        "an AWS access key id",
-        r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b",
-        ("AKIA", "ASIA", "ABIA", "ACCA"),
-        before=0,
-        after=20,
-    ),
-    Rule(
-        "aws_secret_access_key",
-        "an AWS secret access key",
-        r"(?i:aws)[A-Za-z0-9_.-]{0,20}(?i:secret)[A-Za-z0-9_.-]{0,20}"
-        + _QUOTE
-        + r"\s*[:=]\s*"
-        + _QUOTE
-        + r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
-        ("aws", "AWS", "Aws"),
-        before=0,
-        after=120,
-    ),
-    Rule(
-        "github_token",
-        "a GitHub token",
-        r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{60,255})\b",
-        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-        before=0,
-        after=270,
-    ),
-    Rule(
-        "gitlab_token",
-        "a GitLab token",
-        r"\bgl(?:pat|dt|ptt|rt|cbt|oas)-[A-Za-z0-9_-]{20,}",
-        ("glpat-", "gldt-", "glptt-", "glrt-", "glcbt-", "gloas-"),
-        before=0,
-    ),
-    Rule("slack_token", "a Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", ("xox",), before=0),
-    Rule(
-        "slack_webhook",
-        "a Slack webhook URL",
-        r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/_-]{20,}",
-        ("hooks.slack.com",),
-        before=10,
-    ),
-    Rule(
-        "stripe_key",
-        "a Stripe key",
-        r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{20,}\b",
-        ("sk_live_", "sk_test_", "rk_live_", "rk_test_", "pk_live_", "pk_test_"),
-        before=0,
-    ),
-    Rule(
-        "anthropic_key",
-        "an Anthropic API key",
-        r"\bsk-ant-[a-z]{3,10}\d{2}-[A-Za-z0-9_-]{80,}",
-        ("sk-ant-",),
-        before=0,
-    ),
-    Rule(
-        "openai_key",
-        "an OpenAI API key",
-        r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}|\bsk-[A-Za-z0-9]{48}\b",
-        ("sk-",),
-        before=0,
-    ),
-    Rule(
-        "google_api_key",
-        "a Google API key",
-        r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])",
-        ("AIza",),
-        before=0,
-        after=45,
-    ),
-    Rule(
-        "jwt",
-        "a JSON Web Token",
-        r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
-        ("eyJ",),
-        before=0,
-        after=4000,
-    ),
-    Rule(
-        "bearer_token",
-        "a bearer token",
-        r"\b[Bb]earer\s+(?P<secret>[A-Za-z0-9._~+/-]{20,}=*)",
-        ("earer",),
-        before=2,
-        after=2100,
-        min_entropy=3.0,
-    ),
-    Rule(
-        "database_url",
-        "a database URL with a password",
-        r"\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver|clickhouse)"
-        r"://[^\s:/@]+:(?P<secret>[^\s@/]{3,})@",
-        ("://",),
-        before=20,
-        after=300,
-    ),
-    Rule(
-        "url_password",
-        "a URL with a password",
-        r"\b(?:https?|ftps?|sftp|ssh|git|smtps?|ldaps?)://[^\s:/@]+:(?P<secret>[^\s@/]{8,})@",
-        ("://",),
-        before=10,
-        after=300,
-        min_entropy=3.0,
-    ),
-    Rule(
-        "generic_secret",
-        "a password, secret or token assignment",
-        r"(?<![A-Za-z0-9_.-])"
-        + _QUOTE
-        + _SECRET_NAME
-        + _QUOTE
-        + r"\s*(?::=|=>|[:=])\s*"
-        + _QUOTE
-        + r"(?P<secret>[^\s\"',;`\\]{8,200})",
-        ("pass", "pwd", "secret", "token", "key", "credential"),
-        re.IGNORECASE,
-        before=100,
-        after=300,
-        min_entropy=3.0,
-    ),
+    Rule("private_key", "a private key block", _PRIVATE_KEY, preceded_by=None),
+    Rule("aws_access_key_id", "an AWS access key id", r"(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}+(?![0-9A-Za-z])"),
+    Rule("aws_secret_access_key", "an AWS secret access key", _AWS_SECRET, lowered=True),
+    Rule("github_token", "a GitHub token", _GITHUB),
+    Rule("gitlab_token", "a GitLab token", r"gl(?:pat|dt|ptt|rt|cbt|oas)-[A-Za-z0-9_-]{20,}+"),
+    Rule("slack_token", "a Slack token", r"xox[abposr]-[A-Za-z0-9-]{10,}+"),
+    Rule("slack_webhook", "a Slack webhook URL", _SLACK_WEBHOOK, preceded_by=None),
+    Rule("stripe_key", "a Stripe key", r"[srp]k_(?:live|test)_[A-Za-z0-9]{20,}+"),
+    Rule("anthropic_key", "an Anthropic API key", r"sk-ant-[a-z]{3,10}[0-9]{2}-[A-Za-z0-9_-]{80,}+"),
+    Rule("openai_key", "an OpenAI API key", r"sk-(?!ant-)[A-Za-z0-9_-]{20,}+", harmless=_not_openai),
+    Rule("google_api_key", "a Google API key", r"AIza[0-9A-Za-z_-]{35}+(?![0-9A-Za-z_-])"),
+    Rule("jwt", "a JSON Web Token", r"eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+"),
+    Rule("npm_token", "an npm token", r"npm_[A-Za-z0-9]{36}+(?![A-Za-z0-9])"),
+    Rule("pypi_token", "a PyPI token", r"pypi-Ag[A-Za-z0-9_-]{50,}+"),
+    Rule("huggingface_token", "a Hugging Face token", r"hf_[A-Za-z]{34}+(?![A-Za-z0-9_])", min_classes=2),
+    Rule("twilio_key", "a Twilio API key", r"SK[0-9a-fA-F]{32}+(?![0-9A-Za-z])", min_classes=2),
+    Rule("sendgrid_key", "a SendGrid API key", r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}+(?![A-Za-z0-9_-])"),
+    Rule("discord_token", "a Discord bot token", _DISCORD, preceded_by=r"(?<![\w.+/=-])", min_classes=3),
+    Rule("azure_key", "an Azure account key", _AZURE, preceded_by="Account|SharedAccess", min_entropy=3.0),
+    Rule("basic_auth", "HTTP basic credentials", _BASIC, lowered=True, harmless=_not_basic),
+    Rule("bearer_token", "a bearer token", _BEARER, lowered=True, preceded_by=_WORD, min_entropy=3.0),
+    Rule("curl_password", "a password given to curl", _CURL, harmless=_placeholder),
+    Rule("mysql_password", "a password given to mysql", _MYSQL, harmless=_placeholder),
+    Rule("database_url", "a database URL with a password", _USERINFO, preceded_by=_DB, harmless=_placeholder),
+    Rule("url_password", "a URL with a password", _USERINFO8, preceded_by=_WEB, min_entropy=3, harmless=_placeholder),
+    Rule("generic_secret", "a password, secret or token assignment", _ASSIGNMENT, lowered=True, harmless=_not_assigned),
 )
 
-_GIT_SHA = _Lazy(r"[0-9a-f]{40}")  # a commit id, whatever it is called
-_UUID = _Lazy(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_PLACEHOLDER = _Lazy(
-    r"(?i)(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%\(?[A-Za-z_]*\)?s|\{\{.*\}\}|<[^>]*>|\[REDACTED[^\]]*\]"
-    r"|(?:x+|\*+|\.+|-+|_+|#+)"
-    r"|(?:your|my|example|sample|dummy|fake|test|changeme|placeholder|redacted)(?:[_-]?[a-z]+)*"
-    r"|(?:none|null|true|false|undefined|password|secret|token|string|str|bytes|int))"
-)
-# Code that names a value rather than holding one: calls, subscripts, attributes, annotations,
-# bare identifiers (letters and underscores only).
-_CODE = _Lazy(r"\(*[A-Za-z_][A-Za-z0-9_]*(?:(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?:[(\[].*)?|[(\[].*)[)\]]*|[A-Za-z_]+[)\]]*")
+
+def patterns() -> list[re.Pattern[str]]:
+    """The detector's regular expressions, compiled (a test checks that none can backtrack without bound)."""
+    lazies = [_PLACEHOLDER, _GIT_SHA, _UUID, _LOWER_PATH, _URL, _CALL, _CHAIN, _ESCAPE]
+    lazies += [lazy for rule in RULES for lazy in (rule.regex, rule.before) if lazy is not None]
+    return [lazy() for lazy in lazies]
+
+
+# ---------------------------------------------------------------- one normalised text
+
+# A run of backslashes and what it escapes: \n, \", \u0041, \\n (a JSON file of a text holding \n)...
+_ESCAPE = _lazy(r"(\\(?:\\*+(?:u[0-9a-fA-F]{4}|[nrtbf\"'/])|\\++))")
+_DECODED = {"n": "\n", "r": "\r", "t": "\t", "b": " ", "f": " ", '"': '"', "'": "'", "/": "/", "": "\\"}
+# Where each decoded escape is: its offset in the normalised text, its start and end in the text as given.
+Marks = tuple[list[int], list[int], list[int]]
+
+
+def _decoded(escape: str) -> str:
+    body = escape.lstrip("\\")
+    return chr(int(body[1:], 16)) if len(body) == 5 else _DECODED[body]
+
+
+def _normalised(text: str) -> tuple[str, Marks]:
+    """``text`` with each escape decoded to the one character it stands for (a run of backslashes
+    alone becomes one; one before anything else, as in a regex or a path, stays), and its marks."""
+    pieces = _ESCAPE().split(text) if "\\" in text else [text]  # literal, escape, literal, ..., literal
+    norm = pieces[:]
+    decoded: dict[str, str] = {}  # each escape met worked out once
+    norm[1::2] = [decoded.get(e) or decoded.setdefault(e, _decoded(e)) for e in pieces[1::2]]
+    given, here = list(accumulate(map(len, pieces), initial=0)), list(accumulate(map(len, norm), initial=0))
+    return "".join(norm), (here[1::2], given[1::2], given[2::2])
+
+
+def _origin(marks: Marks, at: int, after: bool) -> int:
+    """Where the normalised character ``at`` starts (or, with ``after``, ends) in the text as given."""
+    keys, starts, ends = marks
+    i = bisect_right(keys, at) - 1
+    if i >= 0 and keys[i] == at:
+        return ends[i] if after else starts[i]
+    return (at if i < 0 else ends[i] + at - keys[i] - 1) + after
+
+
+# ---------------------------------------------------------------- scanning
 
 
 class Match:
     """A secret found in a text: the rule, where the secret part is, and a safe preview."""
 
     def __init__(self, rule: Rule, start: int, end: int, text: str) -> None:
-        self.rule = rule.name
-        self.description = rule.description
-        self.start = start
-        self.end = end
-        self.preview = text[start : start + PREVIEW_CHARS] + "…"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule, "start": self.start, "end": self.end, "preview": self.preview}
+        self.rule, self.description = rule.name, rule.description
+        self.start, self.end = start, end
+        self.preview = text[start : start + PREVIEW_CHARS].encode("utf-8", "replace").decode() + "…"  # (bytes read)
 
 
-def entropy(value: str) -> float:
-    """Shannon entropy in bits per character."""
-    counts: dict[str, int] = {}
-    for char in value:
-        counts[char] = counts.get(char, 0) + 1
-    total = len(value)
-    return -sum(n / total * math.log2(n / total) for n in counts.values())
-
-
-def _looks_harmless(rule: Rule, value: str) -> bool:
-    """Known false positives: placeholders, code, commit ids, UUIDs, documentation examples."""
-    if "EXAMPLE" in value:  # AWS's documented example keys (AKIAIOSFODNN7EXAMPLE, ...)
-        return True
-    if rule.name in ("generic_secret", "database_url", "url_password") and _PLACEHOLDER().fullmatch(value):
-        return True
-    if rule.name == "generic_secret" and (
-        _CODE().fullmatch(value) or _GIT_SHA().fullmatch(value) or _UUID().fullmatch(value)
-    ):
-        return True
-    return rule.min_entropy > 0 and entropy(value) < rule.min_entropy
-
-
-def _windows(haystack: str, rule: Rule, length: int) -> list[tuple[int, int]]:
-    """Stretches of the text around the rule's keywords (merged where they touch)."""
-    positions: list[int] = []
-    for keyword in rule.keywords:
-        at = haystack.find(keyword)
-        while at != -1:
-            positions.append(at)
-            at = haystack.find(keyword, at + 1)
-    windows: list[tuple[int, int]] = []
-    for at in sorted(positions):
-        low, high = max(0, at - rule.before), min(length, at + rule.after)
-        if windows and low <= windows[-1][1]:
-            windows[-1] = (windows[-1][0], max(windows[-1][1], high))
-        else:
-            windows.append((low, high))
-    return windows
-
-
-def scan(text: str) -> list[Match]:
-    """Every secret in ``text``, in order of position, none overlapping.
-
-    Each rule's pattern runs only around its keywords, so text without them costs
-    one substring search per keyword.
-    """
-    found: dict[tuple[int, int], Match] = {}
-    lowered: str | None = None
+def _find(text: str) -> list[tuple[Rule, int, int]]:
+    """(rule, start, end) of each secret in a normalised text, in order, none overlapping."""
+    lowered = text.replace("\u0130", "i").lower()  # offsets kept: İ is the one letter that lower-cases to two
+    found: dict[tuple[int, int], Rule] = {}
     for rule in RULES:
-        if rule.ignore_case:
-            lowered = text.lower() if lowered is None else lowered
-            haystack = lowered
-        else:
-            haystack = text
-        for low, high in _windows(haystack, rule, len(text)):
-            for hit in rule.pattern.finditer(text, low, high):
-                group = "secret" if "secret" in rule.pattern.groupindex and hit.group("secret") else 0
-                start, end = hit.span(group)
-                if (start, end) not in found and not _looks_harmless(rule, text[start:end]):
-                    found[(start, end)] = Match(rule, start, end, text)
-    kept: list[Match] = []
-    for match in sorted(found.values(), key=lambda m: (m.start, -m.end)):  # the first, longest match wins
-        if not kept or match.start >= kept[-1].end:
-            kept.append(match)
+        grouped = "secret" in rule.regex().groupindex
+        for hit in rule.regex().finditer(lowered if rule.lowered else text):
+            start, end = hit.span("secret") if grouped and hit.start("secret") >= 0 else hit.span()
+            if (start, end) not in found and rule.accepts(text, hit, text[start:end]):
+                found[(start, end)] = rule
+    kept: list[tuple[Rule, int, int]] = []
+    for (start, end), rule in sorted(found.items(), key=lambda item: (item[0][0], -item[0][1])):
+        if not kept or start >= kept[-1][2]:  # the first, longest match wins
+            kept.append((rule, start, end))
     return kept
 
 
-# JSON escapes glue words together (``left it:\\nmongodb+srv://...`` has no word boundary
-# before ``mongodb``): files are scanned with each escape blanked out, offsets unchanged.
-# (Escaped quotes stay: the rules read ``\\"`` as a quote.)
-_JSON_ESCAPE = _Lazy(r"\\[nrtbf/]")
+def scan(text: str) -> list[Match]:
+    """Every secret in ``text``, in order of position, none overlapping (offsets in ``text``)."""
+    norm, marks = _normalised(text)
+    return [Match(rule, _origin(marks, s, False), _origin(marks, e - 1, True), text) for rule, s, e in _find(norm)]
 
 
-def _escapes_blanked(text: str) -> str:
-    return _JSON_ESCAPE().sub("  ", text)
-
-
-def redact(text: str, *, escaped: bool = False) -> tuple[str, list[Match]]:
-    """``text`` with each secret replaced by ``[REDACTED:rule]``, and what was replaced.
-    ``escaped``: the text is a file that may hold JSON escapes (see ``scan_bytes``)."""
-    matches = scan(_escapes_blanked(text) if escaped else text)
-    if not matches:
-        return text, []
+def _spliced(text: str, cuts: list[tuple[int, int, str]], keep_lines: bool = False) -> str:
+    """``text`` with each (start, end, rule) replaced by ``[REDACTED:rule]`` (with ``keep_lines``,
+    followed by the line breaks it covered, so that line numbers still hold)."""
     parts, position = [], 0
-    for match in matches:
-        parts += [text[position : match.start], f"[REDACTED:{match.rule}]"]
-        position = match.end
-    parts.append(text[position:])
-    return "".join(parts), matches
+    for start, end, rule in cuts:
+        parts += [text[position:start], f"[REDACTED:{rule}]" + "\n" * (text.count("\n", start, end) * keep_lines)]
+        position = end
+    return "".join([*parts, text[position:]])
+
+
+def redact(text: str, *, keep_lines: bool = False) -> tuple[str, list[Match]]:
+    """``text`` with each secret replaced by ``[REDACTED:rule]``, and what was replaced."""
+    matches = scan(text)
+    return _spliced(text, [(m.start, m.end, m.rule) for m in matches], keep_lines), matches
+
+
+def redact_bytes(data: bytes, *, keep_lines: bool = False) -> tuple[bytes, int]:
+    """A file's bytes with each secret redacted and every other byte kept (invalid UTF-8 too),
+    and how many secrets went."""
+    clean, matches = redact(data.decode("utf-8", "surrogateescape"), keep_lines=keep_lines)
+    return (clean.encode("utf-8", "surrogateescape") if matches else data), len(matches)
+
+
+def scan_bytes(data: bytes) -> list[tuple[int, Match]]:
+    """(line number, match) for each secret in a file's bytes (bytes that are not UTF-8 are read one
+    character each, so binary files scan too)."""
+    text, found, line, counted = data.decode("utf-8", "surrogateescape"), [], 1, 0
+    for match in scan(text):
+        line, counted = line + text.count("\n", counted, match.start), match.start
+        found.append((line, match))
+    return found
+
+
+# ---------------------------------------------------------------- JSON-like values
+
+
+class _Flat:
+    """A JSON-like value as one text, the way its JSON file reads: ``{"key": "value", "n": 1, "l":
+    ["a"]}``. Its leaves are its strings (keys too) and numbers: where each sits, and its path."""
+
+    def __init__(self, value: Any) -> None:
+        self.parts: list[str] = []
+        self.leaves: list[tuple[int, int, str]] = []  # start, end, path
+        self.size = 0
+        self.add(value, "")
+        self.text, self.starts = "".join(self.parts), [leaf[0] for leaf in self.leaves]
+
+    def put(self, text: str, path: str | None = None, before: str = "", after: str = "") -> None:
+        if path is not None:
+            self.leaves.append((self.size + len(before), self.size + len(before) + len(text), path))
+        self.parts += [before, text, after]
+        self.size += len(before) + len(text) + len(after)
+
+    def add(self, value: Any, path: str) -> None:
+        if isinstance(value, str):
+            self.put(value, path, '"', '"')
+        elif isinstance(value, dict):
+            for n, (key, item) in enumerate(value.items()):
+                self.put(str(key), f"{path}.{key}" if isinstance(key, str) else None, ', "' if n else '{"', '": ')
+                self.add(item, f"{path}.{key}")
+            self.put("}" if value else "{}")
+        elif isinstance(value, (list, tuple)):
+            for n, item in enumerate(value):
+                self.put(", " if n else "[")
+                self.add(item, f"{path}[{n}]")
+            self.put("]" if value else "[]")
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            self.put(json.dumps(value), path)
+
+    def cleaned(self, matches: list[Match]) -> list[str | None]:
+        """Each leaf with the parts of ``matches`` it holds redacted (None: left as it is)."""
+        cuts: list[list[tuple[int, int, str]]] = [[] for _ in self.leaves]
+        for match in matches:
+            i = max(bisect_right(self.starts, match.start) - 1, 0)
+            while i < len(self.leaves) and self.leaves[i][0] < match.end:
+                start, end, _ = self.leaves[i]
+                if min(end, match.end) > max(start, match.start):
+                    cuts[i].append((max(start, match.start) - start, min(end, match.end) - start, match.rule))
+                i += 1
+        return [
+            _spliced(self.text[a:b], cut) if cut else None for (a, b, _), cut in zip(self.leaves, cuts, strict=True)
+        ]
+
+    def where(self, offset: int) -> str:
+        """The path of the leaf at ``offset`` (``source.quote``, ``tags[1]``), any secret in it redacted."""
+        i = max(bisect_right(self.starts, offset) - 1, 0)
+        return redact(self.leaves[i][2].lstrip("."))[0] if self.leaves else ""
+
+
+def _rebuilt(value: Any, cleaned: Iterator[str | None]) -> Any:
+    """``value`` with its leaves replaced, taken in the order ``_Flat`` walked them."""
+    if isinstance(value, str) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        new = next(cleaned)
+        return value if new is None else new
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            new = next(cleaned) if isinstance(key, str) else None
+            out[key if new is None else new] = _rebuilt(item, cleaned)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_rebuilt(item, cleaned) for item in value]
+    return value
 
 
 def redact_value(value: Any) -> tuple[Any, int]:
-    """A JSON-like value with every string (keys too) redacted; and how many secrets went."""
-    if isinstance(value, str):
-        clean, matches = redact(value)
-        return clean, len(matches)
-    if isinstance(value, list):
-        items = [redact_value(item) for item in value]
-        return [item for item, _ in items], sum(n for _, n in items)
-    if isinstance(value, dict):
-        out, total = {}, 0
-        for key, item in value.items():
-            clean_key, n_key = redact_value(key) if isinstance(key, str) else (key, 0)
-            clean_item, n_item = redact_value(item)
-            out[clean_key] = clean_item
-            total += n_key + n_item
-        return out, total
-    return value, 0
+    """A JSON-like value with every secret redacted (in strings, keys too, and numbers: a number that
+    is a secret becomes the redaction string); and how many secrets went."""
+    flat = _Flat(value)
+    matches = scan(flat.text)
+    return (_rebuilt(value, iter(flat.cleaned(matches))) if matches else value), len(matches)
 
 
 def secrets_in(fields: dict[str, Any]) -> list[str]:
     """One line per secret in ``fields`` (name -> a string or a JSON-like value), naming the rule
     and the field and showing no more than ``PREVIEW_CHARS`` characters of it."""
-    problems = []
-    for name, value in fields.items():
-        for where, text in _strings(name, value):
-            for match in scan(text):
-                problems.append(
-                    f"field '{where}' holds {match.description} (rule {match.rule}) starting {match.preview!r}"
-                )
-    return problems
+    flat = _Flat(fields)
+    return [
+        f"field '{flat.where(m.start)}' holds {m.description} (rule {m.rule}) starting {m.preview!r}"
+        for m in scan(flat.text)
+    ]
 
 
 def refuse_secrets(fields: dict[str, Any], what: str = "this write") -> None:
@@ -399,41 +455,50 @@ def refuse_secrets(fields: dict[str, Any], what: str = "this write") -> None:
         )
 
 
-def _strings(where: str, value: Any) -> list[tuple[str, str]]:
-    if isinstance(value, str):
-        return [(where, value)]
-    if isinstance(value, list):
-        return [pair for i, item in enumerate(value) for pair in _strings(f"{where}[{i}]", item)]
-    if isinstance(value, dict):
-        pairs = []
-        for key, item in value.items():
-            shown = redact(key)[0] if isinstance(key, str) else key  # a secret used as a key is not echoed
-            pairs += _strings(f"{where}.{shown}", key) if isinstance(key, str) else []
-            pairs += _strings(f"{where}.{shown}", item)
-        return pairs
-    return []
-
-
 def auth_keys(value: Any) -> set[str]:
     """The forbidden auth field names used as keys anywhere in a JSON-like value."""
     if isinstance(value, dict):
-        keys = {key for key in value if key in FORBIDDEN_KEYS}
-        for item in value.values():
-            keys |= auth_keys(item)
-        return keys
-    if isinstance(value, list):
-        found: set[str] = set()
-        for item in value:
-            found |= auth_keys(item)
-        return found
-    return set()
+        return {key for key in value if key in FORBIDDEN_KEYS}.union(*map(auth_keys, value.values()))
+    return set().union(*map(auth_keys, value)) if isinstance(value, list) else set()
 
 
-def scan_bytes(data: bytes) -> list[tuple[int, Match]]:
-    """(line number, match) for each secret in a file's bytes (binary files too: latin-1 maps
-    every byte to one character, so nothing fails to decode and offsets stay byte offsets)."""
-    text = data.decode("latin-1")
-    return [(text.count("\n", 0, match.start) + 1, match) for match in scan(_escapes_blanked(text))]
+# ---------------------------------------------------------------- patterns from users
+
+USER_PATTERN_SECONDS = 5.0
+
+
+class UserPattern:
+    """A search pattern from a user or an agent (``cclg grep``, MCP ``cclg_grep``): plain text, or
+    a regular expression run by the ``regex`` package under one time limit shared by every search
+    made with it, so that ``(a|aa)+$`` ends in a ``UsageError`` instead of freezing the caller."""
+
+    def __init__(
+        self, pattern: str, *, regex: bool = False, ignore_case: bool = False, seconds: float | None = None
+    ) -> None:
+        import importlib  # the regex package: the hook never needs it
+
+        engine = importlib.import_module("regex")
+        self.pattern = pattern
+        self.seconds = USER_PATTERN_SECONDS if seconds is None else seconds  # read now: a test may lower it
+        self._deadline = time.monotonic() + self.seconds
+        try:  # plain text needs no time limit: it is found in linear time
+            self._regex = engine.compile(pattern if regex else engine.escape(pattern), engine.I if ignore_case else 0)
+        except (engine.error, ValueError, OverflowError, RecursionError, MemoryError) as exc:
+            raise UsageError(f"bad regular expression {pattern!r}: {exc}") from None
+        self._plain = not regex
+
+    def search(self, text: str) -> bool:
+        """Whether the pattern occurs in ``text``; ``UsageError`` once the time limit is spent."""
+        left = self._deadline - time.monotonic()
+        try:
+            if self._plain or left > 0:
+                return self._regex.search(text, timeout=None if self._plain else left) is not None
+        except TimeoutError:
+            pass
+        raise UsageError(
+            f"the regular expression {self.pattern!r} took more than {self.seconds:g} s; simplify it "
+            "(nested repeats such as (a+)+ can take forever) or search for plain text"
+        )
 
 
 # ---------------------------------------------------------------- trust, sensitivity, retention
@@ -480,7 +545,7 @@ def check_labels(trust: str | None = None, sensitivity: str | None = None, reten
 # ---------------------------------------------------------------- stored text is data
 
 # Text that talks to the model instead of stating a fact. Flagged on write, labelled in packs.
-_INSTRUCTION_LIKE = _Lazy(
+_INSTRUCTION_LIKE = _lazy(
     r"(?i)\b(?:ignore|disregard|forget|override)\s+(?:(?:all|any|the|your|every|of)\s+)*"
     r"(?:previous|prior|above|earlier|preceding|system|original|other)\s+"
     r"(?:instructions?|prompts?|messages?|rules?|directions?|guidelines?)"
@@ -499,7 +564,7 @@ def instruction_flags(text: str) -> list[str]:
 # Characters that do not show: controls (not tab, newline or carriage return), format characters (zero-width,
 # bidirectional overrides and isolates, the BOM, soft hyphen), line and paragraph separators,
 # and the tag block that can smuggle invisible ASCII.
-_INVISIBLE = _Lazy(
+_INVISIBLE = _lazy(
     "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f"
     "\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
 )
@@ -514,18 +579,15 @@ def reveal(text: str) -> str:
 # ---------------------------------------------------------------- fencing
 
 
+_MARKUP = {"\u2028": "\\u2028", "\u2029": "\\u2029", "<": "\\u003c", ">": "\\u003e", "](": "]\\u0028"}
+
+
 def json_literal(text: str) -> str:
     """A JSON string literal that Markdown cannot read as markup: U+2028/U+2029 escaped (some
     readers take them for line breaks), ``<`` and ``>`` escaped (no HTML, no autolink, no
     closing tag), and ``](`` broken (no link or image can form)."""
     literal = json.dumps(text, ensure_ascii=False)
-    for raw, escaped in (
-        ("\u2028", "\\u2028"),
-        ("\u2029", "\\u2029"),
-        ("<", "\\u003c"),
-        (">", "\\u003e"),
-        ("](", "]\\u0028"),
-    ):
+    for raw, escaped in _MARKUP.items():
         literal = literal.replace(raw, escaped)
     return literal
 

@@ -3,7 +3,8 @@ from a store (``cclg scan --store --redact``).
 
 Writes refuse secrets before they reach disk (``cclg.guard``); this module is for
 what got there anyway: files a user wants checked, and stores written before a
-rule existed or by another tool.
+rule existed or by another tool. Both use the one detector of ``cclg.guard``, so
+what ``scan`` reports is what ``--redact`` removes and what a write would refuse.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from cclg import guard
-from cclg.errors import UsageError
+from cclg.errors import UsageError, ValidationError
 from cclg.ids import content_hash
 from cclg.index import rebuild_index
 from cclg.records import MemoryNode, dumps, retrieval_for
-from cclg.store import CODEGRAPHS, INDEX_FILE, Store, audit_record
+from cclg.store import CODEGRAPHS, INDEX_FILE, RECORD_PREFIXES, SEMANTIC_FILE, Store, audit_record
 
 
 def scan_secrets(paths: list[Path]) -> list[dict[str, Any]]:
@@ -33,43 +34,46 @@ def scan_secrets(paths: list[Path]) -> list[dict[str, Any]]:
             try:
                 data = file.read_bytes()
             except OSError as exc:
-                raise UsageError(f"cannot read {file}: {exc.strerror or exc}") from exc
+                raise UsageError(f"cannot read {file}: {exc.strerror or exc}") from None
             for line, match in guard.scan_bytes(data):
                 found.append({"path": str(file), "line": line, "rule": match.rule, "preview": match.preview})
     return found
 
 
-# Store files that are projections (rebuilt from the records) or the code graph of a repository.
-_NOT_REDACTED = (INDEX_FILE, CODEGRAPHS + "/")
+# Projections of the records, deleted and rebuilt rather than edited (SQLite pages keep old text).
+_PROJECTIONS = (INDEX_FILE, SEMANTIC_FILE)
+# The files of one code graph: <name>.json, .cache.json, .search.sqlite (and its side files).
+_GRAPH_SUFFIXES = (".cache.json", ".search.sqlite-wal", ".search.sqlite-shm", ".search.sqlite", ".json")
 
 
 def redact_store(store: Store) -> list[dict[str, Any]]:
-    """``cclg scan --store --redact``: replace every secret already in the store's files with
-    ``[REDACTED:rule]``, one audited repair per file; returns what was changed.
+    """``cclg scan --store --redact``: take every secret out of the store's files, one audited
+    repair per file; returns {file, rules, secrets, action} for each file changed.
 
-    Secrets are the one thing rewritten in place: a patch would leave the old bytes on
-    disk. A memory keeps its id; its content hash and retrieval keys follow the new
-    content. The search index is deleted and rebuilt, so no old page keeps the bytes.
+    Secrets are the one thing rewritten in place (a patch would leave the old bytes on disk):
+    records and logs are redacted and stay valid JSON (a memory keeps its id; its content hash
+    and retrieval keys follow the new content), raw evidence keeps every other byte. The
+    search index and the vectors are deleted and rebuilt, so no old page keeps the bytes. A
+    code graph holding a secret (built before graphs were redacted) is deleted with its
+    indexes: ``cclg code-index`` builds it again, without the secret.
     """
     changed = []
     with store.lock():
         for path in sorted(p for p in store.root.rglob("*") if p.is_file()):
             relative = store.relative(path)
-            if path.name == ".lock" or relative.startswith(_NOT_REDACTED):
-                continue
-            data = path.read_bytes()
-            hits = guard.scan_bytes(data)
+            hits = guard.scan_bytes(path.read_bytes()) if path.name != ".lock" and path.exists() else []
             if not hits:
                 continue
-            if path.suffix == ".jsonl":
-                lines = [_redacted_json(line) if line.strip() else line for line in data.split(b"\n")]
-                new = b"\n".join(lines)
-            elif path.suffix == ".json" and relative.split("/")[0] in ("nodes", "patches", "edges", "sessions"):
-                new = _redacted_record(relative, data)
-            else:  # raw evidence, kept byte for byte but for the secrets
-                new = guard.redact(data.decode("latin-1"), escaped=True)[0].encode("latin-1")
-            store.write_file(path, new)
-            changed.append({"file": relative, "rules": sorted({m.rule for _, m in hits}), "secrets": len(hits)})
+            entry = {"file": relative, "rules": sorted({m.rule for _, m in hits}), "secrets": len(hits)}
+            if relative.startswith(_PROJECTIONS):
+                entry["action"] = "rebuilt"
+            elif relative.startswith(CODEGRAPHS + "/"):
+                entry["action"] = "removed"
+                _remove_graph(path)
+            else:
+                entry["action"] = "redacted"
+                store.write_file(path, _redacted(relative, path.read_bytes()))
+            changed.append(entry)
         if changed:
             store.audit_many(
                 [
@@ -82,12 +86,37 @@ def redact_store(store: Store) -> list[dict[str, Any]]:
     return changed
 
 
+def _remove_graph(path: Path) -> None:
+    """Delete every file of the code graph ``path`` belongs to."""
+    stem = next((path.name[: -len(s)] for s in _GRAPH_SUFFIXES if path.name.endswith(s)), path.name)
+    for sibling in path.parent.iterdir():
+        if sibling.name == path.name or sibling.name.startswith(stem + "."):
+            sibling.unlink(missing_ok=True)
+
+
+def _redacted(relative: str, data: bytes) -> bytes:
+    """A file's bytes without its secrets: JSON records and logs redacted value by value (still
+    valid JSON), anything else as text, every other byte kept."""
+    if relative.endswith(".jsonl"):
+        return b"\n".join(_redacted_json(line) if line.strip() else line for line in data.split(b"\n"))
+    if not (relative.endswith(".json") and relative.split("/")[0] in RECORD_PREFIXES):
+        return guard.redact_bytes(data)[0]
+    try:
+        new = _redacted_record(relative, data)
+        if guard.scan_bytes(new):  # a secret the record reads apart but its file joins: redact the text too
+            new = _redacted_record(relative, guard.redact_bytes(new)[0])
+        return new
+    except (ValueError, ValidationError):  # not a record that reads back: redact it as text
+        return guard.redact_bytes(data)[0]
+
+
 def _redacted_json(line: bytes) -> bytes:
     try:
         value = json.loads(line)
     except ValueError:  # not JSON (a torn line): redact it as text
-        return guard.redact(line.decode("latin-1"), escaped=True)[0].encode("latin-1")
-    return json.dumps(guard.redact_value(value)[0], ensure_ascii=False).encode("utf-8")
+        return guard.redact_bytes(line)[0]
+    new = json.dumps(guard.redact_value(value)[0], ensure_ascii=False).encode("utf-8")
+    return guard.redact_bytes(new)[0]  # (a no-op unless the line's text holds what its values do not)
 
 
 def _redacted_record(relative: str, data: bytes) -> bytes:

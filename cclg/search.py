@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sqlite3
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from cclg import format as fmt
+from cclg import guard
 from cclg.errors import UsageError
 from cclg.ids import parse_time
 from cclg.index import Index, open_index, read_fresh, search_fields
@@ -372,10 +372,7 @@ def grep(
     limit: int = 50,
 ) -> list[GrepMatch]:
     """Exact (or regex) matches, line by line, in current memories and, with ``raw``, in raw evidence."""
-    try:
-        compiled = re.compile(pattern if regex else re.escape(pattern), re.IGNORECASE if ignore_case else 0)
-    except re.error as exc:
-        raise UsageError(f"bad regular expression {pattern!r}: {exc}") from None
+    compiled = guard.UserPattern(pattern, regex=regex, ignore_case=ignore_case)  # time-limited: no ReDoS
     matches: list[GrepMatch] = []
     index = open_index(store)
     try:

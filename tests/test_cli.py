@@ -340,6 +340,8 @@ def test_doctor_json_and_exit_code(root: Path) -> None:
     # The hand edit breaks the content hash; the search index, behind the file, is brought up to date.
     assert [f["check"] for f in report["findings"]] == ["content hash matches content"]
     assert report["refreshed"] == [f"nodes/{node['id']}.json"]
+    path.write_text(json.dumps({**record, "content": "Tampered again"}))
+    assert f"refreshed the search index: nodes/{node['id']}.json" in run(root, "doctor").output
 
 
 def test_search_only_returns_current_truth_unless_asked(root: Path) -> None:
@@ -520,6 +522,7 @@ def test_an_argument_that_is_not_utf8_is_a_clear_error_and_writes_nothing(root: 
         ("pack", "--query", "x", "--max-chars", "99999999999999999999"),
         ("search", "x", "--limit", "99999999999999999999"),
         ("grep", "x", "--limit", "99999999999999999999"),
+        ("log", "--limit", "99999999999999999999"),
     ],
 )
 def test_a_count_past_any_use_is_a_usage_error_not_a_traceback(root: Path, args: tuple[str, ...]) -> None:

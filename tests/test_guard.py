@@ -12,6 +12,11 @@ characters and their lower-case forms (the full-text index keeps terms lower-cas
 Beyond that corpus, a few shapes agents meet every day (``MORE_SECRETS``: a bearer header, JSON
 escaped in a shell command, ...) must be found too, and code or notes that only name a secret
 (``MORE_LOOKALIKES``: ``password = getpass.getpass()``, ...) must pass.
+
+Issue 15 added kinds and look-alikes to both corpora, and the tests at the end: one detector
+for every path (a write refuses what ``scan`` finds in the file it would write; keys read
+with their values; the hook, ``scan --store --redact`` and ``code-index`` leave no byte of a
+secret), no pattern that can backtrack without bound, and user regexes under a time limit.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import itertools
 import json
 import os
 import random
+import re
 import string
 import subprocess
 import sys
@@ -36,6 +42,7 @@ from click.testing import CliRunner, Result
 from cclg import api, guard
 from cclg.cli import cli
 from cclg.container import write_container
+from cclg.errors import UsageError
 from cclg.files import read_jsonl
 from cclg.guard import SecretError, redact, redact_value, refuse_secrets, scan
 from cclg.ids import content_hash
@@ -208,6 +215,95 @@ def generic_json(rng: random.Random) -> tuple[str, str, str]:
     return "generic_secret", value, f'{{"client_id": "web", "{name}": "{value}"}}'
 
 
+# Shapes added for issue 15 (rule 7): more providers, and assignments the first rules missed.
+
+
+def npm(rng: random.Random) -> tuple[str, str, str]:
+    token = "npm_" + pick(rng, ALNUM, 36)
+    return "npm_token", token, f"//registry.npmjs.org/:_authToken={token}"
+
+
+def pypi(rng: random.Random) -> tuple[str, str, str]:
+    token = "pypi-AgEIcHlwaS5vcmc" + pick(rng, B64URL, rng.randrange(60, 120))
+    return "pypi_token", token, f"TWINE_PASSWORD={token}"
+
+
+def huggingface(rng: random.Random) -> tuple[str, str, str]:
+    token = "hf_" + pick(rng, string.ascii_uppercase, 2) + pick(rng, string.ascii_letters, 32)
+    return "huggingface_token", token, f"export HF_TOKEN={token}"
+
+
+def twilio(rng: random.Random) -> tuple[str, str, str]:
+    key = "SK" + pick(rng, HEX, 32)
+    return "twilio_key", key, f"the SMS worker authenticates with API key {key}"
+
+
+def sendgrid(rng: random.Random) -> tuple[str, str, str]:
+    key = f"SG.{pick(rng, B64URL, 22)}.{pick(rng, B64URL, 43)}"
+    return "sendgrid_key", key, f"SENDGRID_API_KEY={key}"
+
+
+def discord(rng: random.Random) -> tuple[str, str, str]:
+    user_id = str(rng.randrange(10**17, 10**18)).encode()  # a snowflake: the token starts with it in base64
+    token = f"{base64.b64encode(user_id).decode()}.{pick(rng, B64URL, 6)}.{pick(rng, B64URL, 38)}"
+    return "discord_token", token, f'bot.run("{token}")'
+
+
+def azure(rng: random.Random) -> tuple[str, str, str]:
+    key = base64.b64encode(rng.randbytes(64)).decode()
+    line = f"DefaultEndpointsProtocol=https;AccountName=stlogs{rng.randrange(100)};AccountKey={key};"
+    return "azure_key", key, line + "EndpointSuffix=core.windows.net"
+
+
+def basic_auth(rng: random.Random) -> tuple[str, str, str]:
+    credentials = base64.b64encode(f"deploy:{pick(rng, ALNUM, 20)}".encode()).decode()
+    return "basic_auth", credentials, f'curl -H "Authorization: Basic {credentials}" https://nexus.internal/repo'
+
+
+def curl_user(rng: random.Random) -> tuple[str, str, str]:
+    secret = password(rng, 18)
+    return "curl_password", secret, f"curl -sf -u ci-bot:{secret} https://artifacts.internal/upload"
+
+
+def mysql_p(rng: random.Random) -> tuple[str, str, str]:
+    secret = password(rng, 16).replace("&", "x")
+    return "mysql_password", secret, f"mysql -h db.internal -u reporting -p{secret} reports"
+
+
+WORDS = ("Correct", "Horse", "Battery", "Staple", "Orange", "Walrus", "Pepper", "Glacier", "Violet", "Anchor", "Maple")
+
+
+def letters_only(rng: random.Random) -> tuple[str, str, str]:
+    value = "".join(rng.sample(WORDS, 4))
+    return "generic_secret", value, f"DB_PASSWORD={value}"
+
+
+def dotted_value(rng: random.Random) -> tuple[str, str, str]:
+    def part() -> str:
+        return pick(rng, string.ascii_lowercase, 3) + pick(rng, string.ascii_uppercase, 3) + pick(rng, string.digits, 3)
+
+    value = f"{part()}.{part()}"
+    return "generic_secret", value, f"client_secret={value}"
+
+
+def placeholder_prefix(rng: random.Random) -> tuple[str, str, str]:
+    value = rng.choice(["my", "test", "your"]) + pick(rng, string.ascii_lowercase, 14)
+    return "generic_secret", value, f'{rng.choice(["db_password", "api_token"])} = "{value}"'
+
+
+def openai_unmarked(rng: random.Random) -> tuple[str, str, str]:
+    key = "sk-proj-" + pick(rng, B64URL, 120).replace("T3BlbkFJ", "x")
+    return "openai_key", key, f"OPENAI_API_KEY={key}"
+
+
+def long_name(rng: random.Random) -> tuple[str, str, str]:
+    name = "APP"
+    while len(name) <= 110:  # the first scanner looked 100 characters back for the start of a name
+        name += "_" + rng.choice(["BILLING", "SERVICE", "LEGACY", "REPLICA", "EU", "WEST", "READER"])
+    value = password(rng, 24)
+    return "generic_secret", value, f"{name}_PASSWORD={value}"
+
+
 SECRET_KINDS: dict[str, Callable[[random.Random], tuple[str, str, str]]] = {
     "aws_access_key_id": aws_access_key_id,
     "aws_secret_access_key": aws_secret_access_key,
@@ -232,6 +328,21 @@ SECRET_KINDS: dict[str, Callable[[random.Random], tuple[str, str, str]]] = {
     "generic_camel": generic_camel,
     "generic_env": generic_env,
     "generic_json": generic_json,
+    "npm": npm,
+    "pypi": pypi,
+    "huggingface": huggingface,
+    "twilio": twilio,
+    "sendgrid": sendgrid,
+    "discord": discord,
+    "azure": azure,
+    "basic_auth": basic_auth,
+    "curl_user": curl_user,
+    "mysql_p": mysql_p,
+    "letters_only": letters_only,
+    "dotted_value": dotted_value,
+    "placeholder_prefix": placeholder_prefix,
+    "openai_unmarked": openai_unmarked,
+    "long_name": long_name,
 }
 
 PROSE = (
@@ -300,6 +411,24 @@ LOOKALIKE_KINDS: dict[str, Callable[[random.Random], str]] = {
     "image_base64": lambda r: f'avatar_token = "{png_base64(r)}"',
     "sk_test_word": lambda r: "the fixtures use sk-test as the key, never a real one",
     "database_url_env": lambda r: f"postgres://app:${{PGPASSWORD}}@db.internal:{r.randrange(5432, 5440)}/app",
+    # issue 15: refused before, harmless
+    "pwd_path": lambda r: f"pwd=/home/{r.choice(['alice', 'bob'])}/src/{r.choice(['webapp', 'billing-api'])}",
+    "pwd_env": lambda r: f"PWD=/workspace/{r.choice(['monorepo', 'payments-service'])}/{r.choice(['src', 'deploy'])}",
+    "secret_arn": lambda r: (
+        f"secret_arn=arn:aws:secretsmanager:eu-west-{r.randrange(1, 4)}:{pick(r, string.digits, 12)}"
+        f":secret:prod/{r.choice(['db', 'stripe'])}-{pick(r, ALNUM, 6)}"
+    ),
+    "vault_path": lambda r: f"secret=kv/data/{r.choice(['prod', 'staging'])}/{r.choice(['payments', 'orders'])}",
+    "placeholder_words": lambda r: f'api_key = "{r.choice(["your_api_key_here", "my-secret-token", "test_password"])}"',
+    "curl_env_user": lambda r: f'curl -u "$DEPLOY_USER:${r.choice(["DEPLOY_TOKEN", "API_KEY"])}" https://x.internal',
+    "mysql_prompt": lambda r: f"mysql -h db.internal -u {r.choice(['root', 'app'])} -p reports",
+    "docker_user": lambda r: f"docker run --rm -u {r.randrange(1000, 1010)}:1000 -v $PWD:/src builder",
+    "basic_realm": lambda r: f'WWW-Authenticate: Basic realm="{r.choice(["staging", "Nexus Repository"])}"',
+    "hf_identifier": lambda r: "from huggingface_hub import hf_hub_download, snapshot_download",
+    "sk_proj_slug": lambda r: "the repo is sk-proj-" + "-".join(r.choice(WORDS).lower() for _ in range(9)),
+    "js_object": lambda r: f"login({{ user: userName, password: {r.choice(['newPassword', 'formPassword'])} }})",
+    "django_secret_call": lambda r: "SECRET_KEY = get_random_secret_key()",
+    "azure_placeholder": lambda r: "DefaultEndpointsProtocol=https;AccountName=x;AccountKey=<storage-account-key>",
 }
 
 
@@ -1075,6 +1204,8 @@ def test_scan_of_paths_and_its_usage_errors(tmp_path: Path) -> None:
         ('SECRET_KEY="k3Jd8s9Lq2Wm4Zx7"', True),  # letters and digits only: still a secret
         ("API_TOKEN=Zk39dkLq0zPwT6yR", True),
         ("pwd=Zk39dkLq0zPwT6yR)", True),
+        ('password = "hunter22"', True),  # short: 8 characters cannot reach 3 bits each (issue 15)
+        ('smtp_password: "kqzvbwkx"', True),
         ("conn = Client(address, authkey=self._authkey)", False),  # code naming a value
         ("Client(token.address, authkey=authkey)", False),
         ("pwd = (self.host, 1)", False),
@@ -1083,3 +1214,241 @@ def test_scan_of_paths_and_its_usage_errors(tmp_path: Path) -> None:
 )
 def test_generic_rule_tells_values_from_code(text: str, found: bool) -> None:
     assert bool(scan(text)) is found
+
+
+# ---------------------------------------------------------------- issue 15: one detector, everywhere
+
+
+def glued(secret: str) -> str:
+    """A URL glued to a JSON escape (``\\n`` as two characters, as in a log line copied from JSON output)."""
+    return "the job logged {'dsn': 'conn:\\npostgres://billing:" + secret + "@db.internal/prod'}"
+
+
+def encoded_forms(text: str) -> list[str]:
+    """``text`` as agents paste it: as is, in a JSON string, that JSON in a shell command, encoded twice."""
+    as_json = json.dumps({"note": text})
+    return [text, as_json, f"curl -d '{as_json}' https://api.internal", json.dumps(as_json)]
+
+
+def test_a_write_refuses_exactly_what_scan_finds_in_the_file_it_would_write() -> None:
+    """`add` refused nothing that `scan` then reported in the node file (a JSON-escaped URL): the
+    write check, `scan` of a text and `scan` of the file written are one detector."""
+    texts = [p.text for p in corpus(SEED + 31)] + [text for _, text in lookalikes(SEED + 31)]
+    texts += [*MORE_LOOKALIKES.values(), glued(password(random.Random(SEED), 20))]
+    disagree = []
+    for text in (form for t in texts for form in encoded_forms(t)):
+        refused = bool(guard.secrets_in({"memory": {"content": text}}))
+        in_file = bool(guard.scan_bytes(json.dumps({"content": text}, indent=2).encode()))
+        if not refused == in_file == bool(scan(text)):
+            disagree.append(f"refused {refused}, in the file {in_file}, in the text {bool(scan(text))}: {text[:90]!r}")
+    assert disagree == []
+
+
+def test_cli_add_refuses_a_url_glued_to_a_json_escape(seeded: Store) -> None:
+    secret = password(random.Random(SEED + 32), 20)
+    p = Planted("glued", "database_url", secret, glued(secret), glued(secret))
+    before = snapshot(seeded.root)
+    result = cclg(seeded.root, "add", "--content", p.text, "--source", "user")
+    assert refusal_problems(result, p, before, seeded.root) == []
+
+
+@pytest.mark.parametrize("kind", ["generic_snake", "letters_only", "curl_user"])
+def test_a_secret_split_between_a_key_and_its_value_is_refused(kind: str) -> None:
+    """Keys and values were scanned apart: ``{"password": "..."}`` in metadata passed."""
+    p = BY_KIND[kind]
+    with pytest.raises(SecretError) as caught:
+        refuse_secrets({"memory": {"metadata": {"db": {"password": p.secret}}, "tags": ["x"]}})
+    assert "field 'memory.metadata.db.password'" in str(caught.value)
+    assert five_grams_shown(p, str(caught.value)) == []
+
+
+def test_cli_import_jsonl_refuses_a_password_in_metadata(seeded: Store, tmp_path: Path) -> None:
+    p = BY_KIND["generic_env"]
+    node = new_node("Wintergreen is the billing rewrite", source=Source(label="user"), metadata={"password": p.secret})
+    path = tmp_path / "records.jsonl"
+    path.write_text(json.dumps(node.to_dict()) + "\n")
+    before = snapshot(seeded.root)
+    assert refusal_problems(cclg(seeded.root, "import-jsonl", str(path)), p, before, seeded.root) == []
+
+
+def test_redact_value_reads_a_key_with_its_value() -> None:
+    secret = BY_KIND["letters_only"].secret
+    payload = {"tool_input": {"user": "alice", "password": secret, "port": 5432}, "ok": True}
+    clean, count = redact_value(payload)
+    assert count == 1
+    assert clean == {"tool_input": {"user": "alice", "password": "[REDACTED:generic_secret]", "port": 5432}, "ok": True}
+    assert redact_value({"password": "changeme", "token_count": 12}) == ({"password": "changeme", "token_count": 12}, 0)
+
+
+def test_a_secret_inside_escapes_is_redacted_with_its_escapes() -> None:
+    """Offsets map back through the decoding: the redaction covers the escaped text exactly."""
+    key = BY_KIND["private_key_ec"].secret
+    escaped = json.dumps({"key": key})  # its line breaks as \n
+    clean, matches = redact(escaped)
+    assert [m.rule for m in matches] == ["private_key"]
+    assert clean == '{"key": "[REDACTED:private_key]"}'
+    twice = json.dumps(escaped)  # and once more: \\n, \"
+    assert redact(twice)[0] == json.dumps(clean)
+
+
+def test_hook_redacts_a_password_in_tool_input_and_a_url_in_escaped_output(store: Store) -> None:
+    secret, url_secret = password(random.Random(SEED + 33), 20), password(random.Random(SEED + 34), 20)
+    output = json.dumps({"status": "ok", "log": f"connected\npostgres://app:{url_secret}@db.internal/prod"})
+    payload = {
+        "session_id": SESSION,
+        "transcript_path": "/t.jsonl",
+        "cwd": "/home/u/repo",
+        "hook_event_name": "PostToolUse",
+        "tool_name": "mcp__db__connect",
+        "tool_input": {"host": "db.internal", "user": "app", "password": secret},
+        "tool_response": {"stdout": output, "stderr": "", "interrupted": False, "isImage": False},
+        "tool_use_id": "toolu_01GuardNested",
+    }
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], "CCLG_HOME": os.environ["CCLG_HOME"]}
+    assert run_hook(store.root, "post-tool", payload, {**env, "CCLG_SEMANTIC": "off"}) == {}
+    assert "db.internal" in Store.open(store.root).session_events_path(SESSION).read_text()
+    planted = [Planted("in", "generic_secret", secret, "", ""), Planted("out", "database_url", url_secret, "", "")]
+    assert leaks(store.root, planted) == []
+
+
+def test_scan_store_redact_removes_what_scan_reports_from_records_index_and_code_graphs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`scan --store --redact` said "redacted" and left the secret in nodes/, patches/, index.sqlite
+    (a JSON-escaped URL, a password in metadata) and in active/codegraphs/, which it skipped."""
+    from tests.test_codegraph import GitRepo
+
+    root = tmp_path / "store"
+    Store.init(root)
+    store = Store.open(root)
+    url_secret = password(random.Random(SEED + 35), 20)
+    meta = BY_KIND["letters_only"]
+    repo = GitRepo(tmp_path / "repo")
+    repo.commit({"settings.py": f'DATABASE = "{BY_KIND["postgres_url"].line}"\n'})
+    with monkeypatch.context() as off:  # a store written before this detector: the secrets reach disk
+        off.setattr(guard, "refuse_secrets", lambda *_, **__: None)
+        off.setattr(guard, "redact_bytes", lambda data, **_: (data, 0))
+        node = api.add_memory(store, glued(url_secret), source="user").node
+        node_with_meta = new_node("Billing reads its password from metadata", source=Source(label="user"))
+        node_with_meta.metadata["credentials"] = {"password": meta.secret}
+        api.import_jsonl(store, (json.dumps(node_with_meta.to_dict()) + "\n").encode(), name="old.jsonl")
+        assert cclg(root, "code-index", str(repo.root)).exit_code == 0
+    build_index(root)
+    secrets = [Planted("glued", "database_url", url_secret, "", ""), meta, BY_KIND["postgres_url"]]
+    before = {finding.split(" holds ")[1].split(" ")[0] for finding in leaks(root, secrets)}
+    assert before == {"glued", "letters_only", "postgres_url"}, "the old-way writes put each secret on disk"
+
+    fixed = cclg(root, "scan", "--store", "--redact", "--json")
+    assert fixed.exit_code == 0, fixed.output
+    report = json.loads(fixed.stdout)
+    assert report["remaining"] == []
+    actions = {r["file"].split("/")[0]: r["action"] for r in report["redacted"]}
+    assert actions["nodes"] == actions["patches"] == "redacted" and actions["active"] == "removed"
+    assert leaks(root, secrets) == []
+    assert not any((root / "active" / "codegraphs").iterdir()), "the code graph holding a secret is gone"
+    assert "[REDACTED:database_url]" in Store.open(root).read_node(node.id).content
+    assert cclg(root, "scan", "--store").exit_code == 0
+
+
+def test_code_index_stores_no_secret_of_the_repository(store: Store, tmp_path: Path) -> None:
+    """`code-index` copied a repository's secrets into active/codegraphs/ (graph, cache, search index)."""
+    from cclg.codegraph.build import load_graph
+    from tests.test_codegraph import GitRepo
+
+    planted = [BY_KIND[k] for k in ("github_classic", "private_key_rsa", "generic_snake", "postgres_url")]
+    source = "\n".join(
+        [
+            f'DSN = "{planted[3].line}"',
+            f'KEY = """{planted[1].secret}"""',
+            f'def connect(token="{planted[0].secret}", {planted[2].line}):',
+            "    return token",
+            "",
+            "def after_the_key():",
+            "    return 1",
+        ]
+    )
+    repo = GitRepo(tmp_path / "repo")
+    repo.commit({"app/config.py": source + "\n", "app/notes.md": planted[0].text + "\n"})
+    result = cclg(store.root, "code-index", str(repo.root), "--json")
+    assert result.exit_code == 0, result.output
+    assert leaks(store.root, planted) == []
+    graph = load_graph(store, repo.root)
+    lines = {s["name"]: s["line"] for s in graph["symbols"]}
+    assert lines["after_the_key"] == source.splitlines().index("def after_the_key():") + 1, "line numbers hold"
+    assert "[REDACTED:github_token]" in next(s["signature"] for s in graph["symbols"] if s["name"] == "connect")
+
+
+# ---------------------------------------------------------------- issue 15: no input stalls the scan
+
+
+def backtracking_problems(pattern: re.Pattern[str]) -> list[str]:
+    """Why ``pattern`` could backtrack without bound: a repeat that can backtrack (greedy or lazy, not
+    possessive) with no upper bound or a large one, or holding another repeat of variable length."""
+    from re import _constants as c
+    from re import _parser
+
+    problems: list[str] = []
+
+    def walk(items: Any, inside: bool) -> None:
+        for op, av in items:
+            if op in (c.MAX_REPEAT, c.MIN_REPEAT):
+                _, high, body = av
+                low_width, high_width = body.getwidth()
+                if high == c.MAXREPEAT or high > 65536 or (op is c.MIN_REPEAT and high > 512):
+                    problems.append(f"{op} up to {high} that can backtrack")
+                if inside and low_width != high_width:
+                    problems.append(f"{op} of variable width inside a repeat that can backtrack")
+                walk(body, inside or high > 1)
+            elif op in (c.POSSESSIVE_REPEAT, c.ATOMIC_GROUP):
+                walk(av[2] if op is c.POSSESSIVE_REPEAT else av, False)
+            elif op is c.SUBPATTERN:
+                walk(av[3], inside)
+            elif op is c.BRANCH:
+                for branch in av[1]:
+                    walk(branch, inside)
+            elif op in (c.ASSERT, c.ASSERT_NOT):
+                walk(av[1], inside)
+
+    walk(_parser.parse(pattern.pattern, pattern.flags), False)
+    return problems
+
+
+def test_no_pattern_of_the_detector_can_backtrack_without_bound() -> None:
+    """Every rule runs in linear time: 1 MB of `-----BEGIN PRIVATE KEY-----` without END cost the hook
+    10 s (a lazy repeat of 8,000), a value starting with `your` took exponential time (a nested repeat)."""
+    assert {p.pattern: backtracking_problems(p) for p in guard.patterns() if backtracking_problems(p)} == {}
+    first_version = {  # the two patterns of the first scanner that stalled it: the check sees both
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:.|\n){0,8000}?(?:-----END|$)",
+        r"(?i)(?:your|my|example)(?:[_-]?[a-z]+)*",
+    }
+    assert all(backtracking_problems(re.compile(source)) for source in first_version)
+
+
+def test_a_private_key_without_its_end_is_redacted_to_its_last_base64_line() -> None:
+    rng = random.Random(SEED)
+    body = "\n".join(base64.b64encode(rng.randbytes(48)).decode() for _ in range(16_000))  # 1 MB, no END line
+    text = f"tool output:\n-----BEGIN PRIVATE KEY-----\n{body}\n(truncated by the terminal)"
+    matches = scan(text)
+    assert [(m.rule, text[m.end :]) for m in matches] == [("private_key", "\n(truncated by the terminal)")]
+    many = "-----BEGIN RSA PRIVATE KEY-----\n" * 30_000  # headers alone, each one its own match
+    assert {m.rule for m in scan(many)} == {"private_key"} and len(scan(many)) == 30_000
+
+
+# ---------------------------------------------------------------- issue 15: user patterns cannot freeze grep
+
+
+def test_user_pattern_stops_a_regex_that_would_run_for_ever() -> None:
+    pattern = guard.UserPattern("(a|aa)+$", regex=True, seconds=0.2)
+    with pytest.raises(UsageError, match=r"took more than 0.2 s; simplify it"):
+        pattern.search("a" * 200 + "!")
+    with pytest.raises(UsageError):  # the time limit is spent: later lines fail at once
+        pattern.search("b")
+
+
+def test_user_pattern_searches_text_or_a_regex_and_refuses_a_bad_one() -> None:
+    assert guard.UserPattern("a.c (x)").search("see a.c (x) here") is True
+    assert guard.UserPattern("a.c").search("abc") is False, "plain text is not a regex"
+    assert guard.UserPattern("a.c", regex=True).search("abc") is True
+    assert guard.UserPattern("PYTEST", ignore_case=True).search("run pytest -q") is True
+    with pytest.raises(UsageError, match="bad regular expression '\\(unclosed'"):
+        guard.UserPattern("(unclosed", regex=True)

@@ -633,8 +633,8 @@ def test_code_index_rebuilds_a_damaged_code_search_index(store: Store, tmp_path:
     """It died with "sqlite3.DatabaseError: vtable constructor failed"."""
     from cclg.api import code_index
     from cclg.codegraph.rank import rank_files
-    from cclg.errors import UsageError
     from cclg.codegraph.stored import read_graph, repository_root, search_index_path
+    from cclg.errors import UsageError
 
     repo = git_repository(tmp_path / "repo")
     code_index(store, repo)
@@ -643,7 +643,7 @@ def test_code_index_rebuilds_a_damaged_code_search_index(store: Store, tmp_path:
     data = bytearray(index.read_bytes())
     data[4096:] = b"\xde\xad" * ((len(data) - 4096) // 2)
     index.write_bytes(bytes(data))
-    with pytest.raises(UsageError, match="search index .* is damaged .* run `cclg code-index`"):
+    with pytest.raises(UsageError, match=r"search index .* is damaged .* run `cclg code-index`"):
         rank_files(index, "app")  # what `cclg code-search` and the hook read: a clear error, not a traceback
     code_index(store, repo)
     assert [f["path"] for f in read_graph(store, root)["files"]] == ["app.py"]

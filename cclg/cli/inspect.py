@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from cclg import api
-from cclg.cli.common import emit, json_option, store_of
+from cclg.cli.common import count, emit, json_option, store_of
 from cclg.errors import UsageError, ValidationError
 
 
@@ -40,7 +40,7 @@ def show(ctx: click.Context, memory_id: str, as_json: bool) -> None:
 
 @click.command()
 @click.option("--memory", "memory_id", help="Only patches touching this memory.")
-@click.option("--limit", type=click.IntRange(min=1), help="At most this many patches.")
+@click.option("--limit", type=count(1), help="At most this many patches.")
 @json_option
 @click.pass_context
 def log(ctx: click.Context, memory_id: str | None, limit: int | None, as_json: bool) -> None:
@@ -95,7 +95,7 @@ def cite(ctx: click.Context, memory_id: str, as_json: bool) -> None:
 
 
 @click.command()
-@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--limit", type=count(1), default=50, show_default=True)
 @click.option("--event", help="Only this kind of audit record (memory_created, patch_applied, ...).")
 @click.option("--memory", "memory_id", help="Only records naming this memory.")
 @json_option
@@ -148,6 +148,8 @@ def doctor_command(ctx: click.Context, repair: bool, as_json: bool) -> None:
     else:
         for action in actions:
             click.echo(f"repaired: {action}")
+        for entry in report.refreshed:
+            click.echo(f"refreshed the search index: {entry}")
         counts = ", ".join(f"{v} {k}" for k, v in report.counts.items())
         click.echo(f"store {report.root}: {counts}")
         for f in report.findings:
@@ -168,7 +170,9 @@ def scan_command(ctx: click.Context, paths: tuple[Path, ...], in_store: bool, re
 
     Exits 1 when any is found, 0 when none. Only the first four characters of a
     secret are shown. --store --redact rewrites the store's files without them
-    (one audited repair per file) and rebuilds the search index.
+    (one audited repair per file), rebuilds the search index, deletes any code
+    graph holding one (run cclg code-index again), then scans again: it exits 1
+    if anything is left ("remaining").
 
     Example: cclg scan --store    or    cclg scan ./notes
     """
@@ -181,8 +185,9 @@ def scan_command(ctx: click.Context, paths: tuple[Path, ...], in_store: bool, re
     result: dict[str, Any] = {"secrets": found}
     if redact and store is not None and found:
         result["redacted"] = api.redact_store(store)
+        found = result["remaining"] = api.scan_secrets([store.root])
     emit(result, as_json)
-    if found and not redact:
+    if found:
         ctx.exit(1)
 
 

@@ -14,7 +14,9 @@ from one ``git log`` over recent history, and writes:
 - ``active/codegraphs/<repo>.search.sqlite``: the search index the ranking reads
   (``cclg.codegraph.search_index``), its text written while the files are parsed.
 
-The repository itself is never written to.
+The repository itself is never written to, and no secret in it is copied into the store:
+each file is read with its secrets redacted (``cclg.guard.redact_bytes``, line breaks kept so
+that line numbers hold) before it is parsed or indexed.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from fnmatch import fnmatch
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from cclg import guard
 from cclg.codegraph.languages import language_of, missing_grammars, query
 from cclg.codegraph.parse import parse_source
 from cclg.codegraph.resolve import resolve_imports
@@ -41,7 +44,7 @@ from cclg.ids import now_iso
 from cclg.store import Store
 
 SCHEMA = "cclg.code_graph.v0.1"
-CACHE_SCHEMA = "cclg.code_graph_cache.v0.1"
+CACHE_SCHEMA = "cclg.code_graph_cache.v0.2"  # v0.2: parsed from redacted files (older caches may hold secrets)
 MAX_FILE_BYTES = 1_000_000  # larger files are listed but not parsed (generated or data)
 CHURN_COMMITS = 5_000  # how far back one `git log` looks
 CO_CHANGE_MIN = 3  # two files changed together in at least this many commits get an edge
@@ -245,10 +248,15 @@ def _names(facts: dict[str, Any] | None) -> list[str]:
 
 
 def _read(path: Path) -> bytes | None:
+    """A file's bytes with any secret in them redacted (what the graph and its indexes may hold)."""
     try:
-        return path.read_bytes()
+        return _without_secrets(path.read_bytes())
     except OSError:
         return None
+
+
+def _without_secrets(data: bytes) -> bytes:
+    return guard.redact_bytes(data, keep_lines=True)[0]
 
 
 def _minified(data: bytes, lines: int) -> bool:
@@ -263,6 +271,7 @@ def _content_hash(data: bytes) -> str:
 def _parse_one(job: tuple[str, str, bytes]) -> tuple[str, dict[str, Any] | None, str]:
     """A file's facts and the body of its search text (both costly, so both done in the workers)."""
     path, language, data = job
+    data = _without_secrets(data)  # in the workers: scanning costs about as much as parsing
     facts = parse_source(language, data)
     return path, facts, text_body(data) if facts is not None else ""
 
@@ -331,6 +340,9 @@ def build_graph(
     # The search text is written while the workers parse (the main process would only wait).
     index_file = search_index_path(store, repo.root)
     rebuild = not search_index_is_usable(index_file, len(old_cache))
+    if rebuild:  # deleted rather than emptied: the pages of an emptied table keep the old text
+        for leftover in index_file.parent.glob(index_file.name + "*"):
+            leftover.unlink()
     keep = {path for path, _, _ in scan.listed}
     writer = SearchIndexWriter(index_file, rebuild=rebuild, keep=keep, replaced=scan.changed)
     try:
