@@ -390,7 +390,14 @@ def _check_caller_label(node: MemoryNode, chosen: dict[str, str]) -> None:
 
 
 def keep_raw(store: Store, data: bytes, name: str) -> dict[str, Any]:
-    """``cclg raw``: keep bytes verbatim as evidence (content-addressed, never overwritten)."""
+    """``cclg raw``: keep bytes verbatim as evidence (content-addressed, never overwritten), up to the
+    store's ``raw_bytes`` limit."""
+    most = ledger.limit(store, "raw_bytes")
+    if len(data) > most:
+        raise UsageError(
+            f"{len(data):,} bytes is over the limit of {most:,} for one raw file "
+            '(set config.json "limits": {"raw_bytes": N} to change it); nothing was written'
+        )
     # latin-1 maps every byte to one character: binary files scan without errors, offsets stay byte offsets.
     guard.refuse_secrets({"raw": data.decode("latin-1"), "name": name}, f"keeping {guard.redact(name)[0]}")
     stored, written = store.write_raw(data, name)

@@ -43,6 +43,7 @@ from typing import Any
 from cclg import format as fmt
 from cclg import guard, view
 from cclg.errors import UsageError, ValidationError
+from cclg.fields import parse_json
 from cclg.ids import content_hash, now_iso, sha256_hex
 from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Record, Session
 from cclg.store import Store
@@ -206,7 +207,7 @@ def load_container(text: str, *, validate: bool = True) -> Container:
         records[name] = []
         for number, line in numbered:
             try:
-                data = json.loads(line)
+                data = parse_json(line)
             except ValueError as exc:
                 raise ContainerError(f"line {number} (@{name}): not JSON: {exc}") from None
             _refuse_auth_keys(data, f"line {number} (@{name})")
@@ -222,7 +223,7 @@ def load_container(text: str, *, validate: bool = True) -> Container:
 
 def _read_header(line: str) -> dict[str, Any]:
     try:
-        header = json.loads(line)
+        header = parse_json(line)
     except ValueError as exc:
         raise ContainerError(f"line 2: the header is not JSON: {exc}") from None
     if not isinstance(header, dict):

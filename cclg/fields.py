@@ -4,11 +4,14 @@
 contract gives them, collecting each problem (``<file>: field 'x' must be ...``)
 instead of stopping at the first; ``finish`` raises one ``ValidationError`` that
 lists them all. ``ordered`` writes a record's fields in the contract's canonical
-order. The record classes (``cclg.records``) are built on both.
+order. The record classes (``cclg.records``) are built on both. ``parse_json``
+reads the JSON text of one record from outside (an import line, a container line):
+too deep a nesting is a ``ValueError`` like any other bad JSON, not a crash.
 """
 
 from __future__ import annotations
 
+import json
 import math
 
 from cclg import format as fmt
@@ -18,6 +21,28 @@ from cclg.ids import is_valid_id, parse_time
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from typing import Any
+
+
+MAX_JSON_DEPTH = 64  # far past any record of the format, far short of Python's recursion limit
+
+
+def parse_json(text: str) -> Any:
+    """The JSON value of ``text``; ``ValueError`` when it is not JSON or nests arrays and objects more
+    than ``MAX_JSON_DEPTH`` deep (every reader of records walks them recursively)."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth >= MAX_JSON_DEPTH:
+                    raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep")
+                stack.append((child, depth + 1))
+    return value
 
 
 class FieldReader:

@@ -294,6 +294,7 @@ def _refusal(patch: MemoryPatch, harmed: set[str], tainted: dict[str, set[str]],
 
 def _write(store: Store, plan: _Plan, report: ImportReport) -> None:
     """Write the plan through one stage, audited (under the store lock)."""
+    ledger.refuse_oversized(store, [*plan.fresh["nodes"], *plan.created])
     stage = Stage(store)
     audit = []
     for patch in plan.fresh["patches"]:

@@ -30,6 +30,7 @@ from typing import Any
 from cclg import format as fmt
 from cclg import guard, ledger
 from cclg.errors import IllegalPatchError, UsageError, ValidationError
+from cclg.fields import parse_json
 from cclg.ids import content_hash, normalize_text
 from cclg.index import Index, open_index
 from cclg.lattice import INITIAL_STATUSES
@@ -393,7 +394,7 @@ def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>", force: boo
     the ledger stages them and names them only once that patch is durable, so a
     crash leaves all of them (named by the next writer) or none.
     """
-    nodes, lines = _parse_lines(data, name)
+    nodes, lines = _parse_lines(data, name, max_line=4 * ledger.limit(store, "memory_chars") + 65_536)
     with store.lock():
         finish(store)
         problems = [f"{name} line {lines[n.id]}: id {n.id} is already in the store" for n in nodes if _known(store, n)]
@@ -420,8 +421,9 @@ def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>", force: boo
     return ImportResult(patch=result.patch, nodes=fresh, duplicates=duplicates)
 
 
-def _parse_lines(data: bytes, name: str) -> tuple[list[MemoryNode], dict[str, int]]:
-    """Every line read as a new memory, and each one's line number; ``ValidationError`` lists every bad line."""
+def _parse_lines(data: bytes, name: str, *, max_line: int) -> tuple[list[MemoryNode], dict[str, int]]:
+    """Every line read as a new memory, and each one's line number; ``ValidationError`` lists every bad line.
+    A line longer than ``max_line`` characters is not even parsed (its content would be over the limit)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -432,13 +434,16 @@ def _parse_lines(data: bytes, name: str) -> tuple[list[MemoryNode], dict[str, in
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        try:
-            node = parse_import_line(json.loads(line), number, name)
-        except json.JSONDecodeError as exc:
-            problems.append(f"{name} line {number}: not JSON ({exc.msg})")
+        if len(line) > max_line:
+            problems.append(f"{name} line {number}: {len(line):,} characters, over the size limit of a memory")
             continue
+        try:
+            node = parse_import_line(parse_json(line), number, name)
         except ValidationError as exc:
             problems.extend(exc.problems)
+            continue
+        except ValueError as exc:  # not JSON, or nested too deep
+            problems.append(f"{name} line {number}: not JSON ({getattr(exc, 'msg', exc)})")
             continue
         if node.id in seen:
             problems.append(f"{name} line {number}: id {node.id} repeats line {seen[node.id]}")

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from cclg import guard, lattice
-from cclg.errors import IllegalPatchError, NotFoundError, UsageError
+from cclg.errors import IllegalPatchError, NotFoundError, UsageError, ValidationError
 from cclg.ids import new_id, now_iso
 from cclg.index import note_changes
 from cclg.lattice import rule_for
@@ -273,6 +273,7 @@ def _write_new(
     """Write a patch and the nodes and edges it makes, none of them visible before the patch is
     durable (under the store lock): stage them, write the patch, append ``audit`` (so a writer
     killed while naming them leaves none unaudited), name them."""
+    refuse_oversized(store, nodes)
     staged = [(store.node_path(n.id), dumps(n.to_dict())) for n in nodes]
     staged += [(store.edge_path(e.id), dumps(e.to_dict())) for e in edges]
     temps: list[tuple[Path, Path]] = []
@@ -464,6 +465,35 @@ def flag_instructions(node: MemoryNode) -> None:
     flags = guard.instruction_flags(node.content)
     if flags:
         node.metadata["flags"] = sorted({*node.metadata.get("flags", []), *flags})
+
+
+# Size limits of a store: config.json's "limits" object may set each (a positive integer).
+LIMITS = {
+    "memory_chars": 100_000,  # a memory's content: a note, not a document (keep documents with `cclg raw`)
+    "raw_bytes": 64 * 1024 * 1024,  # one file of raw evidence (`cclg raw`)
+}
+
+
+def limit(store: Store, name: str) -> int:
+    """The store's limit ``name`` (one of ``LIMITS``): config.json's ``"limits"``, else the default."""
+    limits = store.config.get("limits")
+    value = limits.get(name) if isinstance(limits, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else LIMITS[name]
+
+
+def refuse_oversized(store: Store, nodes: list[MemoryNode]) -> None:
+    """``ValidationError`` when a memory's content is longer than the store's ``memory_chars`` limit."""
+    most = limit(store, "memory_chars")
+    problems = [
+        f"{node.id}: content of {len(node.content):,} characters is over the limit of {most:,}"
+        for node in nodes
+        if len(node.content) > most
+    ]
+    if problems:
+        raise ValidationError(
+            f'{problems[0]} (set config.json "limits": {{"memory_chars": N}} to change it); nothing was written',
+            problems,
+        )
 
 
 def refuse_node_secrets(nodes: list[MemoryNode]) -> None:

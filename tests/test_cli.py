@@ -561,3 +561,44 @@ def test_a_full_disk_is_a_clear_error_and_nothing_is_published(root: Path, monke
     assert result.exit_code == 8 and "disk refused the write" in result.output, result.output
     assert list((root / "nodes").glob("*.json")) == [] and list((root / "patches").glob("*.json")) == []
     assert not [p for p in root.rglob("*.tmp")], "no temp file is left behind"
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(p.name for folder in ("nodes", "patches", "raw") for p in (root / folder).glob("*"))
+
+
+def test_a_memory_over_the_size_limit_is_refused_on_every_way_in(root: Path, tmp_path: Path) -> None:
+    """A 100 MB line used to be taken (4.2 GB of memory, then 34 s for a matching prompt)."""
+    before = _files(root)
+    big = "word " * 25_000  # 125,000 characters: over the default 100,000
+    added = run(root, "add", "--content", big, "--source", "user")
+    assert added.exit_code == 4 and "over the limit of 100,000" in added.output
+    line = json.dumps({"content": big, "source": "seed"}) + "\n"
+    imported = run(root, "import-jsonl", "-", input=line)
+    assert imported.exit_code == 4 and "over the limit" in imported.output
+    huge = json.dumps({"content": "x" * 2_000_000, "source": "seed"}) + "\n"
+    refused = run(root, "import-jsonl", "-", input=huge)
+    assert refused.exit_code == 4 and "over the size limit of a memory" in refused.output  # never parsed
+    node = add(root, "A short note")
+    patched = run(root, "patch", "refine", "--target", node["id"], "--content", big, "--reason", "longer")
+    assert patched.exit_code == 4 and "over the limit" in patched.output
+    assert len(_files(root)) == len(before) + 2, "the short note and its patch, nothing of the refused"
+    # The limit is the store's to set.
+    config = json.loads((root / "config.json").read_text())
+    (root / "config.json").write_text(json.dumps({**config, "limits": {"memory_chars": 200_000}}))
+    assert run(root, "add", "--content", big, "--source", "user").exit_code == 0
+
+
+def test_raw_evidence_over_the_size_limit_is_refused(root: Path) -> None:
+    config = json.loads((root / "config.json").read_text())
+    (root / "config.json").write_text(json.dumps({**config, "limits": {"raw_bytes": 1000}}))
+    result = run(root, "raw", "-", input=b"x" * 1001)
+    assert result.exit_code == 2 and "over the limit of 1,000" in result.output
+    assert list((root / "raw").glob("*")) == []
+
+
+def test_json_nested_too_deep_is_a_validation_error_not_a_crash(root: Path, tmp_path: Path) -> None:
+    deep = '{"content": "x", "source": "seed", "metadata": ' + '{"a": ' * 5000 + "1" + "}" * 5000 + "}\n"
+    result = run(root, "import-jsonl", "-", input=deep)
+    assert result.exit_code == 4 and "nested more than 64 levels deep" in result.output
+    assert list((root / "nodes").glob("*.json")) == []

@@ -281,6 +281,8 @@ def _check_after_kill(store_root: Path) -> None:
 
 
 def test_sigkill_mid_write_leaves_a_store_doctor_can_repair(store: Store) -> None:
+    config = json.loads((store.root / "config.json").read_text())  # the writer's memories are ~400 kB
+    (store.root / "config.json").write_text(json.dumps({**config, "limits": {"memory_chars": 1_000_000}}))
     for round_, delay in enumerate((0.05, 0.1, 0.15, 0.2, 0.3, 0.12)):
         proc = subprocess.Popen(
             [sys.executable, "-c", KILLED_WRITER, str(store.root), f"round{round_}"],

@@ -28,7 +28,7 @@ from cclg.container import (
     write_container,
 )
 from cclg.doctor import diagnose
-from cclg.errors import IllegalPatchError, UnknownPatchOperationError, UsageError
+from cclg.errors import IllegalPatchError, UnknownPatchOperationError, UsageError, ValidationError
 from cclg.ids import content_hash
 from cclg.importing import import_container
 from cclg.ledger import apply_patch, rollback
@@ -1200,3 +1200,24 @@ def test_cli_import_refuses_a_damaged_file_and_writes_nothing(tmp_path: Path, st
     result = run(store.root, "import", str(path))
     assert result.exit_code == 4 and "truncated" in result.stderr
     assert every_file(store.root) == before
+
+
+def test_a_record_nested_too_deep_is_refused_when_loading(tmp_path: Path) -> None:
+    node = new_node("deep", source=Source(label="seed"))
+    deep: dict = {}
+    inner = deep
+    for _ in range(100):
+        inner["a"] = {}
+        inner = inner["a"]
+    node.metadata["deep"] = deep
+    text = write_container([node], [], [], [])
+    with pytest.raises(ContainerError, match="nested more than 64 levels deep"):
+        load_container(text)
+
+
+def test_an_imported_memory_over_the_size_limit_is_refused_and_nothing_written(store: Store) -> None:
+    node = new_node("word " * 25_000, source=Source(label="seed"))
+    before = sorted(p.name for p in store.root.rglob("*.json"))
+    with pytest.raises(ValidationError, match="over the limit of 100,000"):
+        import_container(store, load_container(write_container([node], [], [], [])))
+    assert sorted(p.name for p in store.root.rglob("*.json")) == before
