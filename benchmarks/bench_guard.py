@@ -24,7 +24,7 @@ The corpora are the ones ``tests/test_guard.py`` generates (same generators, a s
   header with no END, keywords repeated, long runs after a keyword, backslashes, ...), each
   scanned in a child process stopped after ``--timeout`` seconds; then a user regex
   (``(a|aa)+$``, what froze MCP ``cclg_grep``) on 10,000 lines, under ``re`` and under
-  ``guard.UserPattern``.
+  ``search.UserPattern``.
 - throughput: the ``.py`` files of the installed standard library (sorted by path) up to
   ``--mb`` MB, scanned (a) as they are and (b) with one planted secret every 10 KB, in one
   call and file by file; MB/s is the median of ``--runs`` runs. The hook's secret pass:
@@ -262,10 +262,12 @@ def print_linear_time(args: argparse.Namespace) -> None:
     print(
         f"    {'the re module (grep before UserPattern)':<44} {timed_case('user regex under re', 0, args.timeout):>20}"
     )
-    if not hasattr(guard, "UserPattern"):
-        print(f"    {'guard.UserPattern':<44} {'n/a':>20}")
+    from cclg import search
+
+    if not hasattr(search, "UserPattern"):
+        print(f"    {'search.UserPattern':<44} {'n/a':>20}")
     else:
-        pattern = guard.UserPattern(USER_REGEX, regex=True)
+        pattern = search.UserPattern(USER_REGEX, regex=True)
         start = time.perf_counter()
         try:
             for _ in range(USER_LINES):
@@ -274,7 +276,7 @@ def print_linear_time(args: argparse.Namespace) -> None:
         except Exception as exc:  # the UsageError that ends the search
             outcome = type(exc).__name__
         print(
-            f"    {'guard.UserPattern (limit ' + str(pattern.seconds) + ' s)':<44} "
+            f"    {'search.UserPattern (limit ' + str(pattern.seconds) + ' s)':<44} "
             f"{time.perf_counter() - start:>11.3f} s, {outcome}"
         )
     print()

@@ -19,11 +19,11 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from cclg import format as fmt
-from cclg import guard
 from cclg.errors import UsageError
 from cclg.ids import parse_time
 from cclg.index import Index, open_index, read_fresh, search_fields
@@ -361,6 +361,45 @@ class GrepMatch(Record):
         return {"where": self.where, "line": self.line, "text": self.text}
 
 
+# ---------------------------------------------------------------- grep's patterns
+
+USER_PATTERN_SECONDS = 5.0
+
+
+class UserPattern:
+    """A search pattern from a user or an agent (``cclg grep``, MCP ``cclg_grep``): plain text, or
+    a regular expression run by the ``regex`` package under one time limit shared by every search
+    made with it, so that ``(a|aa)+$`` ends in a ``UsageError`` instead of freezing the caller."""
+
+    def __init__(
+        self, pattern: str, *, regex: bool = False, ignore_case: bool = False, seconds: float | None = None
+    ) -> None:
+        import importlib  # the regex package: the hook never needs it
+
+        engine = importlib.import_module("regex")
+        self.pattern = pattern
+        self.seconds = USER_PATTERN_SECONDS if seconds is None else seconds  # read now: a test may lower it
+        self._deadline = time.monotonic() + self.seconds
+        try:  # plain text needs no time limit: it is found in linear time
+            self._regex = engine.compile(pattern if regex else engine.escape(pattern), engine.I if ignore_case else 0)
+        except (engine.error, ValueError, OverflowError, RecursionError, MemoryError) as exc:
+            raise UsageError(f"bad regular expression {pattern!r}: {exc}") from None
+        self._plain = not regex
+
+    def search(self, text: str) -> bool:
+        """Whether the pattern occurs in ``text``; ``UsageError`` once the time limit is spent."""
+        left = self._deadline - time.monotonic()
+        try:
+            if self._plain or left > 0:
+                return self._regex.search(text, timeout=None if self._plain else left) is not None
+        except TimeoutError:
+            pass
+        raise UsageError(
+            f"the regular expression {self.pattern!r} took more than {self.seconds:g} s; simplify it "
+            "(nested repeats such as (a+)+ can take forever) or search for plain text"
+        )
+
+
 def grep(
     store: Store,
     pattern: str,
@@ -372,7 +411,7 @@ def grep(
     limit: int = 50,
 ) -> list[GrepMatch]:
     """Exact (or regex) matches, line by line, in current memories and, with ``raw``, in raw evidence."""
-    compiled = guard.UserPattern(pattern, regex=regex, ignore_case=ignore_case)  # time-limited: no ReDoS
+    compiled = UserPattern(pattern, regex=regex, ignore_case=ignore_case)  # time-limited: no ReDoS
     matches: list[GrepMatch] = []
     index = open_index(store)
     try:

@@ -39,7 +39,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from cclg import api, guard
+from cclg import api, guard, search
 from cclg.cli import cli
 from cclg.container import write_container
 from cclg.errors import UsageError
@@ -1438,7 +1438,7 @@ def test_a_private_key_without_its_end_is_redacted_to_its_last_base64_line() -> 
 
 
 def test_user_pattern_stops_a_regex_that_would_run_for_ever() -> None:
-    pattern = guard.UserPattern("(a|aa)+$", regex=True, seconds=0.2)
+    pattern = search.UserPattern("(a|aa)+$", regex=True, seconds=0.2)
     with pytest.raises(UsageError, match=r"took more than 0.2 s; simplify it"):
         pattern.search("a" * 200 + "!")
     with pytest.raises(UsageError):  # the time limit is spent: later lines fail at once
@@ -1446,9 +1446,9 @@ def test_user_pattern_stops_a_regex_that_would_run_for_ever() -> None:
 
 
 def test_user_pattern_searches_text_or_a_regex_and_refuses_a_bad_one() -> None:
-    assert guard.UserPattern("a.c (x)").search("see a.c (x) here") is True
-    assert guard.UserPattern("a.c").search("abc") is False, "plain text is not a regex"
-    assert guard.UserPattern("a.c", regex=True).search("abc") is True
-    assert guard.UserPattern("PYTEST", ignore_case=True).search("run pytest -q") is True
+    assert search.UserPattern("a.c (x)").search("see a.c (x) here") is True
+    assert search.UserPattern("a.c").search("abc") is False, "plain text is not a regex"
+    assert search.UserPattern("a.c", regex=True).search("abc") is True
+    assert search.UserPattern("PYTEST", ignore_case=True).search("run pytest -q") is True
     with pytest.raises(UsageError, match="bad regular expression '\\(unclosed'"):
-        guard.UserPattern("(unclosed", regex=True)
+        search.UserPattern("(unclosed", regex=True)

@@ -308,11 +308,11 @@ def test_grep_a_bad_regex_is_a_usage_error(store: Store, notes: dict[str, Memory
 
 def test_grep_stops_a_regex_that_would_run_for_ever(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """``(a|aa)+$`` against a long run of a's backtracks exponentially: with Python's ``re`` it froze
-    the command (and the MCP server with it). It now gives up after ``guard.USER_PATTERN_SECONDS``."""
-    from cclg import guard
+    the command (and the MCP server with it). It now gives up after ``search.USER_PATTERN_SECONDS``."""
+    from cclg import search
 
     add_memory(store, "a" * 60 + "b", source="test")
-    monkeypatch.setattr(guard, "USER_PATTERN_SECONDS", 0.2)
+    monkeypatch.setattr(search, "USER_PATTERN_SECONDS", 0.2)
     with pytest.raises(UsageError, match=r"took more than 0\.2 s"):
         grep(store, "(a|aa)+$", regex=True)
     assert grep(store, "aab", regex=True) != []  # a sane pattern still answers
