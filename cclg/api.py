@@ -398,8 +398,9 @@ def keep_raw(store: Store, data: bytes, name: str) -> dict[str, Any]:
             f"{len(data):,} bytes is over the limit of {most:,} for one raw file "
             '(set config.json "limits": {"raw_bytes": N} to change it); nothing was written'
         )
-    # latin-1 maps every byte to one character: binary files scan without errors, offsets stay byte offsets.
-    guard.refuse_secrets({"raw": data.decode("latin-1"), "name": name}, f"keeping {guard.redact(name)[0]}")
+    # Read as `cclg scan` reads a file (UTF-8, other bytes one character each): one detector, one reading.
+    text = data.decode("utf-8", "surrogateescape")
+    guard.refuse_secrets({"raw": text, "name": name}, f"keeping {guard.redact(name)[0]}")
     stored, written = store.write_raw(data, name)
     return {"path": stored, "bytes": len(data), "written": written}
 

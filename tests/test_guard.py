@@ -1452,3 +1452,22 @@ def test_user_pattern_searches_text_or_a_regex_and_refuses_a_bad_one() -> None:
     assert search.UserPattern("PYTEST", ignore_case=True).search("run pytest -q") is True
     with pytest.raises(UsageError, match="bad regular expression '\\(unclosed'"):
         search.UserPattern("(unclosed", regex=True)
+
+
+def test_cclg_raw_refuses_exactly_what_scan_finds_in_the_same_bytes(seeded: Store) -> None:
+    """`raw` read bytes as latin-1 and `scan` as UTF-8 (other bytes one character each): a placeholder
+    followed by a non-breaking space read as "changemeÂ" and was refused, though scan let it through.
+    One detector means one reading of the bytes too."""
+    cases = [
+        "secret = changeme\u00a0".encode(),
+        "secret=kv/data/staging/orders\u00a0".encode(),
+        "Übersicht — 設定\npassword = 'Xk3!pQ9zLm2#vB7w'\n".encode() + b"\xff\xfe",
+    ]
+    for number, data in enumerate(cases):
+        try:
+            api.keep_raw(seeded, data, f"evidence-{number}.txt")
+            refused = False
+        except SecretError:
+            refused = True
+        assert refused == bool(guard.scan_bytes(data)), data
+    assert [bool(guard.scan_bytes(data)) for data in cases] == [False, False, True]
