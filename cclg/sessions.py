@@ -3,12 +3,17 @@
 The session record (``sessions/<id>.json``) holds who and where; it is rewritten
 atomically only when the session starts or ends. Events go to the append-only
 ``sessions/<id>.events.jsonl`` (one locked write each), and each event's payload
-is also kept verbatim as raw evidence, which the event points to.
+is also kept verbatim as raw evidence, which the event points to. Nothing here
+takes the store lock: hooks call these on every event, and must never wait behind
+a long write such as an import.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 
 from cclg.errors import NotFoundError
 from cclg.ids import now_iso
@@ -17,6 +22,7 @@ from cclg.store import Store, audit_record
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 
@@ -80,9 +86,22 @@ def record_event(
     return record
 
 
+@contextlib.contextmanager
+def _session_lock(store: Store, session_id: str) -> Iterator[None]:
+    """Serialise rewrites of one session's record: the lock its event log's appends take, never the
+    store lock, which a long write (an import) may hold while a hook ends its session."""
+    fd = os.open(store.session_events_path(session_id), os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def end_session(store: Store, session_id: str, loaded_memory_ids: list[str] | None = None) -> Session:
     """Close a session; ``loaded_memory_ids`` lists the memories it was given."""
-    with store.lock():
+    store.read_session(session_id)  # NotFoundError before any file is made
+    with _session_lock(store, session_id):
         session = store.read_session(session_id)
         if session.ended_at is None:
             session.ended_at = session.updated_at = now_iso()
@@ -96,11 +115,12 @@ def end_session(store: Store, session_id: str, loaded_memory_ids: list[str] | No
 
 def note_overlay(store: Store, session_id: str, node_id: str) -> None:
     """List a session-scoped memory on its session record (if the session exists)."""
-    with store.lock():
-        try:
-            session = store.read_session(session_id)
-        except NotFoundError:
-            return
+    try:
+        store.read_session(session_id)
+    except NotFoundError:
+        return
+    with _session_lock(store, session_id):
+        session = store.read_session(session_id)
         if node_id not in session.session_overlay_ids:
             session.session_overlay_ids.append(node_id)
             session.updated_at = now_iso()

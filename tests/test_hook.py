@@ -490,10 +490,10 @@ def test_bad_prompts_get_valid_json_and_are_recorded(store: Store, memories: dic
         assert json.loads(result.stdout) == {}, "nothing to justify a memory"
 
 
-def test_a_new_sessions_prompt_is_answered_while_another_process_holds_the_store_lock(store: Store) -> None:
-    """Every event opened its session under the store lock, so a prompt waited behind an import for
-    as long as the import held it (up to the lock's 30 s). The lock holder here holds it for two
-    minutes; the prompt is answered while it still does."""
+def test_a_session_is_served_and_ended_while_another_process_holds_the_store_lock(store: Store) -> None:
+    """Every event opened its session under the store lock, and session-end closed it under it, so a
+    hook waited behind an import for as long as the import held it (up to the lock's 30 s). The lock
+    holder here holds it for two minutes; the prompt is answered and the session ended meanwhile."""
     add_memory(store, "Deploys go out from CI with the release workflow", source="user")
     holder = subprocess.Popen(
         [
@@ -512,7 +512,10 @@ def test_a_new_sessions_prompt_is_answered_while_another_process_holds_the_store
         assert holder.poll() is None, "the lock was still held while the prompt was answered"
         context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
         assert "Deploys go out from CI" in context
+        ended = run_hook(store.root, "session-end", {"session_id": "fresh-1", "hook_event_name": "SessionEnd"})
+        assert holder.poll() is None and json.loads(ended.stdout) == {}
     finally:
         holder.kill()
         holder.wait()
-    assert store.read_session("fresh-1").status == "active"
+    assert store.read_session("fresh-1").status == "ended"
+    assert not (store.root / "audit" / "hook_failures.jsonl").exists()
