@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from cclg import format as fmt
 from cclg.errors import UsageError
 from cclg.ids import parse_time
-from cclg.index import Index, open_index, read_fresh, search_fields
+from cclg.index import Index, read_fresh, search_fields
 from cclg.records import MemoryNode, Record
 from cclg.store import Store, patch_order
 from cclg.text import query_terms, tokens
@@ -410,17 +410,20 @@ def grep(
     where: Where | None = None,
     limit: int = 50,
 ) -> list[GrepMatch]:
-    """Exact (or regex) matches, line by line, in current memories and, with ``raw``, in raw evidence."""
+    """Exact (or regex) matches, line by line, in current memories and, with ``raw``, in raw evidence.
+    Every memory read is checked against its file (``cclg.index.read_fresh``): grep reads them all."""
     compiled = UserPattern(pattern, regex=regex, ignore_case=ignore_case)  # time-limited: no ReDoS
-    matches: list[GrepMatch] = []
-    index = open_index(store)
-    try:
+
+    def read(index: Index) -> tuple[list[GrepMatch], list[str]]:
+        found, read_ids = [], []
         for node in View(index, where or Where()).all_nodes():
+            read_ids.append(node.id)
             for number, line in enumerate(node.content.split("\n"), start=1):
                 if compiled.search(line):
-                    matches.append(GrepMatch(node.id, number, line))
-    finally:
-        index.close()
+                    found.append(GrepMatch(node.id, number, line))
+        return found, read_ids
+
+    matches, _ = read_fresh(store, read, lambda result: result[1])
     if raw:
         for path in store.raw_files():
             text = path.read_bytes().decode("utf-8", errors="replace")

@@ -27,7 +27,7 @@ from cclg.ids import content_hash
 from cclg.index import connect, open_index
 from cclg.ledger import apply_patch, create_nodes, rollback
 from cclg.records import MemoryNode, Scope, dumps, new_node, retrieval_for
-from cclg.search import Hit, View, Where, search
+from cclg.search import Hit, View, Where, grep, search
 from cclg.store import INDEX_FILE, Store
 from cclg.view import effective_view, retired_ids
 
@@ -343,6 +343,14 @@ def test_a_memory_edited_in_place_is_not_served_stale(stale: tuple[Store, Memory
     assert ids(search(store, "nox", mode="bm25")) == [node.id]
     assert search(store, "nox", mode="bm25")[0].node.content == "Tests run with nox -s tests"
     assert doctor.diagnose(store).refreshed == []
+
+
+def test_grep_reads_a_memory_edited_in_place_as_it_is_now(stale: tuple[Store, MemoryNode]) -> None:
+    """`cclg grep` (and MCP `cclg_grep`) read every memory from the index: the old text matched and
+    the new one did not, until a write or `cclg reindex`."""
+    store, node = stale
+    assert grep(store, "pytest") == []
+    assert [(m.where, m.text) for m in grep(store, "nox -s")] == [(node.id, "Tests run with nox -s tests")]
 
 
 @pytest.mark.parametrize("mode", ["auto", "bm25", "graph", "temporal", "grep"])
