@@ -21,6 +21,8 @@ import unicodedata
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
+from cclg.errors import ValidationError
+
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from typing import Any
@@ -159,11 +161,13 @@ def content_hash(value: Any) -> str:
     strings, so the hash does not depend on key order or line endings.
     """
     if isinstance(value, str):
-        data = normalize_text(value).encode("utf-8")
+        text = normalize_text(value)
     else:
-        data = json.dumps(_normalize_value(value), sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode(
-            "utf-8"
-        )
+        text = json.dumps(_normalize_value(value), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate, from a JSON escape such as \ud800: no text
+        raise ValidationError(f"the text is not valid Unicode (a lone surrogate): {exc}") from None
     return "sha256:" + sha256_hex(data)
 
 

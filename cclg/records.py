@@ -591,5 +591,9 @@ class Session(Record):
 
 
 def dumps(record: dict[str, Any]) -> bytes:
-    """The on-disk form of a record: two-space indented UTF-8 JSON and a final newline."""
-    return (json.dumps(record, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    """The on-disk form of a record: two-space indented UTF-8 JSON and a final newline. Text that is no
+    Unicode (a lone surrogate, from a JSON escape such as \\ud800) is a ``ValidationError``."""
+    try:
+        return (json.dumps(record, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(f"a record holds text that is not valid Unicode (a lone surrogate): {exc}") from None

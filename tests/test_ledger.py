@@ -1003,3 +1003,18 @@ def test_a_patch_that_cannot_be_written_leaves_nothing_behind(store: Store, oper
     after = {p.name for folder in ("nodes", "edges", "patches") for p in (store.root / folder).iterdir()}
     assert after == before
     assert list(store.root.rglob("*.tmp")) == []
+
+
+def test_text_that_is_not_unicode_is_a_validation_error_and_nothing_is_written(store: Store) -> None:
+    """A JSON escape (an MCP argument, an import line) can carry a lone surrogate, which no UTF-8 file
+    can hold: the write died with a raw UnicodeEncodeError. It is a validation error before any file."""
+    from cclg.errors import ValidationError
+
+    node = add_memory(store, "Kestrel deploys run the canary script", source="user").new_nodes[0]
+    before = sorted(p.name for p in store.root.rglob("*.json"))
+    with pytest.raises(ValidationError, match="not valid Unicode"):
+        add_memory(store, "Kestrel \ud800 deploys", source="agent")
+    with pytest.raises(ValidationError, match="not valid Unicode"):
+        apply_patch(store, "refine", [node.id], reason="typo", contents=["Kestrel \udfff deploys"])
+    assert sorted(p.name for p in store.root.rglob("*.json")) == before
+    assert list((store.root / "tmp").glob("*")) == []
