@@ -31,6 +31,17 @@ from cclg.errors import CclgError, UsageError, ValidationError
 class CclgGroup(click.Group):
     """Turns library errors into ``error: ...`` on stderr and the error's exit code."""
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # An argument holding bytes that are not UTF-8 (the shell passes them through as surrogates)
+        # is refused before any command runs, so nothing is written.
+        for arg in args:
+            try:
+                arg.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                why = f"{exc.reason} at position {exc.start}"
+                raise click.UsageError(f"an argument is not valid UTF-8 text ({why})") from None
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
