@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = "cclg.index.v3"  # v3: a node's level is view.rank (trust, then scope)
 MMAP_BYTES = 1 << 30
 MAX_READS = 3  # runs of a read whose served memories keep changing on disk, before it is served as is
+BUSY_TIMEOUT = 30.0  # seconds a writer waits for the index's write lock
+READER_WAIT = 0.3  # seconds a reader waits for it to catch up with the files, else it reads the index as it is
 DAMAGE_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB (the low byte of an extended result code)
 
 # The FTS tokenizer keeps inside a term the characters cclg.text keeps (tokenchars).
@@ -165,9 +167,20 @@ class Index:
     # ------------------------------------------------------------ keeping in step
 
     def sync(self, *, force: bool = False) -> int:
-        """Bring the index in line with the files; returns how many files were re-read."""
+        """Bring the index in line with the files; returns how many files were re-read.
+
+        A reader (not ``force``) waits at most ``READER_WAIT`` seconds for the index's write lock: a
+        writer that holds it longer (a large import naming its memories) is not done, so the index as
+        it stands is what is acknowledged, and the read goes on with it (the hook must not stall)."""
         if not force and self._meta("signature") == _folder_signature(self.store):
             return 0
+        if not force:
+            try:
+                self._begin_write(wait=READER_WAIT)
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                return 0
         return len(self.refresh_all())
 
     def refresh_all(self) -> list[str]:
@@ -220,13 +233,21 @@ class Index:
         self._set_meta("signature", _folder_signature(self.store))
         self.db.commit()
 
-    def _begin_write(self) -> None:
+    def _begin_write(self, wait: float | None = None) -> None:
         """Open the write transaction before reading what to change: the module's default opens one
         at the first write only, so the reads before it could see a state that another process (a
         reader catching up with the files, or the writer) changes in between, and the rows it then
         inserts would already be there."""
-        if not self.db.in_transaction:
+        if self.db.in_transaction:
+            return
+        if wait is None:
             self.db.execute("BEGIN IMMEDIATE")
+            return
+        self.db.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        finally:
+            self.db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
 
     def _apply(self, node_ids: list[str], patch_ids: list[str]) -> None:
         affected = set(node_ids)
@@ -393,7 +414,7 @@ class Index:
 
 
 def _open_db(path: Path | str) -> sqlite3.Connection:
-    db = sqlite3.connect(path, timeout=30, isolation_level="DEFERRED")
+    db = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level="DEFERRED")
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
     # Read pages through a memory map: a search touches rows all over the table,

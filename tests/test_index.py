@@ -26,7 +26,7 @@ from cclg.files import read_jsonl
 from cclg.ids import content_hash
 from cclg.index import connect, open_index
 from cclg.ledger import apply_patch, create_nodes, rollback
-from cclg.records import MemoryNode, Scope, dumps, new_node, retrieval_for
+from cclg.records import MemoryNode, Scope, Source, dumps, new_node, retrieval_for
 from cclg.search import Hit, View, Where, grep, search
 from cclg.store import INDEX_FILE, Store
 from cclg.view import effective_view, retired_ids
@@ -661,3 +661,30 @@ def test_an_index_that_cannot_be_written_is_built_in_memory(store: Store) -> Non
     node = add_memory(store, "Releases are tagged from the main branch", source="test").new_nodes[0]
     assert [h.id for h in search(store, "releases tagged main branch", mode="bm25")] == [node.id]
     assert (store.root / "index.sqlite").is_dir()
+
+
+def test_a_reader_does_not_wait_for_a_writer_holding_the_index(seeded: Store) -> None:
+    """A large import holds the index's write lock while it names its memories: a reader (the hook)
+    waited for it (up to 30 s) to catch up with the files. It now reads the index as it stands, which
+    is what is acknowledged, and catches up once the writer is done."""
+    import sqlite3
+
+    open_index(seeded).close()
+    holder = sqlite3.connect(seeded.root / "index.sqlite", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        node = new_node("Flamingo jobs run nightly", source=Source(label="test"))
+        (seeded.root / "nodes" / f"{node.id}.json").write_bytes(dumps(node.to_dict()))  # a file the index lacks
+        index = open_index(seeded)  # would wait for the holder, then fail with "database is locked"
+        try:
+            assert node.id not in {row[0] for row in index.db.execute("SELECT id FROM nodes")}
+        finally:
+            index.close()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    index = open_index(seeded)
+    try:
+        assert node.id in {row[0] for row in index.db.execute("SELECT id FROM nodes")}
+    finally:
+        index.close()
