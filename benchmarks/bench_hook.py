@@ -66,6 +66,16 @@ def main() -> None:
             root = work / f"store-{size}"
             build_store(root, size, work)
             open_index(Store.open(root)).close()
+            roots = {"this": root, "other": work / f"store-{size}-other"}
+            shutil.copytree(root, roots["other"])
+            for leftover in roots["other"].glob("index.sqlite*"):  # the other release builds its own
+                leftover.unlink()
+            subprocess.run(
+                [args.compare, "--root", str(roots["other"]), "user-prompt"],
+                input=json.dumps({"session_id": "warm", "prompt": "warm up", "cwd": str(work)}).encode(),
+                capture_output=True,
+                check=False,
+            )
             queries = synth.bench_queries(args.runs, size=size)
             # The baseline is timed between the hook runs, so machine noise hits all alike.
             baselines, prompts, tools = [], [], []
@@ -100,7 +110,9 @@ def main() -> None:
 
 
 def compare(args: argparse.Namespace) -> None:
-    """This install's hook against ``args.compare``, interleaved on the same stores and queries."""
+    """This install's hook against ``args.compare``, interleaved on the same queries, each on its own
+    copy of the store: two releases may keep different index schemas, and on one shared store each
+    would rebuild the other's index on every call."""
     work = Path(tempfile.mkdtemp(prefix="cclg-bench-hook-"))
     hooks = {"this": HOOK, "other": args.compare}
     try:
@@ -109,6 +121,16 @@ def compare(args: argparse.Namespace) -> None:
             root = work / f"store-{size}"
             build_store(root, size, work)
             open_index(Store.open(root)).close()
+            roots = {"this": root, "other": work / f"store-{size}-other"}
+            shutil.copytree(root, roots["other"])
+            for leftover in roots["other"].glob("index.sqlite*"):  # the other release builds its own
+                leftover.unlink()
+            subprocess.run(
+                [args.compare, "--root", str(roots["other"]), "user-prompt"],
+                input=json.dumps({"session_id": "warm", "prompt": "warm up", "cwd": str(work)}).encode(),
+                capture_output=True,
+                check=False,
+            )
             events = ("user-prompt", "post-tool")
             times: dict[tuple[str, str], list[float]] = {(h, e): [] for h in hooks for e in events}
             for i, query in enumerate(synth.bench_queries(args.runs, size=size)):
@@ -127,7 +149,7 @@ def compare(args: argparse.Namespace) -> None:
                 for event, payload in payloads.items():
                     for name, hook in order:
                         data = json.dumps(payload).encode()
-                        times[(name, event)].append(timed([hook, "--root", str(root), event], data))
+                        times[(name, event)].append(timed([hook, "--root", str(roots[name]), event], data))
             for event in events:
                 this, other = (statistics.median(times[(h, event)]) for h in hooks)
                 print(f"{size:>9} {event:>12} {this * 1000:>8.1f} {other * 1000:>9.1f} {this / other:>11.2f}")
