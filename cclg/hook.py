@@ -140,6 +140,8 @@ def handle(
     assert isinstance(session_id, str)
     include_codegraph = include_codegraph or hook_settings(store).get("include_codegraph", False)
     call = Call(event, store, session_id, payload, agent, include_codegraph)
+    if event == "session-end" and not store.session_path(session_id).exists():
+        return None  # the end of a session cclg never saw start (`claude mcp list` fires one): nothing to close
     sessions.start_session(store, session_id, agent=agent, project=call.project)
     return HANDLERS[event](call)
 

@@ -519,3 +519,12 @@ def test_a_session_is_served_and_ended_while_another_process_holds_the_store_loc
         holder.wait()
     assert store.read_session("fresh-1").status == "ended"
     assert not (store.root / "audit" / "hook_failures.jsonl").exists()
+
+
+def test_the_end_of_a_session_never_started_leaves_nothing(store: Store) -> None:
+    """`claude mcp list` fires SessionEnd for a session no other event saw: it made a session record
+    holding one session_end event."""
+    result = run_hook(store.root, "session-end", {"session_id": "never-started", "hook_event_name": "SessionEnd"})
+    assert json.loads(result.stdout) == {} and result.returncode == 0
+    assert list((store.root / "sessions").iterdir()) == []
+    assert not (store.root / "audit" / "hook_failures.jsonl").exists()
