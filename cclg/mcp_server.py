@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
+import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -571,6 +573,10 @@ def main(root: str | None, transport: str, host: str, port: int, dotted_names: b
         sys.exit(error.exit_code)
     server = build_server(store, dotted_names=dotted_names)
     if transport == "stdio":
+        # A host stops its servers with SIGINT. The SDK reads stdin in a worker thread that a
+        # KeyboardInterrupt cannot end, so the process would wait for the host's SIGTERM: exit now.
+        # Every store write is crash-safe (the next write finishes or clears what this one left).
+        signal.signal(signal.SIGINT, lambda signum, frame: os._exit(128 + signum))
         server.run("stdio")
     else:
         server.run("streamable-http", host=host, port=port)

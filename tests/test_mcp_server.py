@@ -1227,3 +1227,29 @@ def test_streamable_http_serves_the_same_tools_on_loopback(served: Served, tmp_p
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_the_server_exits_on_sigint_while_its_stdin_is_open(store: Store, tmp_path: Path) -> None:
+    """Hosts stop their servers with SIGINT; cclg-mcp went on running (its stdin reader thread kept it
+    alive) until the host escalated to SIGTERM."""
+    import signal
+
+    server = subprocess.Popen(
+        [*SERVER, "--root", str(store.root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=server_env(tmp_path, store.root),
+    )
+    try:
+        assert server.stdin is not None and server.stdout is not None
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}
+        server.stdin.write((json.dumps(request) + "\n").encode())
+        server.stdin.flush()
+        assert json.loads(server.stdout.readline())["id"] == 1  # up and serving, stdin still open
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=20) == 128 + signal.SIGINT
+    finally:
+        server.kill()
+        server.wait()
