@@ -526,28 +526,19 @@ def code_search(store: Store, query: str, repo: str | Path, *, limit: int = 10) 
 
 def install_host(
     host: str, *, project: Path | None = None, root: str | None = None, dry_run: bool = False
-) -> tuple[list[install.Change], str | None]:
-    """``cclg install``: create the store if needed, register cclg-hook and cclg-mcp with ``host``.
-
-    Returns the changes and, when the MCP server could not be registered (Codex reads
-    MCP servers from the home folder only), the command that registers it by hand.
-    """
+) -> list[install.Change]:
+    """``cclg install``: create the store if needed, register cclg-hook and cclg-mcp with ``host``."""
     if not dry_run:
         Store.init(root)
     root = str(resolve_root(root).resolve()) if root else None
     install.register_mcp(host, project=project, root=root, dry_run=True)  # refuses before anything is written
     changes = [install.install(host, project=project, root=root, dry_run=dry_run)]
-    server = install.register_mcp(host, project=project, root=root, dry_run=dry_run)
-    if server is None:
-        return changes, install.manual_mcp_command(host, root)
-    changes.append(server)
-    return changes, None
+    changes.append(install.register_mcp(host, project=project, root=root, dry_run=dry_run))
+    return changes
 
 
 def uninstall_host(host: str, *, project: Path | None = None, dry_run: bool = False) -> list[install.Change]:
     """``cclg uninstall``: remove exactly what ``install_host`` added."""
     changes = [install.uninstall(host, project=project, dry_run=dry_run)]
-    server = install.unregister_mcp(host, project=project, dry_run=dry_run)
-    if server is not None:
-        changes.append(server)
+    changes.append(install.unregister_mcp(host, project=project, dry_run=dry_run))
     return changes

@@ -220,36 +220,27 @@ def _commands_in(host: str, path: Path, hooks: bool) -> list[str]:
 # ---------------------------------------------------------------- the MCP server
 
 
-def mcp_config_path(host: str, project: Path | None) -> Path | None:
-    """Where the host reads its MCP servers; None where it has no such place (Codex, per project)."""
+def mcp_config_path(host: str, project: Path | None) -> Path:
+    """Where the host reads its MCP servers: Claude Code's ``.mcp.json`` or ``~/.claude.json``; Codex's
+    ``config.toml``, in the project's ``.codex/`` (read for a project Codex trusts) or in ``~/.codex/``."""
     if host not in HOSTS:
         raise UsageError(f"unknown host {host!r}; use {' or '.join(HOSTS)}")
     if host == "claude":
         return project / ".mcp.json" if project is not None else Path.home() / ".claude.json"
-    return None if project is not None else Path.home() / ".codex" / "config.toml"
+    return (project if project is not None else Path.home()) / ".codex" / "config.toml"
 
 
 def mcp_arguments(root: str | None) -> list[str]:
     return ["--root", root] if root is not None else []
 
 
-def manual_mcp_command(host: str, root: str | None) -> str:
-    """The host's own command that registers the server (for what install cannot do)."""
-    words = shlex.join([MCP_COMMAND, *mcp_arguments(root)])
-    return f"{'claude' if host == 'claude' else 'codex'} mcp add {MCP_NAME} -- {words}"
-
-
 def _mcp_line(arguments: list[str]) -> str:
     return f"mcp server {MCP_NAME}: {shlex.join([MCP_COMMAND, *arguments])}"
 
 
-def register_mcp(
-    host: str, *, project: Path | None = None, root: str | None = None, dry_run: bool = False
-) -> Change | None:
-    """Register ``cclg-mcp`` with the host; None where the host has no place for it."""
+def register_mcp(host: str, *, project: Path | None = None, root: str | None = None, dry_run: bool = False) -> Change:
+    """Register ``cclg-mcp`` with the host."""
     path = mcp_config_path(host, project)
-    if path is None:
-        return None
     if host == "codex":
         return _register_codex(path, root, dry_run)
     data = _read(path, "mcpServers")
@@ -268,11 +259,9 @@ def register_mcp(
     return Change(path=path, added=[_mcp_line(mcp_arguments(root))], removed=[], backup=backup, written=written)
 
 
-def unregister_mcp(host: str, *, project: Path | None = None, dry_run: bool = False) -> Change | None:
-    """Remove the ``cclg-mcp`` registration (only if it is ours); None where there is no place for one."""
+def unregister_mcp(host: str, *, project: Path | None = None, dry_run: bool = False) -> Change:
+    """Remove the ``cclg-mcp`` registration (only if it is ours)."""
     path = mcp_config_path(host, project)
-    if path is None:
-        return None
     if host == "codex":
         return _unregister_codex(path, dry_run)
     data = _read(path, "mcpServers")

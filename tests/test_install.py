@@ -165,10 +165,20 @@ def test_install_codex_adds_its_table_to_config_toml_and_keeps_the_rest_byte_for
     assert config.read_text() == CODEX_CONFIG
 
 
-def test_codex_project_install_says_how_to_register_the_server(tmp_path: Path) -> None:
-    result = run("install", "codex", "--project", str(tmp_path))
-    assert result.exit_code == 0 and "codex mcp add cclg -- cclg-mcp" in result.output
-    assert not (Path.home() / ".codex" / "config.toml").exists()
+def test_codex_project_install_registers_the_server_in_the_projects_codex_folder(tmp_path: Path) -> None:
+    """Codex 0.171 reads a trusted project's .codex/config.toml and .codex/hooks.json: a project install
+    writes both there (it only told the user to run `codex mcp add` before) and touches nothing at home."""
+    import tomllib
+
+    result = run("--root", str(tmp_path / "store"), "install", "codex", "--project", str(tmp_path))
+    assert result.exit_code == 0 and "once you trust the project" in result.output
+    config = tomllib.loads((tmp_path / ".codex" / "config.toml").read_text())
+    assert config["mcp_servers"]["cclg"]["command"] == "cclg-mcp"
+    assert config["mcp_servers"]["cclg"]["args"] == ["--root", str((tmp_path / "store").resolve())]
+    assert (tmp_path / ".codex" / "hooks.json").exists()
+    assert not (Path.home() / ".codex").exists()
+    assert run("uninstall", "codex", "--project", str(tmp_path)).exit_code == 0
+    assert "cclg" not in tomllib.loads((tmp_path / ".codex" / "config.toml").read_text()).get("mcp_servers", {})
 
 
 def test_a_foreign_server_named_cclg_is_left_alone(tmp_path: Path) -> None:

@@ -59,15 +59,13 @@ def install_command(
     Creates the store if there is none. Example: cclg install claude
     """
     store_root: str | None = ctx.obj["root"]
-    changes, by_hand = api.install_host(host, project=_place(project, user), root=store_root, dry_run=dry_run)
+    place = _place(project, user)
+    changes = api.install_host(host, project=place, root=store_root, dry_run=dry_run)
     _print_changes(changes, as_json, "added")
     if as_json:
         return
-    if by_hand is not None:
-        click.echo(
-            "Codex reads MCP servers from ~/.codex/config.toml only: run `cclg install codex` (no --project) "
-            f"or `{by_hand}` to register cclg-mcp."
-        )
+    if host == "codex" and place is not None:
+        click.echo("Codex reads a project's .codex/ only once you trust the project (Codex asks when it starts there).")
     if host == "codex" and changes[0].added:
         click.echo("Codex runs a new hook only once you trust it: open /hooks in Codex and trust each cclg-hook.")
 
