@@ -527,9 +527,14 @@ def code_search(store: Store, query: str, repo: str | Path, *, limit: int = 10) 
 def install_host(
     host: str, *, project: Path | None = None, root: str | None = None, dry_run: bool = False
 ) -> list[install.Change]:
-    """``cclg install``: create the store if needed, register cclg-hook and cclg-mcp with ``host``."""
+    """``cclg install``: create the store if needed, register cclg-hook and cclg-mcp with ``host``, and
+    turn the code graph in the hook's answers on (unless the store's config says otherwise)."""
     if not dry_run:
-        Store.init(root)
+        store = Store.open(Store.init(root)[0].root)  # as on disk: a store just made has no config read
+        hook = store.config.get("hook")
+        if hook is None or (isinstance(hook, dict) and "include_codegraph" not in hook):
+            config = {**store.config, "hook": {**(hook or {}), "include_codegraph": True}}
+            store.write_file(store.root / fmt.PATHS["config"], json.dumps(config, indent=2).encode() + b"\n")
     root = str(resolve_root(root).resolve()) if root else None
     install.register_mcp(host, project=project, root=root, dry_run=True)  # refuses before anything is written
     changes = [install.install(host, project=project, root=root, dry_run=dry_run)]

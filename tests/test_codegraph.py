@@ -983,12 +983,28 @@ def test_prompt_context_is_empty_without_a_usable_cwd_or_query(
     assert prompt_context(store, root, "the", max_tokens=400) == "", "no words to rank on"
 
 
-def test_prompt_context_notes_a_repository_never_indexed(
+def test_a_repository_never_indexed_gets_its_first_index_in_the_background(
     store: Store, python_repo: GitRepo, started: list[tuple[list[str], dict[str, Any]]]
 ) -> None:
+    """A new user never ran `cclg code-index`: the hook starts it (niced, detached) once, and says so."""
     root = python_repo.root.resolve()
     note = prompt_context(store, str(root / "app"), "load the User model", max_tokens=400)
-    assert note == f"\n(No code graph for this repository yet: cclg code-index {json.dumps(str(root))} builds one.)\n"
+    assert note == "\n(No code graph for this repository yet: it is being built in the background.)\n"
+    ((command, options),) = started
+    assert command[:3] == ["nice", "-n", "10"] and command[-2:] == ["code-index", str(root)]
+    assert options["start_new_session"] is True
+    # The next prompts do not start another while that one runs.
+    again = prompt_context(store, str(root / "app"), "load the User model", max_tokens=400)
+    assert len(started) == 1 and "cclg code-index" in again
+
+
+def test_a_folder_that_is_no_repository_gets_the_note_and_no_index(
+    store: Store, tmp_path: Path, started: list[tuple[list[str], dict[str, Any]]]
+) -> None:
+    folder = (tmp_path / "plain").resolve()
+    folder.mkdir()
+    note = prompt_context(store, str(folder), "load the User model", max_tokens=400)
+    assert note == f"\n(No code graph for this repository yet: cclg code-index {json.dumps(str(folder))} builds one.)\n"
     assert started == []
 
 
@@ -1012,7 +1028,7 @@ def test_a_stale_graph_starts_one_background_reindex_at_a_time(
     assert '1. "app/models.py"' in text, "this prompt uses the graph as it is"
     assert started == [
         (
-            [sys.executable, "-m", "cclg", "--root", str(store.root), "code-index", str(root)],
+            ["nice", "-n", "10", sys.executable, "-m", "cclg", "--root", str(store.root), "code-index", str(root)],
             {
                 "stdin": subprocess.DEVNULL,
                 "stdout": subprocess.DEVNULL,

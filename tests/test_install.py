@@ -225,3 +225,16 @@ def test_install_and_uninstall_keep_each_rewritten_files_mode(tmp_path: Path, ho
         if backup.exists():
             assert backup.stat().st_mode & 0o777 == 0o600, backup
     assert any(p.with_name(p.name + ".cclg-backup").exists() for p in files), "something was rewritten"
+
+
+def test_install_turns_the_code_graph_on_and_keeps_the_store_config(tmp_path: Path) -> None:
+    """A new user never saw the CodeGraphPack: it was opt-in. Install turns it on in the store's config,
+    keeps every other setting, and leaves a choice the user made alone."""
+    root = tmp_path / "store"
+    assert run("--root", str(root), "install", "claude", "--project", str(tmp_path)).exit_code == 0
+    config = json.loads((root / "config.json").read_text())
+    assert config["hook"] == {"include_codegraph": True} and config["schema_version"]
+    config["hook"] = {"include_codegraph": False, "max_chars": 6000}
+    (root / "config.json").write_text(json.dumps(config))
+    assert run("--root", str(root), "install", "claude", "--project", str(tmp_path)).exit_code == 0
+    assert json.loads((root / "config.json").read_text()) == config

@@ -51,6 +51,8 @@ def prompt_context(store: Store, cwd: object, query: str, *, max_tokens: int) ->
     root = repository_root(cwd)
     index = search_index_path(store, root)
     if not index.is_file():
+        if refresh_in_background(store, root):
+            return "\n(No code graph for this repository yet: it is being built in the background.)\n"
         return f"\n(No code graph for this repository yet: cclg code-index {json_literal(str(root))} builds one.)\n"
     refresh_in_background(store, root)
     text = render_pack(rank_files(index, query), max_tokens=max_tokens)
@@ -58,22 +60,26 @@ def prompt_context(store: Store, cwd: object, query: str, *, max_tokens: int) ->
 
 
 def refresh_in_background(store: Store, root: Path) -> bool:
-    """Start ``cclg code-index root`` detached when git's index is newer than the stored graph, unless
-    one started less than ``REFRESH_EVERY`` seconds ago; whether one started."""
+    """Start ``cclg code-index root`` detached (niced) when git's index is newer than the stored graph,
+    or when a git repository has no graph yet, unless one started less than ``REFRESH_EVERY`` seconds
+    ago; whether one started."""
     graph_file = graph_path(store, root)
     marker = graph_file.with_suffix(".refreshing")
     try:
-        if (root / ".git" / "index").stat().st_mtime <= graph_file.stat().st_mtime:
+        changed = (root / ".git" / "index").stat().st_mtime
+        built = graph_file.stat().st_mtime if graph_file.exists() else 0.0
+        if changed <= built:
             return False
-        if marker.exists() and marker.stat().st_mtime > graph_file.stat().st_mtime and _age(marker) < REFRESH_EVERY:
+        if marker.exists() and marker.stat().st_mtime > built and _age(marker) < REFRESH_EVERY:
             return False
-    except OSError:  # not a git work tree, or no graph file
+    except OSError:  # not a git work tree
         return False
     import subprocess  # only when a refresh starts
 
+    marker.parent.mkdir(parents=True, exist_ok=True)
     marker.touch()
     subprocess.Popen(
-        [sys.executable, "-m", "cclg", "--root", str(store.root), "code-index", str(root)],
+        ["nice", "-n", "10", sys.executable, "-m", "cclg", "--root", str(store.root), "code-index", str(root)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
