@@ -1,0 +1,223 @@
+"""cclg inside the real Claude Code CLI (issue 16): ``cclg install claude`` in a temporary HOME, then
+``claude -p`` against a loopback fake of the Anthropic Messages API that records what the CLI sends.
+
+The CLI is installed once from the npm registry into a cache folder (see conftest.py); without node
+and npm, or when the install fails, these tests skip with one line saying why."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import FakeAnthropic
+
+pytestmark = pytest.mark.hosts
+
+if shutil.which("node") is None or shutil.which("npm") is None:
+    pytest.skip("host tests need node and npm on PATH", allow_module_level=True)
+
+CURRENT = "Deploys of the kestrel service go out through the blue-green script"
+RETIRED = "Deploys of the kestrel service go out through the Jenkins pipeline"
+PROMPT = "how do kestrel deploys go out?"
+RETIRED_HEADING = "### Retired"
+
+
+@dataclass
+class Host:
+    home: Path
+    store: Path
+    project: Path
+    env: dict[str, str]
+    current_id: str
+    retired_id: str
+
+
+def _bin_dir() -> str:
+    """The folder holding this environment's ``cclg``, ``cclg-hook`` and ``cclg-mcp``."""
+    found = shutil.which("cclg-hook")
+    return str(Path(found).parent) if found else str(Path(sys.executable).parent)
+
+
+def _cclg(host: Host, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(Path(_bin_dir()) / "cclg"), *args], cwd=host.project, env=host.env, capture_output=True,
+        text=True, timeout=120, check=check, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def host(tmp_path: Path, fake_anthropic: FakeAnthropic) -> Host:
+    """A temporary HOME with a cclg store (one current and one retired memory) installed for Claude Code."""
+    home = tmp_path / "host-home"
+    project = home / "work" / "kestrel"
+    project.mkdir(parents=True)
+    node_dir = str(Path(shutil.which("node") or "/usr/bin/node").parent)
+    env = {
+        "PATH": os.pathsep.join([_bin_dir(), node_dir, "/usr/local/bin", "/usr/bin", "/bin"]),
+        "HOME": str(home),
+        "USER": "cclg-test",
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "TMPDIR": str(tmp_path),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "CCLG_HOME": str(home / ".cclg-store"),
+        "CCLG_SEMANTIC": "off",
+        # The fake model, and a dummy key.
+        "ANTHROPIC_BASE_URL": fake_anthropic.url,
+        "ANTHROPIC_API_KEY": "sk-ant-test-dummy-key",
+        # Nothing but the model request: no updater, telemetry, error reports or feature flags.
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_UPDATES": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "DISABLE_GROWTHBOOK": "1",
+        "DISABLE_INSTALLATION_CHECKS": "1",
+        "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1",
+        "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
+        # Anything that would still try another host goes to a dead loopback proxy instead.
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "127.0.0.1,localhost",
+    }
+    placeholder = Host(home, Path(env["CCLG_HOME"]), project, env, "", "")
+    _cclg(placeholder, "init")
+    old = json.loads(_cclg(placeholder, "add", "--content", RETIRED, "--source", "user", "--json").stdout)
+    retired_id = old["node"]["id"]
+    new = json.loads(
+        _cclg(
+            placeholder, "patch", "supersede", "--target", retired_id, "--content", CURRENT,
+            "--reason", "kestrel moved off Jenkins", "--json",
+        ).stdout
+    )  # fmt: skip
+    current_id = new["patch"]["new_node_ids"][0]
+    _cclg(placeholder, "install", "claude")  # the user install, as a user gets it
+    return Host(home, placeholder.store, project, env, current_id, retired_id)
+
+
+def _run_claude(claude: Path, host: Host, *args: str) -> dict[str, Any]:
+    result = subprocess.run(
+        [str(claude), "-p", PROMPT, "--output-format", "json", *args], cwd=host.project, env=host.env,
+        capture_output=True, text=True, timeout=90, check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert result.returncode == 0, f"claude failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
+    return json.loads(result.stdout)
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string leaf of a JSON value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _strings(item)]
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in _strings(item)]
+    return []
+
+
+def _section(text: str, heading: str) -> str:
+    """The Markdown section under ``heading``, up to the next heading of any level."""
+    start = text.index(heading) + len(heading)
+    end = text.find("\n#", start)
+    return text[start:end] if end != -1 else text[start:]
+
+
+def _assert_memory_reached_model(fake: FakeAnthropic, host: Host) -> None:
+    bodies = fake.messages()
+    assert bodies, f"the CLI sent no /v1/messages request: {[r['path'] for r in fake.requests]}"
+    leaves = [leaf for body in bodies for leaf in _strings(body.get("messages", []))]
+    carrying = [leaf for leaf in leaves if CURRENT in leaf]
+    assert carrying, "the current memory never reached the model's messages (hook additionalContext lost)"
+    for leaf in leaves:
+        if RETIRED not in leaf:
+            continue
+        # The retired memory may only be listed as history, under the retired heading.
+        assert RETIRED_HEADING in leaf, f"retired memory outside the retired heading:\n{leaf}"
+        assert leaf.index(RETIRED) > leaf.index(RETIRED_HEADING), leaf
+        if "### Current memories" in leaf:
+            assert RETIRED not in _section(leaf, "### Current memories"), leaf
+            assert CURRENT in _section(leaf, "### Current memories"), leaf
+
+
+def _events(host: Host, session_id: str) -> list[dict[str, Any]]:
+    path = host.store / "sessions" / f"{session_id}.events.jsonl"
+    assert path.is_file(), f"no events for session {session_id}: {sorted(p.name for p in path.parent.iterdir())}"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _assert_store_clean(host: Host) -> None:
+    failures = host.store / "audit" / "hook_failures.jsonl"
+    assert not failures.exists() or not failures.read_text().strip(), failures.read_text()
+    doctor = _cclg(host, "doctor", check=False)
+    assert doctor.returncode == 0, f"cclg doctor:\n{doctor.stdout}\n{doctor.stderr}"
+
+
+def test_hook_context_reaches_the_model(claude_bin: Path, host: Host, fake_anthropic: FakeAnthropic) -> None:
+    result = _run_claude(claude_bin, host)
+    assert result.get("is_error") is False, result
+
+    _assert_memory_reached_model(fake_anthropic, host)
+
+    session_id = result["session_id"]
+    assert (host.store / "sessions" / f"{session_id}.json").is_file()
+    events = _events(host, session_id)
+    names = [event["event"] for event in events]
+    assert {"session_start", "user_prompt", "stop", "session_end"} <= set(names), names
+    prompt_event = next(event for event in events if event["event"] == "user_prompt")
+    assert prompt_event["summary"]["prompt"] == PROMPT
+    assert host.current_id in prompt_event["summary"]["loaded_memory_ids"]
+    assert host.retired_id not in prompt_event["summary"]["loaded_memory_ids"]
+    _assert_store_clean(host)
+
+
+def test_mcp_search_tool_round_trip(claude_bin: Path, host: Host, fake_anthropic: FakeAnthropic) -> None:
+    offered: dict[str, Any] = {}
+
+    def responder(body: dict[str, Any]) -> list[dict[str, Any]]:
+        last = body.get("messages", [{}])[-1]
+        content = last.get("content")
+        if isinstance(content, list) and any(block.get("type") == "tool_result" for block in content):
+            return [{"type": "text", "text": "Through the blue-green script."}]
+        search = [tool for tool in body.get("tools", []) if str(tool.get("name", "")).endswith("__cclg_search")]
+        if not search or offered:
+            return [{"type": "text", "text": "ok"}]
+        offered.update(search[0])
+        return [{"type": "tool_use", "id": "toolu_fake0001", "name": search[0]["name"],
+                 "input": {"query": "kestrel deploys"}}]  # fmt: skip
+
+    fake_anthropic.responder = responder
+    result = _run_claude(claude_bin, host, "--allowedTools", "mcp__cclg__cclg_search")
+    assert offered, "the CLI never offered cclg's search tool to the model"
+    assert offered["name"] == "mcp__cclg__cclg_search"
+    assert "query" in offered["input_schema"]["properties"], offered["input_schema"]
+
+    bodies = fake_anthropic.messages()
+    results = [
+        block
+        for body in bodies
+        for message in body.get("messages", [])
+        if isinstance(message.get("content"), list)
+        for block in message["content"]
+        if block.get("type") == "tool_result" and block.get("tool_use_id") == "toolu_fake0001"
+    ]
+    assert results, "no request carried the tool_result of the cclg search call"
+    text = "\n".join(_strings(results[-1].get("content")))
+    assert results[-1].get("is_error") is not True, text
+    assert CURRENT in text, text
+    assert result["result"] == "Through the blue-green script."
+
+    events = _events(host, result["session_id"])
+    tool_events = [event for event in events if event["event"] == "post_tool"]
+    assert tool_events, [event["event"] for event in events]
+    _assert_store_clean(host)
