@@ -283,13 +283,19 @@ def _git_repo(folder: Path) -> Path:
 
 
 def test_include_codegraph_appends_the_files_to_read_first(store: Store, tmp_path: Path) -> None:
-    from cclg.codegraph.build import build_graph
+    from cclg.codegraph.stored import graph_path, repository_root, search_index_path
 
     repo = _git_repo(tmp_path / "shop")
     prompt = claude_prompt("InvoiceCalculator rounds totals wrong", cwd=str(repo / "billing"))
     without_graph = run_hook(store.root, "user-prompt", prompt, "--include-codegraph")
     assert "No code graph for this repository yet" not in without_graph.stdout.decode(), "a note alone is not sent"
-    build_graph(store, repo)
+    # That prompt started the repository's first index in the background: it removes its marker when done.
+    root = repository_root(str(repo))
+    marker = graph_path(store, root).with_suffix(".refreshing")
+    deadline = time.monotonic() + 120
+    while (marker.exists() or not search_index_path(store, root).exists()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert search_index_path(store, root).exists(), "the background index built the graph"
     result = run_hook(store.root, "user-prompt", prompt, "--include-codegraph")
     context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
     assert context.startswith("## Code graph: files to read first"), "no memory matched: the code graph alone"
