@@ -134,9 +134,11 @@ def recent_prompts(events: list[dict[str, Any]], count: int) -> list[str]:
     return [p for p in prompts if isinstance(p, str) and p][-count:]
 
 
-# Events after which the host's context no longer holds what it was given.
-COMPACTIONS = ("pre_compact", "post_compact")
-FRESH_CONTEXT_SOURCES = ("compact", "clear")  # a session-start with a new, empty context
+# When the host's context stops holding what it was given. A session-start with one of these sources
+# opens a new, empty context (Claude Code sends it between PreCompact and PostCompact); a post-compact
+# closes the old one where no such session-start came after the pre-compact. A pre-compact alone
+# proves nothing: a compaction the host refused ("Not enough messages to compact") sends one too.
+FRESH_CONTEXT_SOURCES = ("compact", "clear")
 
 
 class Deliveries(Record):
@@ -157,6 +159,7 @@ def deliveries(store: Store, session_id: str) -> Deliveries:
         data = store.session_events_path(session_id).read_bytes()
     except FileNotFoundError:
         return found
+    compacting = False  # a pre-compact came, and no fresh session-start since
     for line in data.split(b"\n")[:-1]:
         if b'"loaded_memory_ids"' not in line and b"compact" not in line:
             continue
@@ -167,8 +170,10 @@ def deliveries(store: Store, session_id: str) -> Deliveries:
         name = event.get("event") if isinstance(event, dict) else None
         summary = event.get("summary") if isinstance(event, dict) else None
         summary = summary if isinstance(summary, dict) else {}
-        if name in COMPACTIONS or (name == "session_start" and summary.get("source") in FRESH_CONTEXT_SOURCES):
+        fresh = name == "session_start" and summary.get("source") in FRESH_CONTEXT_SOURCES
+        if fresh or (name == "post_compact" and compacting):
             found.in_context.clear()
+        compacting = name == "pre_compact" or (compacting and not fresh and name != "post_compact")
         if name in ("user_prompt", "session_start"):
             ids = summary.get("loaded_memory_ids")
             given = [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []

@@ -179,8 +179,26 @@ def test_a_memory_is_given_once_per_context_and_again_after_compaction(store: St
     elsewhere = _context(run_hook(store.root, "user-prompt", claude_prompt("how do deploys go out?", session="s-4")))
     assert elsewhere is not None and "Deploys go out from CI" in elsewhere, "another session has its own context"
     run_hook(store.root, "pre-compact", {**base, "hook_event_name": "PreCompact", "trigger": "auto"})
+    refused = _context(run_hook(store.root, "user-prompt", claude_prompt("how do deploys go out?", session="s-3")))
+    assert refused is None, "a pre-compact alone proves nothing: the host may refuse to compact"
+    run_hook(store.root, "post-compact", {**base, "hook_event_name": "PostCompact", "trigger": "auto"})
     after = _context(run_hook(store.root, "user-prompt", claude_prompt("how do deploys go out?", session="s-3")))
     assert after is not None and "Deploys go out from CI" in after, "compaction dropped it from the context"
+
+
+def test_claude_codes_compaction_gives_a_memory_once(store: Store, memories: dict) -> None:
+    """Claude Code sends PreCompact, then SessionStart (compact), then PostCompact: what the session
+    start gives is in the new context, and the post-compact after it must not forget it (the next
+    prompt gave the memory a second time)."""
+    base = {"session_id": "s-8", "transcript_path": "/t.jsonl", "cwd": "/home/u/repo"}
+    assert _context(run_hook(store.root, "user-prompt", claude_prompt("how do deploys go out?", session="s-8")))
+    run_hook(store.root, "pre-compact", {**base, "hook_event_name": "PreCompact", "trigger": "manual"})
+    start = {**base, "hook_event_name": "SessionStart", "source": "compact"}
+    given = _context(run_hook(store.root, "session-start", start))
+    assert given is not None and "Deploys go out from CI" in given
+    run_hook(store.root, "post-compact", {**base, "hook_event_name": "PostCompact", "trigger": "manual"})
+    after = _context(run_hook(store.root, "user-prompt", claude_prompt("how do deploys go out?", session="s-8")))
+    assert after is None or "Deploys go out from CI" not in after, "the new context holds it already"
 
 
 def test_after_compaction_a_replaced_memory_comes_back_as_what_replaced_it(store: Store, memories: dict) -> None:
@@ -215,6 +233,7 @@ def test_deliveries_read_only_deliveries_and_skip_a_torn_line(store: Store) -> N
         {"event": "user_prompt", "summary": {"prompt": "a", "loaded_memory_ids": ["mem_a"]}},
         {"event": "post_tool", "summary": {"tool_input": "mentions loaded_memory_ids and compact"}},
         {"event": "pre_compact", "summary": {"loaded_memory_ids": ["mem_a"]}},
+        {"event": "post_compact", "summary": {"loaded_memory_ids": ["mem_a"]}},
         {"event": "user_prompt", "summary": {"prompt": "b", "loaded_memory_ids": ["mem_b"]}},
     ]
     log.write_text("".join(json.dumps(line) + "\n" for line in lines) + '{"event": "user_prompt", "summ')

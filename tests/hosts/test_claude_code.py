@@ -221,3 +221,85 @@ def test_mcp_search_tool_round_trip(claude_bin: Path, host: Host, fake_anthropic
     tool_events = [event for event in events if event["event"] == "post_tool"]
     assert tool_events, [event["event"] for event in events]
     _assert_store_clean(host)
+
+
+SUMMARY_TEXT = "The user asked about kestrel."
+SUMMARY = f"<analysis>Two questions about the kestrel service.</analysis>\n<summary>{SUMMARY_TEXT}</summary>"
+
+
+def _claude(claude: Path, host: Host, *args: str) -> dict[str, Any]:
+    """One ``claude -p`` run with ``args`` (prompt and options), its JSON result."""
+    result = subprocess.run(
+        [str(claude), "-p", *args, "--output-format", "json"], cwd=host.project, env=host.env,
+        capture_output=True, text=True, timeout=90, check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert result.returncode == 0, f"claude {args} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
+    answer = json.loads(result.stdout)
+    assert answer.get("is_error") is False, answer
+    return answer
+
+
+def _carrying(messages: list[dict[str, Any]]) -> list[int]:
+    """The indexes of the messages that hold the current memory's text."""
+    return [index for index, message in enumerate(messages) if CURRENT in "\n".join(_strings(message))]
+
+
+def test_compaction_offers_the_memory_again(claude_bin: Path, host: Host, fake_anthropic: FakeAnthropic) -> None:
+    settings = json.loads((host.home / ".claude" / "settings.json").read_text())
+    for event in ("PreCompact", "PostCompact", "SessionStart"):
+        commands = [hook["command"] for group in settings["hooks"][event] for hook in group["hooks"]]
+        assert any("cclg-hook" in command for command in commands), (event, commands)
+
+    # Two turns (Claude Code 2.1.197 answers a one-turn /compact with "Not enough messages to compact").
+    session_id = _claude(claude_bin, host, PROMPT)["session_id"]
+    assert _claude(claude_bin, host, "--resume", session_id, PROMPT)["session_id"] == session_id
+    before = fake_anthropic.messages()
+    assert len(before) == 2, len(before)
+    assert _carrying(before[0]["messages"]), "the memory never reached the first request"
+    # Within one context the memory is given once: the second turn only replays the first one's context.
+    assert _carrying(before[1]["messages"]) == _carrying(before[0]["messages"]), _carrying(before[1]["messages"])
+
+    # /compact on the resumed session: one summarisation request, answered by the fake model.
+    fake_anthropic.responder = lambda body: [{"type": "text", "text": SUMMARY}]
+    _claude(claude_bin, host, "--resume", session_id, "/compact keep the kestrel deploy facts")
+    summarising = fake_anthropic.messages()[len(before) :]
+    assert len(summarising) == 1, [body["messages"][-1] for body in summarising]
+    assert "summary" in "\n".join(_strings(summarising[0]["messages"][-1])).lower()
+
+    fake_anthropic.responder = lambda body: [{"type": "text", "text": "ok"}]
+    _claude(claude_bin, host, "--resume", session_id, PROMPT)
+    after = fake_anthropic.messages()[len(before) + 1 :]
+    assert len(after) == 1, len(after)
+    messages = after[0]["messages"]
+    opening = "\n".join(_strings(messages[0]))
+    assert SUMMARY_TEXT in opening, f"the request after the compaction does not start from the summary:\n{opening}"
+    assert CURRENT not in opening
+    assert _carrying(messages), "the memory was not offered again after the compaction"
+
+    events = _events(host, session_id)
+    names = [event["event"] for event in events]
+    assert {"pre_compact", "post_compact"} <= set(names), names
+    pre = next(event for event in events if event["event"] == "pre_compact")["summary"]
+    post = next(event for event in events if event["event"] == "post_compact")["summary"]
+    assert pre["trigger"] == post["trigger"] == "manual", (pre, post)
+    for record in (pre, post):
+        assert record["recent_prompts"] == [PROMPT, PROMPT], record
+        assert host.current_id in record["loaded_memory_ids"], record
+    assert SUMMARY_TEXT in post["compact_summary"], post
+    raw = json.loads((host.store / next(e for e in events if e["event"] == "pre_compact")["raw"]).read_text())
+    assert raw["payload"]["custom_instructions"] == "keep the kestrel deploy facts", raw
+    # Claude Code 2.1.197 sends SessionStart (source "compact") between PreCompact and PostCompact.
+    compact_starts = [
+        index for index, event in enumerate(events)
+        if event["event"] == "session_start" and event["summary"]["source"] == "compact"
+    ]  # fmt: skip
+    assert compact_starts, names
+    assert names.index("pre_compact") < compact_starts[0] < names.index("post_compact"), names
+    assert host.current_id in events[compact_starts[0]]["summary"]["loaded_memory_ids"], events[compact_starts[0]]
+    prompts = [event["summary"] for event in events if event["event"] == "user_prompt"]
+    assert [p["prompt"] for p in prompts] == [PROMPT] * 3, prompts
+    assert host.current_id in prompts[0]["loaded_memory_ids"], prompts[0]
+    assert prompts[1]["loaded_memory_ids"] == [], prompts[1]  # still in context: not given twice
+    # The compact session start gave it to the new context; the post-compact after it must not forget that.
+    assert host.current_id not in prompts[2]["loaded_memory_ids"], prompts[2]
+    _assert_store_clean(host)
