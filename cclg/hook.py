@@ -165,6 +165,7 @@ def on_session_start(call: Call) -> str | None:
     from cclg import sessions
 
     source = call.payload.get("source")
+    sessions.reopen_session(call.store, call.session_id)  # a resumed session that had ended is active again
     given = sessions.deliveries(call.store, call.session_id)
     offer = list(given.ever) if source == "compact" else []
     skip = () if source in sessions.FRESH_CONTEXT_SOURCES else given.in_context

@@ -113,6 +113,18 @@ def end_session(store: Store, session_id: str, loaded_memory_ids: list[str] | No
     return session
 
 
+def reopen_session(store: Store, session_id: str) -> None:
+    """Mark an ended session active again (a host resumed it); nothing when it is not ended."""
+    if store.read_session(session_id).ended_at is None:
+        return
+    with _session_lock(store, session_id):
+        session = store.read_session(session_id)
+        if session.ended_at is not None:
+            session.ended_at, session.status, session.updated_at = None, "active", now_iso()
+            store.write_session(session)
+            store.audit("session_started", session_id=session_id, resumed=True)
+
+
 def note_overlay(store: Store, session_id: str, node_id: str) -> None:
     """List a session-scoped memory on its session record (if the session exists)."""
     try:

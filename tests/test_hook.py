@@ -553,3 +553,17 @@ def test_the_end_of_a_session_never_started_leaves_nothing(store: Store) -> None
     assert json.loads(result.stdout) == {} and result.returncode == 0
     assert list((store.root / "sessions").iterdir()) == []
     assert not (store.root / "audit" / "hook_failures.jsonl").exists()
+
+
+def test_a_resumed_session_is_active_again(store: Store) -> None:
+    """A session that ended (SessionEnd) and is resumed later (SessionStart, source resume) stayed
+    "ended" with its first end time, and its record never took the later runs' memories."""
+    base = {"session_id": "s-9", "transcript_path": "/t.jsonl", "cwd": "/home/u/repo"}
+    run_hook(store.root, "session-start", {**base, "hook_event_name": "SessionStart", "source": "startup"})
+    run_hook(store.root, "session-end", {**base, "hook_event_name": "SessionEnd", "reason": "exit"})
+    assert store.read_session("s-9").status == "ended"
+    run_hook(store.root, "session-start", {**base, "hook_event_name": "SessionStart", "source": "resume"})
+    resumed = store.read_session("s-9")
+    assert resumed.status == "active" and resumed.ended_at is None
+    run_hook(store.root, "session-end", {**base, "hook_event_name": "SessionEnd", "reason": "exit"})
+    assert store.read_session("s-9").status == "ended"
