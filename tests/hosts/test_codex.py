@@ -265,3 +265,51 @@ def test_mcp_search_tool_round_trip(codex_bin: Path, host: Host, fake_responses:
     assert tool_events, [event["event"] for event in events]
     assert [event["summary"]["tool_name"] for event in tool_events] == ["mcp__cclg__cclg_search"], tool_events
     _assert_store_clean(host)
+
+
+def _is_compaction(body: dict[str, Any]) -> bool:
+    """Codex 0.171 compacts through the same /responses endpoint: no tools, the history so far, and a
+    last user message asking for a handoff summary (its metadata says ``request_kind: compaction``)."""
+    metadata = json.loads((body.get("client_metadata") or {}).get("x-codex-turn-metadata") or "{}")
+    return metadata.get("request_kind") == "compaction" or (
+        not body.get("tools") and any("CONTEXT CHECKPOINT COMPACTION" in leaf for leaf in _strings(body.get("input")))
+    )
+
+
+def test_compaction_fires_hooks_and_memory_returns(codex_bin: Path, host: Host, fake_responses: FakeResponses) -> None:
+    state: dict[str, bool] = {}
+
+    def responder(body: dict[str, Any]) -> list[dict[str, Any]]:
+        if _is_compaction(body):
+            state["compacted"] = True
+            return [{"type": "message", "text": "Summary: the user asked how kestrel deploys go out."}]
+        if state.get("compacted") or state.get("called"):
+            return [{"type": "message", "text": "Through the blue-green script."}]
+        state["called"] = True
+        # A tool call keeps the turn going; its usage (110 tokens) is over the limit, so Codex compacts
+        # mid-turn before its next request.
+        return [{"type": "function_call", "namespace": "mcp__cclg", "name": "cclg_search",
+                 "call_id": "call_fake0001", "arguments": {"query": "kestrel deploys"}}]  # fmt: skip
+
+    fake_responses.responder = responder
+    result = _run_codex(
+        codex_bin, host, "-c", "mcp_servers.cclg.required=true", "-c", "model_auto_compact_token_limit=50"
+    )
+    assert '"text":"Through the blue-green script."' in result.stdout, result.stdout
+
+    bodies = fake_responses.responses()
+    compactions = [index for index, body in enumerate(bodies) if _is_compaction(body)]
+    assert compactions, f"codex never compacted: {len(bodies)} requests"
+    after = [body for body in bodies[compactions[0] + 1 :] if not _is_compaction(body)]
+    assert after, "no model request after the compaction"
+    offered = [
+        item
+        for item in after[0].get("input", [])
+        if item.get("role") == "developer" and any(CURRENT in leaf for leaf in _strings(item))
+    ]
+    assert offered, "the memory was not offered again after compaction"
+
+    names = [event["event"] for event in _events(host, _thread_id(result))]
+    assert {"pre_compact", "post_compact"} <= set(names), names
+    assert names.index("pre_compact") < names.index("post_compact"), names
+    _assert_store_clean(host)
