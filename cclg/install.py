@@ -39,6 +39,12 @@ HOOK_COMMAND = "cclg-hook"
 MCP_COMMAND = "cclg-mcp"
 MCP_NAME = "cclg"
 CODEX_MCP_TABLE = f"[mcp_servers.{MCP_NAME}]"
+# Codex waits at most this long (about 1 s by default) for MCP servers that are not `required` before its
+# first request; cclg-mcp answers in 0.5 s on a quiet machine, up to 1.2 s on a busy one (RESULTS.md).
+# A bounded wait, unlike `required`: a broken server costs at most this and never stops Codex. Added at
+# the top of config.toml (a top-level key), only where the user set none, and removed by uninstall.
+CODEX_GRACE_KEY = "mcp_optional_startup_grace_ms"
+CODEX_GRACE_LINE = f"{CODEX_GRACE_KEY} = 3000  # cclg install: wait up to 3 s for MCP servers to start"
 
 
 @dataclass
@@ -314,10 +320,16 @@ def _register_codex(path: Path, root: str | None, dry_run: bool) -> Change:
         ]
     )
     new_text = f"{text.rstrip()}\n\n{block}\n" if text.strip() else f"{block}\n"
-    _check_codex_edit(path, data, new_text, expect_ours=True)
+    added = [_mcp_line(mcp_arguments(root))]
+    # The user's own config only: whether Codex honours the key in a project's config was not checked.
+    grace = CODEX_GRACE_KEY not in data and path == Path.home() / ".codex" / "config.toml"
+    if grace:
+        new_text = f"{CODEX_GRACE_LINE}\n{new_text}"
+        added.append(f"{CODEX_GRACE_KEY} = 3000 (Codex waits up to 3 s for every MCP server before its first request)")
+    _check_codex_edit(path, data, new_text, expect_ours=True, grace_changes=grace)
     written = not dry_run
     backup = _write_text(path, new_text) if written else None
-    return Change(path=path, added=[_mcp_line(mcp_arguments(root))], removed=[], backup=backup, written=written)
+    return Change(path=path, added=added, removed=[], backup=backup, written=written)
 
 
 def _unregister_codex(path: Path, dry_run: bool) -> Change:
@@ -326,7 +338,12 @@ def _unregister_codex(path: Path, dry_run: bool) -> Change:
     if existing is None or not _is_our_server(existing):
         return Change(path=path, added=[], removed=[], backup=None, written=False)
     new_text = _without_codex_table(path, text)
-    _check_codex_edit(path, data, new_text, expect_ours=False)
+    lines = new_text.split("\n")
+    grace = CODEX_GRACE_LINE in lines  # ours, exactly as install wrote it: a user's own setting stays
+    if grace:
+        lines.remove(CODEX_GRACE_LINE)
+        new_text = "\n".join(lines)
+    _check_codex_edit(path, data, new_text, expect_ours=False, grace_changes=grace)
     written = not dry_run
     backup = _write_text(path, new_text) if written else None
     return Change(path=path, added=[], removed=[_mcp_line(existing.get("args", []))], backup=backup, written=written)
@@ -356,8 +373,11 @@ def _is_our_subtable(line: str) -> bool:
     return line.strip().startswith(f"[mcp_servers.{MCP_NAME}.")
 
 
-def _check_codex_edit(path: Path, old: dict[str, Any], new_text: str, *, expect_ours: bool) -> None:
-    """The edited text must parse, and differ from the old only in our table."""
+def _check_codex_edit(
+    path: Path, old: dict[str, Any], new_text: str, *, expect_ours: bool, grace_changes: bool = False
+) -> None:
+    """The edited text must parse, and differ from the old only in our table (and in the startup grace,
+    where ``grace_changes``: the line install adds or uninstall removes)."""
     import tomllib
 
     try:
@@ -367,8 +387,10 @@ def _check_codex_edit(path: Path, old: dict[str, Any], new_text: str, *, expect_
 
     def others(data: dict[str, Any]) -> dict[str, Any]:
         servers = {k: v for k, v in data.get("mcp_servers", {}).items() if k != MCP_NAME}
-        rest = {k: v for k, v in data.items() if k != "mcp_servers"}
+        rest = {k: v for k, v in data.items() if k not in ("mcp_servers", CODEX_GRACE_KEY)}
         return {**rest, "mcp_servers": servers}
 
-    if others(old) != others(new) or _is_our_server(new.get("mcp_servers", {}).get(MCP_NAME)) != expect_ours:
+    grace_kept = old.get(CODEX_GRACE_KEY) == new.get(CODEX_GRACE_KEY) or grace_changes
+    ours = _is_our_server(new.get("mcp_servers", {}).get(MCP_NAME))
+    if others(old) != others(new) or not grace_kept or ours != expect_ours:
         raise UsageError(f"{path} is laid out in a way cclg cannot edit safely; nothing was changed")

@@ -153,8 +153,11 @@ def test_install_codex_adds_its_table_to_config_toml_and_keeps_the_rest_byte_for
     result = run("install", "codex")
     assert result.exit_code == 0 and "added mcp server cclg: cclg-mcp" in result.output
     text = config.read_text()
-    assert text.startswith(CODEX_CONFIG.rstrip("\n")) and "# keep this comment" in text
+    grace, rest = text.split("\n", 1)
+    assert grace.startswith("mcp_optional_startup_grace_ms = 3000  # cclg install")  # see cclg/install.py
+    assert rest.startswith(CODEX_CONFIG.rstrip("\n")) and "# keep this comment" in text
     data = tomllib.loads(text)
+    assert data["mcp_optional_startup_grace_ms"] == 3000
     # The tests' store is $CCLG_HOME, not ~/.cclg, so the registration names it.
     assert data["mcp_servers"]["cclg"]["command"] == "cclg-mcp"
     assert data["mcp_servers"]["cclg"]["args"] == ["--root", str(Path(os.environ["CCLG_HOME"]).resolve())]
@@ -238,3 +241,14 @@ def test_install_turns_the_code_graph_on_and_keeps_the_store_config(tmp_path: Pa
     (root / "config.json").write_text(json.dumps(config))
     assert run("--root", str(root), "install", "claude", "--project", str(tmp_path)).exit_code == 0
     assert json.loads((root / "config.json").read_text()) == config
+
+
+def test_install_codex_keeps_a_users_own_mcp_startup_grace(tmp_path: Path) -> None:
+    config = Path.home() / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("mcp_optional_startup_grace_ms = 500\n" + CODEX_CONFIG)
+    result = run("install", "codex")
+    assert result.exit_code == 0 and "mcp_optional_startup_grace_ms" not in result.output
+    assert config.read_text().startswith("mcp_optional_startup_grace_ms = 500\n")
+    assert run("uninstall", "codex").exit_code == 0
+    assert config.read_text() == "mcp_optional_startup_grace_ms = 500\n" + CODEX_CONFIG
