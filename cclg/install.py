@@ -23,6 +23,7 @@ list, so a project install for Codex prints the command that registers it instea
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 from dataclasses import dataclass
@@ -69,7 +70,14 @@ def config_path(host: str, project: Path | None) -> Path:
     """The host's hook configuration: in the project folder, else in the home folder."""
     if host not in HOSTS:
         raise UsageError(f"unknown host {host!r}; use {' or '.join(HOSTS)}")
+    if project is None and host == "codex":
+        return codex_home() / FILES[host].name
     return (project if project is not None else Path.home()) / FILES[host]
+
+
+def codex_home() -> Path:
+    """Where Codex keeps the user's configuration: ``$CODEX_HOME``, else ``~/.codex``."""
+    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
 
 
 def template(host: str, root: str | None = None) -> dict[str, Any]:
@@ -233,7 +241,7 @@ def mcp_config_path(host: str, project: Path | None) -> Path:
         raise UsageError(f"unknown host {host!r}; use {' or '.join(HOSTS)}")
     if host == "claude":
         return project / ".mcp.json" if project is not None else Path.home() / ".claude.json"
-    return (project if project is not None else Path.home()) / ".codex" / "config.toml"
+    return (project / ".codex" if project is not None else codex_home()) / "config.toml"
 
 
 def mcp_arguments(root: str | None) -> list[str]:
@@ -322,7 +330,7 @@ def _register_codex(path: Path, root: str | None, dry_run: bool) -> Change:
     new_text = f"{text.rstrip()}\n\n{block}\n" if text.strip() else f"{block}\n"
     added = [_mcp_line(mcp_arguments(root))]
     # The user's own config only: whether Codex honours the key in a project's config was not checked.
-    grace = CODEX_GRACE_KEY not in data and path == Path.home() / ".codex" / "config.toml"
+    grace = CODEX_GRACE_KEY not in data and path == codex_home() / "config.toml"
     if grace:
         new_text = f"{CODEX_GRACE_LINE}\n{new_text}"
         added.append(f"{CODEX_GRACE_KEY} = 3000 (Codex waits up to 3 s for every MCP server before its first request)")

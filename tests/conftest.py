@@ -23,6 +23,7 @@ REPO = Path(__file__).parent.parent
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("CCLG_HOME", str(tmp_path / "cclg-home"))
+    monkeypatch.delenv("CODEX_HOME", raising=False)  # Codex's configuration is under the test's HOME
     # No semantic helpers started behind the tests' backs (tests/test_semantic.py turns it on).
     monkeypatch.setenv("CCLG_SEMANTIC", "off")
     work = tmp_path.parent / f"{tmp_path.name}-cwd"  # beside tmp_path: tests may check what appears in it

@@ -252,3 +252,17 @@ def test_install_codex_keeps_a_users_own_mcp_startup_grace(tmp_path: Path) -> No
     assert config.read_text().startswith("mcp_optional_startup_grace_ms = 500\n")
     assert run("uninstall", "codex").exit_code == 0
     assert config.read_text() == "mcp_optional_startup_grace_ms = 500\n" + CODEX_CONFIG
+
+
+def test_install_codex_follows_codex_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Codex reads its configuration from $CODEX_HOME when it is set; install wrote to ~/.codex anyway."""
+    import tomllib
+
+    codex_home = tmp_path / "codex-home"
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    assert run("install", "codex").exit_code == 0
+    assert (codex_home / "hooks.json").exists()
+    assert tomllib.loads((codex_home / "config.toml").read_text())["mcp_servers"]["cclg"]["command"] == "cclg-mcp"
+    assert not (Path.home() / ".codex").exists()
+    assert run("uninstall", "codex").exit_code == 0
+    assert "cclg" not in (codex_home / "config.toml").read_text()
