@@ -1133,3 +1133,14 @@ def test_a_folder_its_enclosing_repository_ignores_is_indexed_on_its_own(store: 
     )
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["files"][0]["path"] == "json/decoder.py"
+
+
+def test_a_very_large_repository_is_not_indexed_behind_the_users_back(
+    store: Store, python_repo: GitRepo, started: list[tuple[list[str], dict[str, Any]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cclg.codegraph import context
+
+    monkeypatch.setattr(context, "FIRST_INDEX_MAX_GIT_INDEX_BYTES", 10)  # this small repository's index is larger
+    root = python_repo.root.resolve()
+    note = prompt_context(store, str(root), "load the User model", max_tokens=400)
+    assert started == [] and "cclg code-index" in note

@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     from cclg.store import Store
 
 REFRESH_EVERY = 600  # seconds: a re-index that has not finished by then may be started again
+# The first index starts by itself only for a repository of moderate size: git's index file holds
+# about 100 bytes a tracked file, so this is some 80,000 files. A larger one waits for `cclg code-index`.
+FIRST_INDEX_MAX_GIT_INDEX_BYTES = 8 * 1024 * 1024
 
 
 def prompt_context(store: Store, cwd: object, query: str, *, max_tokens: int) -> str:
@@ -61,15 +64,17 @@ def prompt_context(store: Store, cwd: object, query: str, *, max_tokens: int) ->
 
 def refresh_in_background(store: Store, root: Path) -> bool:
     """Start ``cclg code-index root`` detached (niced) when git's index is newer than the stored graph,
-    or when a git repository has no graph yet, unless one started less than ``REFRESH_EVERY`` seconds
-    ago; whether one started."""
+    or when a git repository of moderate size (``FIRST_INDEX_MAX_GIT_INDEX_BYTES``) has no graph yet,
+    unless one started less than ``REFRESH_EVERY`` seconds ago; whether one started."""
     graph_file = graph_path(store, root)
     marker = graph_file.with_suffix(".refreshing")
     try:
-        changed = (root / ".git" / "index").stat().st_mtime
+        git_index = (root / ".git" / "index").stat()
         built = graph_file.stat().st_mtime if graph_file.exists() else 0.0
-        if changed <= built:
+        if git_index.st_mtime <= built:
             return False
+        if not built and git_index.st_size > FIRST_INDEX_MAX_GIT_INDEX_BYTES:
+            return False  # too large to index behind the user's back: the note says how
         if marker.exists() and marker.stat().st_mtime > built and _age(marker) < REFRESH_EVERY:
             return False
     except OSError:  # not a git work tree
