@@ -5,10 +5,6 @@ test_codex.py."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -16,51 +12,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import pytest
+from . import npm
 
 CODEX_VERSION = "0.171.0"
-
-# Read at import time: tests/conftest.py points HOME at a temporary folder for every test.
-_CACHE_ROOT = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cclg-test-hosts"
 
 
 def install_codex() -> Path:
     """The path of the pinned ``codex`` executable, installed on first use; skips when impossible."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("host tests need node and npm on PATH")
-    prefix = _CACHE_ROOT / f"codex-{CODEX_VERSION}"
-    codex = prefix / "node_modules" / ".bin" / "codex"
-    if not _works(codex):
-        prefix.mkdir(parents=True, exist_ok=True)
-        try:
-            result = subprocess.run(
-                [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--no-save",
-                 f"@openai/codex@{CODEX_VERSION}"],
-                capture_output=True, text=True, timeout=600, check=False, stdin=subprocess.DEVNULL,
-            )  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            pytest.skip(f"host tests: npm install @openai/codex failed: {exc}")
-        if result.returncode != 0 or not _works(codex):
-            last = (result.stderr.strip().splitlines() or ["no output"])[-1]
-            pytest.skip(f"host tests: npm install @openai/codex@{CODEX_VERSION} failed: {last}")
-    return codex
-
-
-def _works(codex: Path) -> bool:
-    if not codex.exists():
-        return False
-    with tempfile.TemporaryDirectory(prefix="cclg-host-home-") as home:  # never the real home
-        env = {**os.environ, "HOME": home, "CODEX_HOME": str(Path(home) / ".codex")}
-        Path(env["CODEX_HOME"]).mkdir()
-        try:
-            out = subprocess.run(
-                [str(codex), "--version"], capture_output=True, text=True, timeout=60, check=False,
-                stdin=subprocess.DEVNULL, env=env, cwd=home,
-            )  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired):
-            return False
-    return out.returncode == 0 and CODEX_VERSION in out.stdout
+    return npm.install("@openai/codex", CODEX_VERSION, "codex", {"CODEX_HOME": "{home}/.codex"})
 
 
 # A responder gets a request body and returns the output items of the answer: ``{"type": "message",

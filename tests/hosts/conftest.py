@@ -4,10 +4,6 @@ cache folder outside the repository, and a loopback fake of the Anthropic Messag
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,10 +12,9 @@ from typing import Any
 
 import pytest
 
-CLAUDE_CODE_VERSION = "2.1.197"
+from . import npm
 
-# Read at import time: tests/conftest.py points HOME at a temporary folder for every test.
-_CACHE_ROOT = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cclg-test-hosts"
+CLAUDE_CODE_VERSION = "2.1.197"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -28,47 +23,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def _install_claude_code() -> Path:
-    """The path of the pinned ``claude`` executable, installed on first use; skips when impossible."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("host tests need node and npm on PATH")
-    prefix = _CACHE_ROOT / f"claude-code-{CLAUDE_CODE_VERSION}"
-    claude = prefix / "node_modules" / ".bin" / "claude"
-    if not _works(claude):
-        prefix.mkdir(parents=True, exist_ok=True)
-        try:
-            result = subprocess.run(
-                [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--no-save",
-                 f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"],
-                capture_output=True, text=True, timeout=600, check=False, stdin=subprocess.DEVNULL,
-            )  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            pytest.skip(f"host tests: npm install @anthropic-ai/claude-code failed: {exc}")
-        if result.returncode != 0 or not _works(claude):
-            last = (result.stderr.strip().splitlines() or ["no output"])[-1]
-            pytest.skip(f"host tests: npm install @anthropic-ai/claude-code@{CLAUDE_CODE_VERSION} failed: {last}")
-    return claude
-
-
-def _works(claude: Path) -> bool:
-    if not claude.exists():
-        return False
-    with tempfile.TemporaryDirectory(prefix="cclg-host-home-") as home:  # never the real home
-        env = {**os.environ, "HOME": home, "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
-        try:
-            out = subprocess.run(
-                [str(claude), "--version"], capture_output=True, text=True, timeout=60, check=False,
-                stdin=subprocess.DEVNULL, env=env, cwd=home,
-            )  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired):
-            return False
-    return out.returncode == 0 and CLAUDE_CODE_VERSION in out.stdout
-
-
 @pytest.fixture(scope="session")
 def claude_bin() -> Path:
-    return _install_claude_code()
+    quiet = {"DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+    return npm.install("@anthropic-ai/claude-code", CLAUDE_CODE_VERSION, "claude", quiet)
 
 
 Responder = Callable[[dict[str, Any]], list[dict[str, Any]]]
