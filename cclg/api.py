@@ -530,7 +530,7 @@ def install_host(
     """``cclg install``: create the store if needed, register cclg-hook and cclg-mcp with ``host``, and
     turn the code graph in the hook's answers on (unless the store's config says otherwise)."""
     if not dry_run:
-        store = Store.open(Store.init(root)[0].root)  # as on disk: a store just made has no config read
+        store, _ = Store.init(root)
         hook = store.config.get("hook")
         if hook is None or (isinstance(hook, dict) and "include_codegraph" not in hook):
             config = {**store.config, "hook": {**(hook or {}), "include_codegraph": True}}

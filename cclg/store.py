@@ -149,12 +149,9 @@ class Store:
         store = cls(path)
         if config.exists():
             return cls.open(path), False
-        created = now_iso()
-        store.write_file(
-            config,
-            dumps({"schema_version": fmt.STORE_SCHEMA, "format": fmt.FORMAT_ID, "created_at": created}),
-            replace=False,
-        )
+        settings = {"schema_version": fmt.STORE_SCHEMA, "format": fmt.FORMAT_ID, "created_at": now_iso()}
+        store.write_file(config, dumps(settings), replace=False)
+        store.config = settings  # as ``open`` would read it
         store.audit("store_initialized", root=".")
         return store, True
 
