@@ -25,7 +25,7 @@ import click
 
 from cclg import __version__
 from cclg.cli import code, containers, hosts, inspect, memory, retrieval
-from cclg.errors import CclgError, UsageError, ValidationError
+from cclg.errors import CclgError, ValidationError
 
 
 class CclgGroup(click.Group):
@@ -51,11 +51,6 @@ class CclgGroup(click.Group):
                 for problem in exc.problems:
                     click.echo(f"  {problem}", err=True)
             ctx.exit(exc.exit_code)
-        except UnicodeEncodeError as exc:
-            # An argument holding bytes that are not UTF-8 (the shell passes them through as surrogates):
-            # nothing was written, since text is encoded before any write.
-            click.echo(f"error: an argument is not valid UTF-8 text ({exc.reason} at position {exc.start})", err=True)
-            ctx.exit(UsageError.exit_code)
         except BrokenPipeError:
             ctx.exit(0)
         except OSError as exc:
