@@ -17,7 +17,7 @@ import os
 
 from cclg.errors import NotFoundError
 from cclg.ids import now_iso
-from cclg.records import Record, Session, dumps
+from cclg.records import Record, Session
 from cclg.store import Store, audit_record
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
@@ -58,7 +58,7 @@ def start_session(
         updated_at=stamp,
     )
     try:
-        store.write_file(store.session_path(session_id), dumps(session.to_dict()), replace=False)
+        store.write_session(session, new=True)
     except FileExistsError:
         return store.read_session(session_id)
     store.audit("session_started", session_id=session_id)

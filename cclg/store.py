@@ -367,8 +367,8 @@ class Store:
     def write_patch(self, patch: MemoryPatch) -> None:
         self.write_file(self.patch_path(patch.id), dumps(patch.to_dict()), replace=False)
 
-    def write_session(self, session: Session) -> None:
-        self.write_file(self.session_path(session.id), dumps(session.to_dict()))
+    def write_session(self, session: Session, *, new: bool = False) -> None:
+        self.write_file(self.session_path(session.id), dumps(session.to_dict()), replace=not new)
 
     # ------------------------------------------------------------ appends
 
