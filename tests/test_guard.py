@@ -1471,3 +1471,14 @@ def test_cclg_raw_refuses_exactly_what_scan_finds_in_the_same_bytes(seeded: Stor
             refused = True
         assert refused == bool(guard.scan_bytes(data)), data
     assert [bool(guard.scan_bytes(data)) for data in cases] == [False, False, True]
+
+
+def test_every_rules_literals_name_a_rule_and_read_its_text() -> None:
+    """The literals that let a rule skip a text are kept beside the rules, by name: a renamed rule
+    would lose its gate without a word, and a lowered rule reads lower-cased text only."""
+    by_name = {rule.name: rule for rule in guard.RULES}
+    assert set(guard._LITERALS) <= set(by_name)
+    for name, words in guard._LITERALS.items():
+        assert words and all(words), name
+        if by_name[name].lowered:
+            assert all(word == word.lower() for word in words), name
