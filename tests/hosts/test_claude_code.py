@@ -10,47 +10,29 @@ import json
 import os
 import shutil
 import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .common import (
+    CURRENT,
+    PROMPT,
+    RETIRED,
+    Host,
+    assert_current_reached_not_retired,
+)
+from .common import assert_store_clean as _assert_store_clean
+from .common import bin_dir as _bin_dir
+from .common import cclg as _cclg
+from .common import events as _events
+from .common import strings as _strings
 from .conftest import FakeAnthropic
 
 pytestmark = pytest.mark.hosts
 
 if shutil.which("node") is None or shutil.which("npm") is None:
     pytest.skip("host tests need node and npm on PATH", allow_module_level=True)
-
-CURRENT = "Deploys of the kestrel service go out through the blue-green script"
-RETIRED = "Deploys of the kestrel service go out through the Jenkins pipeline"
-PROMPT = "how do kestrel deploys go out?"
-RETIRED_HEADING = "### Retired"
-
-
-@dataclass
-class Host:
-    home: Path
-    store: Path
-    project: Path
-    env: dict[str, str]
-    current_id: str
-    retired_id: str
-
-
-def _bin_dir() -> str:
-    """The folder holding this environment's ``cclg``, ``cclg-hook`` and ``cclg-mcp``."""
-    found = shutil.which("cclg-hook")
-    return str(Path(found).parent) if found else str(Path(sys.executable).parent)
-
-
-def _cclg(host: Host, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(Path(_bin_dir()) / "cclg"), *args], cwd=host.project, env=host.env, capture_output=True,
-        text=True, timeout=120, check=check, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
 
 
 @pytest.fixture
@@ -115,52 +97,11 @@ def _run_claude(claude: Path, host: Host, *args: str) -> dict[str, Any]:
     return json.loads(result.stdout)
 
 
-def _strings(value: Any) -> list[str]:
-    """Every string leaf of a JSON value."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [leaf for item in value.values() for leaf in _strings(item)]
-    if isinstance(value, list):
-        return [leaf for item in value for leaf in _strings(item)]
-    return []
-
-
-def _section(text: str, heading: str) -> str:
-    """The Markdown section under ``heading``, up to the next heading of any level."""
-    start = text.index(heading) + len(heading)
-    end = text.find("\n#", start)
-    return text[start:end] if end != -1 else text[start:]
-
-
 def _assert_memory_reached_model(fake: FakeAnthropic, host: Host) -> None:
     bodies = fake.messages()
     assert bodies, f"the CLI sent no /v1/messages request: {[r['path'] for r in fake.requests]}"
     leaves = [leaf for body in bodies for leaf in _strings(body.get("messages", []))]
-    carrying = [leaf for leaf in leaves if CURRENT in leaf]
-    assert carrying, "the current memory never reached the model's messages (hook additionalContext lost)"
-    for leaf in leaves:
-        if RETIRED not in leaf:
-            continue
-        # The retired memory may only be listed as history, under the retired heading.
-        assert RETIRED_HEADING in leaf, f"retired memory outside the retired heading:\n{leaf}"
-        assert leaf.index(RETIRED) > leaf.index(RETIRED_HEADING), leaf
-        if "### Current memories" in leaf:
-            assert RETIRED not in _section(leaf, "### Current memories"), leaf
-            assert CURRENT in _section(leaf, "### Current memories"), leaf
-
-
-def _events(host: Host, session_id: str) -> list[dict[str, Any]]:
-    path = host.store / "sessions" / f"{session_id}.events.jsonl"
-    assert path.is_file(), f"no events for session {session_id}: {sorted(p.name for p in path.parent.iterdir())}"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _assert_store_clean(host: Host) -> None:
-    failures = host.store / "audit" / "hook_failures.jsonl"
-    assert not failures.exists() or not failures.read_text().strip(), failures.read_text()
-    doctor = _cclg(host, "doctor", check=False)
-    assert doctor.returncode == 0, f"cclg doctor:\n{doctor.stdout}\n{doctor.stderr}"
+    assert_current_reached_not_retired(leaves, "the model's messages (hook additionalContext lost)")
 
 
 def test_hook_context_reaches_the_model(claude_bin: Path, host: Host, fake_anthropic: FakeAnthropic) -> None:

@@ -1,0 +1,85 @@
+"""What the Claude Code and Codex host tests share: the memories, the temporary host, cclg run inside
+it, and the checks of what reached the model and what the store recorded."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CURRENT = "Deploys of the kestrel service go out through the blue-green script"
+RETIRED = "Deploys of the kestrel service go out through the Jenkins pipeline"
+PROMPT = "how do kestrel deploys go out?"
+RETIRED_HEADING = "### Retired"
+
+
+@dataclass
+class Host:
+    home: Path
+    store: Path
+    project: Path
+    env: dict[str, str]
+    current_id: str
+    retired_id: str
+
+
+def bin_dir() -> str:
+    """The folder holding this environment's ``cclg``, ``cclg-hook`` and ``cclg-mcp``."""
+    found = shutil.which("cclg-hook")
+    return str(Path(found).parent) if found else str(Path(sys.executable).parent)
+
+
+def cclg(host: Host, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(Path(bin_dir()) / "cclg"), *args], cwd=host.project, env=host.env, capture_output=True,
+        text=True, timeout=120, check=check, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def strings(value: Any) -> list[str]:
+    """Every string leaf of a JSON value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in strings(item)]
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in strings(item)]
+    return []
+
+
+def section(text: str, heading: str) -> str:
+    """The Markdown section under ``heading``, up to the next heading of any level."""
+    start = text.index(heading) + len(heading)
+    end = text.find("\n#", start)
+    return text[start:end] if end != -1 else text[start:]
+
+
+def assert_current_reached_not_retired(leaves: list[str], where: str) -> None:
+    """The current memory is among the texts the CLI sent to the model (``where`` names them); the
+    retired one only as history, under the retired heading."""
+    assert [leaf for leaf in leaves if CURRENT in leaf], f"the current memory never reached {where}"
+    for leaf in leaves:
+        if RETIRED not in leaf:
+            continue
+        assert RETIRED_HEADING in leaf, f"retired memory outside the retired heading:\n{leaf}"
+        assert leaf.index(RETIRED) > leaf.index(RETIRED_HEADING), leaf
+        if "### Current memories" in leaf:
+            assert RETIRED not in section(leaf, "### Current memories"), leaf
+            assert CURRENT in section(leaf, "### Current memories"), leaf
+
+
+def events(host: Host, session_id: str) -> list[dict[str, Any]]:
+    path = host.store / "sessions" / f"{session_id}.events.jsonl"
+    assert path.is_file(), f"no events for session {session_id}: {sorted(p.name for p in path.parent.iterdir())}"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def assert_store_clean(host: Host) -> None:
+    failures = host.store / "audit" / "hook_failures.jsonl"
+    assert not failures.exists() or not failures.read_text().strip(), failures.read_text()
+    doctor = cclg(host, "doctor", check=False)
+    assert doctor.returncode == 0, f"cclg doctor:\n{doctor.stdout}\n{doctor.stderr}"
