@@ -8,7 +8,7 @@ fresh temporary HOME with ``cclg init``, one memory and ``cclg install codex`` e
 request and, separately after that run, the time a fresh ``cclg-mcp`` takes from spawn to its answer to
 ``tools/list``. ``--busy N`` keeps N extra processes spinning on the CPU meanwhile.
 
-    python benchmarks/bench_hosts.py --runs 20 [--busy 1]
+    python benchmarks/bench_hosts.py --runs 20 [--busy 1] [--project]
 """
 
 from __future__ import annotations
@@ -60,11 +60,12 @@ plugins = false
 """
 
 
-def _env(tmp: Path) -> dict[str, str]:
+def _env(tmp: Path, codex: Path) -> dict[str, str]:
     home = tmp / "home"
     node_dir = str(Path(shutil.which("node") or "/usr/bin/node").parent)
     return {
-        "PATH": os.pathsep.join([str(_bin_dir()), node_dir, "/usr/local/bin", "/usr/bin", "/bin"]),
+        # codex on PATH: `cclg install codex` asks it for the hooks to trust, as on a user's machine
+        "PATH": os.pathsep.join([str(_bin_dir()), str(codex.parent), node_dir, "/usr/local/bin", "/usr/bin", "/bin"]),
         "HOME": str(home),
         "CODEX_HOME": str(home / ".codex"),
         "USER": "cclg-bench",
@@ -125,21 +126,25 @@ def _tools_list_seconds(env: dict[str, str], cwd: Path) -> float:
             proc.wait()
 
 
-def one_run(codex: Path, overrides: list[str]) -> dict[str, Any]:
+def one_run(codex: Path, overrides: list[str], project_install: bool = False) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="cclg-bench-hosts-") as tmp_name, FakeResponses() as fake:
         tmp = Path(tmp_name)
-        env = _env(tmp)
+        env = _env(tmp, codex)
         project = Path(env["HOME"]) / "work" / "kestrel"
         project.mkdir(parents=True)
         Path(env["CODEX_HOME"]).mkdir()
-        (Path(env["CODEX_HOME"]) / "config.toml").write_text(_provider_config(fake.url))
+        user_config = _provider_config(fake.url)
+        if project_install:  # the user has trusted the project, as Codex asks on its first start there
+            subprocess.run(["git", "init", "-q", str(project)], check=True)
+            user_config += f'\n[projects."{project}"]\ntrust_level = "trusted"\n'
+        (Path(env["CODEX_HOME"]) / "config.toml").write_text(user_config)
         _cclg(env, project, "init")
         _cclg(env, project, "add", "--content", "Kestrel deploys go out through the blue-green script",
               "--source", "user")  # fmt: skip
-        _cclg(env, project, "install", "codex")
+        _cclg(env, project, "install", "codex", *(["--project", str(project)] if project_install else []))
         start = time.monotonic()
         result = subprocess.run(
-            [str(codex), "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-hook-trust",
+            [str(codex), "exec", "--json", "--skip-git-repo-check",
              *[arg for override in overrides for arg in ("-c", override)], PROMPT],
             cwd=project, env=env, capture_output=True, text=True, timeout=120, check=False,
             stdin=subprocess.DEVNULL,
@@ -172,6 +177,9 @@ def main() -> None:
         metavar="KEY=VALUE",
         help="passed to codex exec as -c KEY=VALUE (to try a setting; default: none)",
     )
+    parser.add_argument(
+        "--project", action="store_true", help="`cclg install codex --project` in a trusted project, not the user's"
+    )
     args = parser.parse_args()
 
     codex = install_codex()
@@ -181,7 +189,7 @@ def main() -> None:
     runs: list[dict[str, Any]] = []
     try:
         for number in range(1, args.runs + 1):
-            run = one_run(codex, args.codex_config)
+            run = one_run(codex, args.codex_config, args.project)
             runs.append(run)
             print(
                 f"run {number:2d}: tools in first request: {'yes' if run['present'] else 'NO '}  "
@@ -195,7 +203,7 @@ def main() -> None:
     present = sum(run["present"] for run in runs)
     settings = ", ".join(args.codex_config) or "none"
     print(f"\ncclg's MCP tools in the first request: {present} of {len(runs)} runs")
-    print(f"busy processes: {args.busy}; codex -c: {settings}")
+    print(f"busy processes: {args.busy}; codex -c: {settings}; install: {'project' if args.project else 'user'}")
     print(f"launch -> first request: {_spread([run['first_request_s'] for run in runs])}")
     print(f"cclg-mcp spawn -> tools/list answer: {_spread([run['tools_list_s'] for run in runs])}")
 

@@ -525,10 +525,12 @@ def code_search(store: Store, query: str, repo: str | Path, *, limit: int = 10) 
 
 
 def install_host(
-    host: str, *, project: Path | None = None, root: str | None = None, dry_run: bool = False
+    host: str, *, project: Path | None = None, root: str | None = None, dry_run: bool = False, trust: bool = True
 ) -> list[install.Change]:
     """``cclg install``: create the store if needed, register cclg-hook and cclg-mcp with ``host``, and
-    turn the code graph in the hook's answers on (unless the store's config says otherwise)."""
+    turn the code graph in the hook's answers on (unless the store's config says otherwise). For Codex,
+    with ``trust``, also record the user's trust in the hooks it wrote, where Codex can be asked for
+    them (a last change, left out when it could not)."""
     if not dry_run:
         store, _ = Store.init(root)
         hook = store.config.get("hook")
@@ -537,8 +539,19 @@ def install_host(
             store.write_file(store.root / fmt.PATHS["config"], json.dumps(config, indent=2).encode() + b"\n")
     root = str(resolve_root(root).resolve()) if root else None
     install.register_mcp(host, project=project, root=root, dry_run=True)  # refuses before anything is written
+    if host == "codex":
+        install.read_codex_config()  # a broken user config is refused before anything is written
     changes = [install.install(host, project=project, root=root, dry_run=dry_run)]
     changes.append(install.register_mcp(host, project=project, root=root, dry_run=dry_run))
+    if host == "codex" and trust and not dry_run:
+        codex_config = install.codex_home() / "config.toml"
+        backed_up = any(change.path == codex_config and change.backup for change in changes)
+        try:
+            trusted = install.trust_codex_hooks(project=project, keep_backup=backed_up)
+        except UsageError:  # a layout cclg does not edit: the user trusts the hooks in Codex's /hooks
+            trusted = None
+        if trusted is not None and trusted.added:
+            changes.append(trusted)
     return changes
 
 
@@ -546,4 +559,10 @@ def uninstall_host(host: str, *, project: Path | None = None, dry_run: bool = Fa
     """``cclg uninstall``: remove exactly what ``install_host`` added."""
     changes = [install.uninstall(host, project=project, dry_run=dry_run)]
     changes.append(install.unregister_mcp(host, project=project, dry_run=dry_run))
+    if host == "codex":
+        codex_config = install.codex_home() / "config.toml"
+        backed_up = any(change.path == codex_config and change.backup for change in changes)
+        untrusted = install.untrust_codex_hooks(project=project, dry_run=dry_run, keep_backup=backed_up)
+        if untrusted.removed:
+            changes.append(untrusted)
     return changes

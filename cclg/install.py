@@ -15,9 +15,10 @@ the host's JSON configuration:
 The MCP server is registered where each host reads its servers: for Claude Code
 ``mcpServers.cclg`` in ``.mcp.json`` (a project) or ``~/.claude.json`` (the
 user, as ``claude mcp add --scope user`` does); for Codex the ``[mcp_servers.cclg]``
-table of ``~/.codex/config.toml``, added and removed as text so that the rest of
-the file, comments included, stays as it was. Codex has no per-project server
-list, so a project install for Codex prints the command that registers it instead.
+table of ``config.toml`` (``~/.codex/``, or the project's ``.codex/``, which Codex reads for a
+project the user trusts), added and removed as text so that the rest of the file, comments
+included, stays as it was. For Codex, install also records the user's trust in the hooks it
+wrote (``codex_trust``), which Codex requires before it runs a hook.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cclg import codex_trust
 from cclg.errors import UsageError
 from cclg.files import atomic_write
 
@@ -112,10 +114,13 @@ def _write(path: Path, data: dict[str, Any]) -> Path | None:
     return _write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
-def _write_text(path: Path, text: str) -> Path | None:
-    """Replace ``path`` atomically, keeping the previous version as ``<file>.cclg-backup``."""
+def _write_text(path: Path, text: str, keep_backup: bool = False) -> Path | None:
+    """Replace ``path`` atomically, keeping the previous version as ``<file>.cclg-backup`` (unless
+    ``keep_backup``: the backup already there, made earlier in the same install, stays)."""
     backup = None
-    if path.exists():
+    if keep_backup:
+        backup = path.with_name(path.name + ".cclg-backup")
+    elif path.exists():
         backup = path.with_name(path.name + ".cclg-backup")
         shutil.copy2(path, backup)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -329,8 +334,11 @@ def _register_codex(path: Path, root: str | None, dry_run: bool) -> Change:
     )
     new_text = f"{text.rstrip()}\n\n{block}\n" if text.strip() else f"{block}\n"
     added = [_mcp_line(mcp_arguments(root))]
-    # The user's own config only: whether Codex honours the key in a project's config was not checked.
-    grace = CODEX_GRACE_KEY not in data and path == codex_home() / "config.toml"
+    # Codex 0.171 honours the key in a trusted project's config too (RESULTS.md), where it overrides the
+    # user's: a project install adds it only when neither file sets it.
+    grace = CODEX_GRACE_KEY not in data and (
+        path == codex_home() / "config.toml" or CODEX_GRACE_KEY not in read_codex_config()
+    )
     if grace:
         new_text = f"{CODEX_GRACE_LINE}\n{new_text}"
         added.append(f"{CODEX_GRACE_KEY} = 3000 (Codex waits up to 3 s for every MCP server before its first request)")
@@ -355,6 +363,77 @@ def _unregister_codex(path: Path, dry_run: bool) -> Change:
     written = not dry_run
     backup = _write_text(path, new_text) if written else None
     return Change(path=path, added=[], removed=[_mcp_line(existing.get("args", []))], backup=backup, written=written)
+
+
+def read_codex_config() -> dict[str, Any]:
+    """The user's Codex ``config.toml`` (empty when there is none); a UsageError when it is no TOML."""
+    return _read_toml(codex_home() / "config.toml")[1]
+
+
+def trust_codex_hooks(*, project: Path | None = None, keep_backup: bool = False) -> Change | None:
+    """Record in the user's Codex ``config.toml`` that the user trusts the cclg-hook handlers of the
+    installed ``hooks.json`` (``codex_trust``); None when Codex could not be asked. A key the user
+    already holds a state of their own for is left to them."""
+    hooks_file = config_path("codex", project).absolute()
+    entries = codex_trust.untrusted_hooks(hooks_file, project.absolute() if project else Path.cwd())
+    if entries is None:
+        return None
+    path = codex_home() / "config.toml"
+    text, data = _read_toml(path)
+    own = set(_trust_states(data)) - set(codex_trust.marked_keys(text))
+    entries = [(key, digest) for key, digest in entries if key not in own]
+    if not entries:
+        return Change(path=path, added=[], removed=[], backup=None, written=False)
+    new_text = codex_trust.with_trust(text, entries)
+    _check_trust_edit(path, data, new_text, added=dict(entries), removed=set())
+    backup = _write_text(path, new_text, keep_backup=keep_backup)
+    added = [f"Codex trust for {key}" for key, _ in entries]
+    return Change(path=path, added=added, removed=[], backup=backup, written=True)
+
+
+def untrust_codex_hooks(*, project: Path | None = None, dry_run: bool = False, keep_backup: bool = False) -> Change:
+    """Remove the trust tables ``trust_codex_hooks`` added for this place's ``hooks.json``."""
+    prefix = f"{config_path('codex', project).absolute()}:"
+    path = codex_home() / "config.toml"
+    text, data = _read_toml(path)
+    keys = {key for key in codex_trust.marked_keys(text) if key.startswith(prefix)}
+    if not keys:
+        return Change(path=path, added=[], removed=[], backup=None, written=False)
+    new_text = codex_trust.without_trust(text, keys)
+    _check_trust_edit(path, data, new_text, added={}, removed=keys)
+    written = not dry_run
+    backup = _write_text(path, new_text, keep_backup=keep_backup) if written else None
+    removed = [f"Codex trust for {key}" for key in sorted(keys)]
+    return Change(path=path, added=[], removed=removed, backup=backup, written=written)
+
+
+def _trust_states(data: dict[str, Any]) -> dict[str, Any]:
+    hooks = data.get("hooks", {})
+    states = hooks.get("state", {}) if isinstance(hooks, dict) else {}
+    return dict(states) if isinstance(states, dict) else {}
+
+
+def _check_trust_edit(
+    path: Path, old: dict[str, Any], new_text: str, *, added: dict[str, str], removed: set[str]
+) -> None:
+    """The edited text must parse, and differ from the old only in the trust states of cclg's hooks:
+    ``added`` (key: hash) and ``removed``."""
+    import tomllib
+
+    try:
+        new = tomllib.loads(new_text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"recording Codex's trust would break {path} ({exc}); nothing was changed") from None
+
+    def rest(data: dict[str, Any]) -> dict[str, Any]:
+        hooks = data.get("hooks", {})
+        hooks = {k: v for k, v in hooks.items() if k != "state"} if isinstance(hooks, dict) else hooks
+        return {**{k: v for k, v in data.items() if k != "hooks"}, "hooks": hooks or None}
+
+    kept = {key: value for key, value in _trust_states(old).items() if key not in removed}
+    expected = {**kept, **{key: {"trusted_hash": digest} for key, digest in added.items()}}
+    if rest(old) != rest(new) or _trust_states(new) != expected:
+        raise UsageError(f"{path} is laid out in a way cclg cannot edit safely; nothing was changed")
 
 
 def _without_codex_table(path: Path, text: str) -> str:

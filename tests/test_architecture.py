@@ -21,7 +21,20 @@ LAYERS: list[list[str]] = [
     # the package itself: its version, and the library's names loaded on first use (a string import)
     [""],
     # foundations: no knowledge of stores
-    ["errors", "format", "text", "embed", "ids", "fields", "records", "guard", "files", "repository", "install"],
+    [
+        "errors",
+        "format",
+        "text",
+        "embed",
+        "ids",
+        "fields",
+        "records",
+        "guard",
+        "files",
+        "repository",
+        "codex_trust",
+        "install",
+    ],
     # the files of a store
     ["store"],
     # the code graph: repositories, below everything that reads memories

@@ -23,6 +23,20 @@ OTHER = {
 }
 
 
+@pytest.fixture(autouse=True)
+def fake_codex(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A ``codex`` on PATH that answers ``hooks/list`` like Codex's app server (tests/fake_codex.py), so
+    no test asks a real Codex the developer may have installed; the host tests ask the real one."""
+    folder = tmp_path / "fake-codex-bin"
+    folder.mkdir()
+    script = folder / "codex"
+    fake = Path(__file__).parent / "fake_codex.py"
+    script.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(str(fake))} "$@"\n')
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
+    return script
+
+
 def run(*args: str) -> Result:
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
@@ -179,6 +193,8 @@ def test_codex_project_install_registers_the_server_in_the_projects_codex_folder
     assert config["mcp_servers"]["cclg"]["command"] == "cclg-mcp"
     assert config["mcp_servers"]["cclg"]["args"] == ["--root", str((tmp_path / "store").resolve())]
     assert (tmp_path / ".codex" / "hooks.json").exists()
+    # Codex honours the startup grace in a trusted project's config (benchmarks/RESULTS.md, issue 16).
+    assert config["mcp_optional_startup_grace_ms"] == 3000
     assert not (Path.home() / ".codex").exists()
     assert run("uninstall", "codex", "--project", str(tmp_path)).exit_code == 0
     assert "cclg" not in tomllib.loads((tmp_path / ".codex" / "config.toml").read_text()).get("mcp_servers", {})
@@ -254,6 +270,18 @@ def test_install_codex_keeps_a_users_own_mcp_startup_grace(tmp_path: Path) -> No
     assert config.read_text() == "mcp_optional_startup_grace_ms = 500\n" + CODEX_CONFIG
 
 
+def test_codex_project_install_leaves_the_grace_to_a_user_who_set_it(tmp_path: Path) -> None:
+    """A project's setting overrides the user's: a grace the user chose in ~/.codex/config.toml stays theirs."""
+    import tomllib
+
+    user_config = Path.home() / ".codex" / "config.toml"
+    user_config.parent.mkdir(parents=True)
+    user_config.write_text("mcp_optional_startup_grace_ms = 500\n")
+    assert run("install", "codex", "--project", str(tmp_path)).exit_code == 0
+    assert "mcp_optional_startup_grace_ms" not in tomllib.loads((tmp_path / ".codex" / "config.toml").read_text())
+    assert user_config.read_text() == "mcp_optional_startup_grace_ms = 500\n"
+
+
 def test_install_codex_follows_codex_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Codex reads its configuration from $CODEX_HOME when it is set; install wrote to ~/.codex anyway."""
     import tomllib
@@ -266,3 +294,98 @@ def test_install_codex_follows_codex_home(tmp_path: Path, monkeypatch: pytest.Mo
     assert not (Path.home() / ".codex").exists()
     assert run("uninstall", "codex").exit_code == 0
     assert "cclg" not in (codex_home / "config.toml").read_text()
+
+
+# ---------------------------------------------------------------- Codex's trust in the hooks
+
+
+def _trust_tables(text: str) -> dict[str, str]:
+    import tomllib
+
+    return {key: state["trusted_hash"] for key, state in tomllib.loads(text).get("hooks", {}).get("state", {}).items()}
+
+
+def test_install_codex_records_trust_for_exactly_its_hooks_and_uninstall_removes_it(tmp_path: Path) -> None:
+    """Codex runs no hook the user has not trusted; `cclg install codex` is that approval for the
+    handlers it writes, and only for those: another tool's hook in the same hooks.json stays untrusted."""
+    import hashlib
+
+    codex_dir = Path.home() / ".codex"
+    codex_dir.mkdir(parents=True)
+    config = codex_dir / "config.toml"
+    config.write_text(CODEX_CONFIG)
+    (codex_dir / "hooks.json").write_text(json.dumps(OTHER))
+    result = run("install", "codex")
+    assert result.exit_code == 0, result.output
+    assert "open /hooks" not in result.output and result.output.count("added Codex trust for") == 7
+    trusted = _trust_tables(config.read_text())
+    hooks = json.loads((codex_dir / "hooks.json").read_text())["hooks"]
+    ours = [
+        h["command"]
+        for groups in hooks.values()
+        for g in groups
+        for h in g["hooks"]
+        if h["command"].startswith("cclg-hook")
+    ]
+    assert sorted(trusted.values()) == sorted("sha256:" + hashlib.sha256(c.encode()).hexdigest() for c in ours)
+    assert all(key.startswith(f"{codex_dir / 'hooks.json'}:") for key in trusted)
+    assert ":user_prompt_submit:0:" not in " ".join(trusted), "the other tool's handler (group 0) is not trusted"
+    assert (codex_dir / "config.toml.cclg-backup").read_text() == CODEX_CONFIG, "the backup is the file before install"
+    again = run("install", "codex")
+    assert "added Codex trust" not in again.output and _trust_tables(config.read_text()) == trusted
+    removed = run("uninstall", "codex")
+    assert removed.exit_code == 0 and removed.output.count("removed Codex trust for") == 7
+    assert config.read_text() == CODEX_CONFIG
+
+
+def test_a_users_own_hook_state_is_kept(tmp_path: Path) -> None:
+    """Trust the user recorded in Codex (for any key, one of cclg's included) is theirs: install adds
+    nothing for it and uninstall leaves it."""
+    codex_dir = Path.home() / ".codex"
+    codex_dir.mkdir(parents=True)
+    config = codex_dir / "config.toml"
+    key = f"{codex_dir / 'hooks.json'}:stop:0:0"
+    own = f'{CODEX_CONFIG}\n[hooks.state."{key}"]\ntrusted_hash = "sha256:an-older-version"\n'
+    config.write_text(own)
+    result = run("install", "codex")
+    assert result.exit_code == 0 and result.output.count("added Codex trust for") == 6
+    assert _trust_tables(config.read_text())[key] == "sha256:an-older-version"
+    assert run("uninstall", "codex").exit_code == 0
+    assert config.read_text() == own
+
+
+@pytest.mark.parametrize("why", ["no-trust", "no codex", "codex exits", "codex silent"])
+def test_without_trust_recorded_install_says_how_to_trust(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_codex: Path, why: str
+) -> None:
+    from cclg import codex_trust
+
+    args = ["install", "codex"]
+    if why == "no-trust":
+        args.append("--no-trust")
+    elif why == "no codex":
+        fake_codex.unlink()
+    else:
+        monkeypatch.setenv("FAKE_CODEX", why.split()[1].replace("exits", "exit"))
+        monkeypatch.setattr(codex_trust, "ASK_TIMEOUT_S", 1.0)
+    result = run(*args)
+    assert result.exit_code == 0, result.output
+    assert "open /hooks in Codex" in result.output and "Codex trust" not in result.output
+    assert "hooks" not in __import__("tomllib").loads((Path.home() / ".codex" / "config.toml").read_text())
+
+
+def test_codex_project_install_trusts_its_hooks_once_the_project_is_trusted(tmp_path: Path) -> None:
+    """Codex reads no hook of a project the user has not trusted, so there is nothing to trust yet: install
+    says to run it again after trusting the project, and then records the trust (in the user's config)."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    first = run("install", "codex", "--project", str(project))
+    assert first.exit_code == 0 and "Codex trust" not in first.output and "run this install again" in first.output
+    config = Path.home() / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'[projects."{project}"]\ntrust_level = "trusted"\n')
+    second = run("install", "codex", "--project", str(project))
+    assert second.output.count("added Codex trust for") == 7
+    assert all(key.startswith(f"{project / '.codex' / 'hooks.json'}:") for key in _trust_tables(config.read_text()))
+    assert run("uninstall", "codex", "--project", str(project)).exit_code == 0
+    assert config.read_text() == f'[projects."{project}"]\ntrust_level = "trusted"\n'

@@ -49,24 +49,37 @@ def _print_changes(changes: list[Change], as_json: bool, verb: str) -> None:
 @place_option
 @user_option
 @dry_run_option
+@click.option(
+    "--no-trust",
+    is_flag=True,
+    help="Codex: do not record your trust in the cclg-hook handlers; approve them yourself in Codex's /hooks.",
+)
 @json_option
 @click.pass_context
 def install_command(
-    ctx: click.Context, host: str, project: Path | None, user: bool, dry_run: bool, as_json: bool
+    ctx: click.Context, host: str, project: Path | None, user: bool, dry_run: bool, no_trust: bool, as_json: bool
 ) -> None:
     """Register cclg-hook and cclg-mcp with Claude Code or Codex (merged; other settings are kept; safe to repeat).
 
-    Creates the store if there is none. Example: cclg install claude
+    Creates the store if there is none. Codex runs a hook only once you trust it: for Codex, install
+    records that trust for exactly the cclg-hook handlers it wrote (asking `codex app-server` for
+    their hashes), unless --no-trust. Example: cclg install claude
     """
     store_root: str | None = ctx.obj["root"]
     place = _place(project, user)
-    changes = api.install_host(host, project=place, root=store_root, dry_run=dry_run)
+    changes = api.install_host(host, project=place, root=store_root, dry_run=dry_run, trust=not no_trust)
     _print_changes(changes, as_json, "added")
     if as_json:
         return
     if host == "codex" and place is not None:
         click.echo("Codex reads a project's .codex/ only once you trust the project (Codex asks when it starts there).")
-    if host == "codex" and changes[0].added:
+    trusted = any(line.startswith("Codex trust") for change in changes for line in change.added)
+    if host == "codex" and not trusted and not no_trust and place is not None:
+        click.echo(
+            "Codex runs a new hook only once you trust it: after you trust the project, run this install again"
+            " (it records your trust in cclg's hooks), or open /hooks in Codex and trust each cclg-hook."
+        )
+    elif host == "codex" and changes[0].added and not trusted:
         click.echo("Codex runs a new hook only once you trust it: open /hooks in Codex and trust each cclg-hook.")
 
 

@@ -71,7 +71,7 @@ plugins = false
 
 
 @pytest.fixture
-def host(tmp_path: Path, fake_responses: FakeResponses) -> Host:
+def host(tmp_path: Path, fake_responses: FakeResponses, codex_bin: Path) -> Host:
     """A temporary HOME with a cclg store (one current and one retired memory) installed for Codex."""
     home = tmp_path / "host-home"
     project = home / "work" / "kestrel"
@@ -80,7 +80,7 @@ def host(tmp_path: Path, fake_responses: FakeResponses) -> Host:
     codex_home.mkdir()
     node_dir = str(Path(shutil.which("node") or "/usr/bin/node").parent)
     env = {
-        "PATH": os.pathsep.join([_bin_dir(), node_dir, "/usr/local/bin", "/usr/bin", "/bin"]),
+        "PATH": os.pathsep.join([_bin_dir(), str(codex_bin.parent), node_dir, "/usr/local/bin", "/usr/bin", "/bin"]),
         "HOME": str(home),
         "CODEX_HOME": str(codex_home),
         "USER": "cclg-test",
@@ -111,13 +111,15 @@ def host(tmp_path: Path, fake_responses: FakeResponses) -> Host:
         ).stdout
     )  # fmt: skip
     current_id = new["patch"]["new_node_ids"][0]
-    _cclg(placeholder, "install", "codex")  # the user install, as a user gets it
+    installed = _cclg(placeholder, "install", "codex").stdout  # the user install, as a user gets it
+    # Install asked Codex for its hooks and recorded the user's trust in them: no hook runs otherwise.
+    assert "added Codex trust for" in installed, installed
     return Host(home, placeholder.store, project, env, current_id, retired_id)
 
 
 def _run_codex(codex: Path, host: Host, *args: str) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
-        [str(codex), "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-hook-trust", *args, PROMPT],
+        [str(codex), "exec", "--json", "--skip-git-repo-check", *args, PROMPT],
         cwd=host.project, env=host.env, capture_output=True, text=True, timeout=90, check=False,
         stdin=subprocess.DEVNULL,
     )  # fmt: skip

@@ -1,0 +1,156 @@
+"""Trust in Codex for the hooks ``cclg install codex`` wrote.
+
+Codex runs a hook only once the user has trusted it: it keeps, per hook, the hash of the
+handler the user approved in ``[hooks.state."<key>"] trusted_hash`` of the user's
+``config.toml``, and asks again when the handler changes. Running ``cclg install codex`` is
+the user's approval of cclg's own handlers, so install records that trust too (unless told
+not to), for exactly those handlers: a hook whose command is ``cclg-hook ...`` and whose
+file is the ``hooks.json`` install wrote. Nothing else is trusted.
+
+The keys and hashes are Codex's own: its app server (``codex app-server``, JSON-RPC on
+stdin and stdout) lists them with ``hooks/list``, so no hashing rule of Codex is copied
+here. The tables install adds carry a marker comment; ``uninstall`` removes exactly those.
+Without ``codex`` on the PATH, or when it does not answer, nothing is recorded and the
+user trusts the hooks in Codex's ``/hooks``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+MARKER = "# cclg install: trusts the cclg-hook it installed"
+ASK_TIMEOUT_S = 20.0
+_REQUESTS = [
+    {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "cclg-install", "version": "1"}}},
+    {"method": "initialized"},
+]
+
+
+def untrusted_hooks(hooks_file: Path, cwd: Path, codex: str | None = None) -> list[tuple[str, str]] | None:
+    """(key, hash) of each cclg-hook handler in ``hooks_file`` that Codex does not trust yet, as
+    Codex's app server lists them for ``cwd``; None when Codex cannot be asked."""
+    codex = codex or shutil.which("codex")
+    if codex is None:
+        return None
+    answer = _ask(codex, cwd, {"id": 2, "method": "hooks/list", "params": {"cwds": [str(cwd)]}})
+    if answer is None:
+        return None
+    found = []
+    for entry in answer.get("data", []):
+        for hook in entry.get("hooks", []) if isinstance(entry, dict) else []:
+            ours = str(hook.get("command", "")).split(" ")[0] == "cclg-hook"
+            if ours and hook.get("sourcePath") == str(hooks_file) and hook.get("trustStatus") == "untrusted":
+                found.append((str(hook["key"]), str(hook["currentHash"])))
+    return found
+
+
+def _ask(codex: str, cwd: Path, request: dict[str, Any]) -> dict[str, Any] | None:
+    """The result of one JSON-RPC request to a fresh ``codex app-server``, or None."""
+    try:
+        process = subprocess.Popen(
+            [codex, "app-server"],
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+    except OSError:
+        return None
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        lines = [json.dumps(message) for message in [*_REQUESTS, request]]
+        process.stdin.write(("\n".join(lines) + "\n").encode())
+        process.stdin.flush()
+        return _read_answer(process.stdout.fileno(), request["id"], time.monotonic() + ASK_TIMEOUT_S)
+    except OSError:
+        return None
+    finally:
+        process.stdin.close()  # the app server stops at the end of its input
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+
+
+def _read_answer(fd: int, request_id: int, deadline: float) -> dict[str, Any] | None:
+    pending = b""
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while time.monotonic() < deadline:
+            if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return None
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(message, dict) and message.get("id") == request_id:
+                    result = message.get("result")
+                    return result if isinstance(result, dict) else None
+    return None
+
+
+def with_trust(text: str, entries: list[tuple[str, str]]) -> str:
+    """``text`` (a Codex ``config.toml``) with a marked ``[hooks.state."<key>"]`` table per entry,
+    replacing the marked tables already there for the same keys."""
+    keys = {key for key, _ in entries}
+    kept = without_trust(text, keys).rstrip()
+    blocks = [f"[hooks.state.{_quoted(key)}]  {MARKER}\ntrusted_hash = {_quoted(digest)}" for key, digest in entries]
+    return "\n\n".join([kept, *blocks] if kept else blocks) + "\n"
+
+
+def without_trust(text: str, keys: set[str] | None = None) -> str:
+    """``text`` without the marked trust tables (those for ``keys`` only, when given)."""
+    lines = text.split("\n")
+    out: list[str] = []
+    skipping = False
+    for line in lines:
+        if line.lstrip().startswith("["):
+            skipping = line.rstrip().endswith(MARKER) and (keys is None or _table_key(line) in keys)
+            if skipping:
+                while out and out[-1].strip() == "":
+                    out.pop()
+                continue
+        if not skipping:
+            out.append(line)
+    if len(out) == len(lines):
+        return text
+    result = "\n".join(out).rstrip("\n")
+    return result + "\n" if result.strip() else ""
+
+
+def marked_keys(text: str) -> list[str]:
+    """The keys of the marked trust tables in ``text``."""
+    return [
+        _table_key(line)
+        for line in text.split("\n")
+        if line.lstrip().startswith("[") and line.rstrip().endswith(MARKER)
+    ]
+
+
+def _table_key(header: str) -> str:
+    """The key of a marked header line, ``[hooks.state."<key>"]  <marker>``."""
+    body = header.strip()[: -len(MARKER)].rstrip()
+    quoted = body.removeprefix("[hooks.state.").removesuffix("]")
+    try:
+        return str(json.loads(quoted))
+    except ValueError:
+        return quoted
+
+
+def _quoted(value: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's, with the characters kept as they are)."""
+    return json.dumps(value, ensure_ascii=False)
