@@ -77,16 +77,7 @@ class FieldReader:
 
     def get(self, name: str, expected: str, value: Any) -> Any:
         """Validate ``value`` against an ``expected`` shape name; returns it or a fallback."""
-        ok = {
-            "str": isinstance(value, str),
-            "str?": value is None or isinstance(value, str),
-            "int": isinstance(value, int) and not isinstance(value, bool),
-            "bool": isinstance(value, bool),
-            "dict": isinstance(value, dict),
-            "list[str]": isinstance(value, list) and all(isinstance(v, str) for v in value),
-            "list[dict]": isinstance(value, list) and all(isinstance(v, dict) for v in value),
-        }[expected]
-        if not ok:
+        if not _CHECKS[expected](value):
             self.problem(name, f"must be {_DESCRIBE[expected]}, got {_json_type(value)}")
             return _FALLBACK[expected]()
         return value
@@ -150,6 +141,15 @@ class FieldReader:
         return float(value)
 
 
+_CHECKS: dict[str, Any] = {  # one shape checked per read: records are read by the ten thousand
+    "str": lambda v: isinstance(v, str),
+    "str?": lambda v: v is None or isinstance(v, str),
+    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "bool": lambda v: isinstance(v, bool),
+    "dict": lambda v: isinstance(v, dict),
+    "list[str]": lambda v: isinstance(v, list) and all(isinstance(item, str) for item in v),
+    "list[dict]": lambda v: isinstance(v, list) and all(isinstance(item, dict) for item in v),
+}
 _DESCRIBE = {
     "str": "a string",
     "str?": "a string or null",

@@ -5,9 +5,7 @@
 - Trust, sensitivity, retention (``labels``): the vocabulary, the defaults, and
   the cautious reading of a value outside it.
 - Stored text is data: ``instruction_flags`` marks text that talks to the model,
-  ``reveal`` shows invisible characters before a pack hands text over, and
-  ``json_literal`` fences a string so Markdown cannot read it as markup;
-  ``estimate_tokens`` is the one token estimate every budget uses.
+  and ``reveal`` shows invisible characters before a pack hands text over.
 
 One secret detector (``scan``) serves every path: explicit writes are refused
 (``refuse_secrets``: a ``SecretError`` naming the rule and the field, showing four characters),
@@ -466,13 +464,45 @@ def redact_value(value: Any) -> tuple[Any, int]:
     return (_rebuilt(value, iter(flat.cleaned(matches))) if matches else value), len(matches)
 
 
+def _flat_text(value: Any, parts: list[str]) -> None:
+    """Append ``_Flat(value).text`` to ``parts``, 6x faster: only a value with a secret needs its paths."""
+    if isinstance(value, str):
+        parts += ('"', value, '"')
+    elif isinstance(value, dict):
+        if not value:
+            parts.append("{}")
+            return
+        opener = '{"'
+        for key, item in value.items():
+            parts += (opener, str(key), '": ')
+            _flat_text(item, parts)
+            opener = ', "'
+        parts.append("}")
+    elif isinstance(value, (list, tuple)):
+        if not value:
+            parts.append("[]")
+            return
+        opener = "["
+        for item in value:
+            parts.append(opener)
+            _flat_text(item, parts)
+            opener = ", "
+        parts.append("]")
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        parts.append(json.dumps(value))
+
+
 def secrets_in(fields: dict[str, Any]) -> list[str]:
     """One line per secret in ``fields`` (name -> a string or a JSON-like value), naming the rule
     and the field and showing no more than ``PREVIEW_CHARS`` characters of it."""
+    parts: list[str] = []
+    _flat_text(fields, parts)
+    matches = scan("".join(parts))
+    if not matches:
+        return []
     flat = _Flat(fields)
     return [
-        f"field '{flat.where(m.start)}' holds {m.description} (rule {m.rule}) starting {m.preview!r}"
-        for m in scan(flat.text)
+        f"field '{flat.where(m.start)}' holds {m.description} (rule {m.rule}) starting {m.preview!r}" for m in matches
     ]
 
 
@@ -568,25 +598,3 @@ def reveal(text: str) -> str:
     """``text`` with each invisible character shown as ``[U+XXXX]``: what a pack hands the
     model is what a person reading the pack sees."""
     return _INVISIBLE().sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
-
-
-# ---------------------------------------------------------------- fencing
-
-
-_MARKUP = {"\u2028": "\\u2028", "\u2029": "\\u2029", "<": "\\u003c", ">": "\\u003e", "](": "]\\u0028"}
-
-
-def json_literal(text: str) -> str:
-    """A JSON string literal that Markdown cannot read as markup: U+2028/U+2029 escaped (some
-    readers take them for line breaks), ``<`` and ``>`` escaped (no HTML, no autolink, no
-    closing tag), and ``](`` broken (no link or image can form)."""
-    literal = json.dumps(text, ensure_ascii=False)
-    for raw, escaped in _MARKUP.items():
-        literal = literal.replace(raw, escaped)
-    return literal
-
-
-def estimate_tokens(text: str) -> int:
-    """A cheap token estimate: four ASCII characters a token, one token per other character."""
-    ascii_chars = sum(1 for c in text if c < "\x80")
-    return math.ceil(ascii_chars / 4) + (len(text) - ascii_chars)

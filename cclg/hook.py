@@ -31,7 +31,7 @@ import json
 import sys
 from pathlib import Path
 
-from cclg.guard import estimate_tokens
+from cclg.text import estimate_tokens
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:

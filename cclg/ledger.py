@@ -107,8 +107,8 @@ def create_nodes(
     with store.lock(), batch:
         records = [audit_record("node_written", node_id=n.id, patch_id=patch.id) for n in nodes]
         records.append(_patch_audit(patch))
-        _write_new(store, patch, nodes, [], audit=records)
-        note_changes(store, [n.id for n in nodes], [patch.id])
+        written = _write_new(store, patch, nodes, [], audit=records)
+        note_changes(store, [n.id for n in nodes], [patch.id], written)
     return PatchResult(patch=patch, new_nodes=list(nodes))
 
 
@@ -269,12 +269,14 @@ def _write_new(
     nodes: list[MemoryNode],
     edges: list[MemoryEdge],
     audit: list[dict[str, Any]] | None = None,
-) -> None:
+) -> dict[str, tuple[MemoryNode, bytes]]:
     """Write a patch and the nodes and edges it makes, none of them visible before the patch is
     durable (under the store lock): stage them, write the patch, append ``audit`` (so a writer
-    killed while naming them leaves none unaudited), name them."""
+    killed while naming them leaves none unaudited), name them. Returns each node with the bytes
+    written for it (for the index, which need not read them back)."""
     refuse_oversized(store, nodes)
-    staged = [(store.node_path(n.id), dumps(n.to_dict())) for n in nodes]
+    written = {n.id: (n, dumps(n.to_dict())) for n in nodes}
+    staged = [(store.node_path(node_id), data) for node_id, (_, data) in written.items()]
     staged += [(store.edge_path(e.id), dumps(e.to_dict())) for e in edges]
     temps: list[tuple[Path, Path]] = []
     try:
@@ -290,6 +292,7 @@ def _write_new(
         store.audit_many(audit)
     for temp, path in temps:
         store.publish_file(temp, path)
+    return written
 
 
 def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | None = None) -> PatchResult:
@@ -496,13 +499,21 @@ def refuse_oversized(store: Store, nodes: list[MemoryNode]) -> None:
         )
 
 
+# The secret check reads the fields that carry text from outside; the others are made here or checked to
+# be ids, times, numbers or vocabulary (retrieval keys come from the content). tests/test_guard.py: all.
+TEXT_FIELDS = ("scope", "key", "content", "priority", "source", "metadata", "tags")
+CHECKED_FIELDS = (
+    "schema_version", "id", "type", "status", "confidence", "created_at", "updated_at", "effective_from",
+    "effective_until", "relations", "retrieval",
+)  # fmt: skip
+
+
 def refuse_node_secrets(nodes: list[MemoryNode]) -> None:
-    """``SecretError`` when any field of these nodes holds a secret (retrieval keys are derived from
-    the content, so they are left out: a secret there would be reported twice)."""
+    """``SecretError`` when a field of these nodes that carries text from outside holds a secret."""
     fields = {}
     for node in nodes:
-        data = node.to_dict()
-        del data["retrieval"]
+        records = {"scope": node.scope.to_dict(), "source": node.source.to_dict()}
+        data = {name: records[name] if name in records else getattr(node, name) for name in TEXT_FIELDS}
         fields[node.id if len(nodes) > 1 else "memory"] = data
     guard.refuse_secrets(fields, "the memory" if len(nodes) == 1 else "the memories")
 

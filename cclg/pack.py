@@ -34,13 +34,13 @@ import json
 from cclg import format as fmt
 from cclg import guard, semantic
 from cclg.errors import UsageError
-from cclg.guard import estimate_tokens, json_literal
 from cclg.ids import now_iso
 from cclg.index import Index, read_fresh
 from cclg.records import MemoryNode
 from cclg.relevance import Evidence, relevant
 from cclg.search import Hit, View, Where
 from cclg.store import Store
+from cclg.text import estimate_tokens, json_literal
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:

@@ -22,11 +22,16 @@ the memory tokenizer: ``split_identifiers`` (camelCase apart, for SQLite's FTS5
 to stem), ``code_words`` (a task's plain lower-cased words), ``code_names`` (the
 names a task spells like code) and ``subject_components`` /
 ``without_component_prefix`` (a commit-style ``area: ...`` prefix).
+
+``estimate_tokens`` is the one token estimate every budget uses, and ``json_literal``
+fences a string so that Markdown cannot read it as markup.
 """
 
 from __future__ import annotations
 
 import functools
+import json
+import math
 import re
 import unicodedata
 
@@ -245,3 +250,25 @@ def without_component_prefix(query: str) -> str:
     """The task without what a commit-style subject says before its colon: ``fix(parser): handle errors``
     -> ``handle errors`` (the prefix names a part of the code, it calls nothing)."""
     return _pattern(_COMPONENT_PREFIX).sub("", query, count=1)
+
+
+# ---------------------------------------------------------------- budgets and fencing
+
+
+_MARKUP = {"\u2028": "\\u2028", "\u2029": "\\u2029", "<": "\\u003c", ">": "\\u003e", "](": "]\\u0028"}
+
+
+def json_literal(text: str) -> str:
+    """A JSON string literal that Markdown cannot read as markup: U+2028/U+2029 escaped (some
+    readers take them for line breaks), ``<`` and ``>`` escaped (no HTML, no autolink, no
+    closing tag), and ``](`` broken (no link or image can form)."""
+    literal = json.dumps(text, ensure_ascii=False)
+    for raw, escaped in _MARKUP.items():
+        literal = literal.replace(raw, escaped)
+    return literal
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap token estimate: four ASCII characters a token, one token per other character."""
+    ascii_chars = sum(1 for c in text if c < "\x80")
+    return math.ceil(ascii_chars / 4) + (len(text) - ascii_chars)

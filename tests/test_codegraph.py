@@ -30,8 +30,8 @@ from cclg.codegraph.languages import grammar
 from cclg.codegraph.rank import rank_files, render_pack
 from cclg.codegraph.stored import cache_path, graph_path, search_index_path
 from cclg.errors import UsageError
-from cclg.guard import estimate_tokens
 from cclg.store import Store
+from cclg.text import estimate_tokens
 
 ALICE = ("Alice", "alice@example.com")
 BOB = ("Bob", "bob@example.com")

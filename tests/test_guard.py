@@ -852,6 +852,52 @@ def test_cli_import_jsonl_full_record_with_a_secret_metadata_key(seeded: Store, 
     assert refusal_problems(cclg(seeded.root, "import-jsonl", str(path)), p, before, seeded.root) == []
 
 
+def test_every_node_field_is_either_scanned_for_secrets_or_checked_to_hold_none() -> None:
+    """The secret check reads only the fields that carry text from outside; a field the format adds
+    later must be put on one side or the other, or this fails."""
+    from cclg import format as fmt
+    from cclg.ledger import CHECKED_FIELDS, TEXT_FIELDS
+
+    assert not set(TEXT_FIELDS) & set(CHECKED_FIELDS)
+    assert set(TEXT_FIELDS) | set(CHECKED_FIELDS) == set(fmt.canonical_order("memory_node"))
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["scope.project", "key", "priority", "source.label", "source.quote", "source.raw_spans", "metadata", "tags"],
+)
+def test_cli_import_jsonl_full_record_with_a_secret_in_any_text_field(
+    seeded: Store, tmp_path: Path, where: str
+) -> None:
+    p = BY_KIND["github_fine_grained"]
+    record = new_node("Wintergreen is the billing rewrite", source=Source(label="user")).to_dict()
+    if where == "source.raw_spans":
+        record["source"]["raw_spans"] = [{"source_id": p.secret, "turn_id": None, "char_start": 0, "char_end": 1}]
+    elif where == "metadata":
+        record["metadata"]["note"] = p.secret
+    elif where == "tags":
+        record["tags"] = ["billing", p.secret]
+    elif "." in where:
+        outer, inner = where.split(".")
+        record[outer][inner] = p.secret
+    else:
+        record[where] = p.secret
+    path = tmp_path / "records.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    before = snapshot(seeded.root)
+    assert refusal_problems(cclg(seeded.root, "import-jsonl", str(path)), p, before, seeded.root) == []
+
+
+@pytest.mark.parametrize("kind", sorted(BY_KIND)[:6])
+def test_the_quick_flat_text_is_the_flat_text(kind: str) -> None:
+    """secrets_in scans a text built without bookkeeping and builds the full _Flat only on a match:
+    the two texts must be the same, or a secret spanning a key and its value would scan differently."""
+    value = {"a": [1, 2.5, "x", {"b": None, "c": True}], "d": {}, "e": [], BY_KIND[kind].secret: {"f": "g"}}
+    parts: list[str] = []
+    guard._flat_text(value, parts)
+    assert "".join(parts) == guard._Flat(value).text
+
+
 def test_cli_import_of_a_container_holding_a_secret_writes_nothing(seeded: Store, tmp_path: Path) -> None:
     root = seeded.root
     problems = []

@@ -269,7 +269,7 @@ def test_the_store_config_makes_the_context_smaller_and_can_ask_for_the_code_gra
 
 @pytest.mark.parametrize("host", ["claude", "codex"])
 def test_a_full_pack_fits_the_host_cap_whole(store: Store, host: str) -> None:
-    from cclg.guard import estimate_tokens
+    from cclg.text import estimate_tokens
 
     for i in range(60):
         words = " ".join(f"detail{i}x{j}" for j in range(60))

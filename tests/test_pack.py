@@ -23,7 +23,7 @@ from cclg.api import add_memory
 from cclg.cli import cli
 from cclg.errors import UsageError
 from cclg.files import read_jsonl
-from cclg.guard import SecretError, estimate_tokens, json_literal, reveal
+from cclg.guard import SecretError, reveal
 from cclg.index import open_index
 from cclg.ledger import apply_patch, create_nodes, rollback
 from cclg.pack import (
@@ -37,6 +37,7 @@ from cclg.pack import (
 from cclg.records import Scope, Source, dumps, new_node
 from cclg.search import Where, bm25
 from cclg.store import Store
+from cclg.text import estimate_tokens, json_literal
 from cclg.view import effective_view
 
 REPO = Path(__file__).parent.parent

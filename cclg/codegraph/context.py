@@ -32,7 +32,7 @@ import time
 
 from cclg.codegraph.rank import rank_files, render_pack
 from cclg.codegraph.stored import graph_path, repository_root, search_index_path
-from cclg.guard import json_literal
+from cclg.text import json_literal
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
