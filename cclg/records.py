@@ -12,12 +12,11 @@ Ids, times and content hashes come from ``cclg.ids``; strict field reading from
 
 from __future__ import annotations
 
-import json
 import re
 
 from cclg import format as fmt
 from cclg.errors import ValidationError
-from cclg.fields import FieldReader, ordered
+from cclg.fields import FieldReader, indented_json, ordered
 from cclg.ids import content_hash, is_valid_id, is_valid_session_id, new_id, normalize_text, now_iso, parse_time
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
@@ -594,6 +593,6 @@ def dumps(record: dict[str, Any]) -> bytes:
     """The on-disk form of a record: two-space indented UTF-8 JSON and a final newline. Text that is no
     Unicode (a lone surrogate, from a JSON escape such as \\ud800) is a ``ValidationError``."""
     try:
-        return (json.dumps(record, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+        return (indented_json(record) + "\n").encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ValidationError(f"a record holds text that is not valid Unicode (a lone surrogate): {exc}") from None

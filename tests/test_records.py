@@ -660,3 +660,20 @@ def test_node_round_trip_property(node: MemoryNode) -> None:
     assert MemoryNode.from_dict(out) == node
     assert MemoryNode.from_dict(json.loads(records.dumps(out))) == node
     assert node.metadata["content_hash"] == content_hash(node.content)
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(), children, max_size=4),
+    max_leaves=25,
+)
+
+
+@given(_JSON_VALUES)
+@settings(max_examples=300, deadline=None)
+def test_indented_json_is_the_standard_librarys_indented_text(value: object) -> None:
+    """Records are written with fields.indented_json for speed; the bytes on disk stay what
+    json.dumps(indent=2) wrote, so stores read the same by every tool (and the demo store is unchanged)."""
+    from cclg.fields import indented_json
+
+    assert indented_json(value) == json.dumps(value, ensure_ascii=False, indent=2)
