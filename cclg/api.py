@@ -45,6 +45,7 @@ from cclg.search import MODES, GrepMatch, Hit, Where, grep, parse_moment
 from cclg.search import search as search_memories  # the package's ``search`` attribute is the module
 from cclg.staging import finish
 from cclg.store import Store, resolve_root
+from cclg.undo import rollback as rollback_patch
 from cclg.view import effective_view
 
 # The public surface; ``cclg/__init__.py`` declares the same list (a test keeps the two equal).
@@ -311,7 +312,7 @@ def rollback(
     with store.lock():
         if max_trust != "trusted":
             _check_caller_rollback(store, store.read_patch(patch_id), max_trust)
-        return ledger.rollback(store, patch_id, reason=reason, source=Source(label=source))
+        return rollback_patch(store, patch_id, reason=reason, source=Source(label=source))
 
 
 def _check_caller_rollback(store: Store, undone: MemoryPatch, max_trust: str) -> None:

@@ -299,7 +299,7 @@ def _write(store: Store, plan: _Plan, report: ImportReport) -> None:
     audit = []
     for patch in plan.fresh["patches"]:
         stage.add_patch(patch)
-        audit.append(_patch_audit(patch, via="import"))
+        audit.append(ledger.patch_audit(patch, via="import"))
     for edge in plan.fresh["edges"]:
         stage.add_edge(edge)
         audit.append(audit_record("edge_written", edge_id=edge.id, via="import"))
@@ -308,7 +308,7 @@ def _write(store: Store, plan: _Plan, report: ImportReport) -> None:
         audit.append(audit_record("session_started", session_id=session.id, via="import"))
     if plan.patch is not None:
         stage.add_patch(plan.patch)
-        audit.append(_patch_audit(plan.patch))
+        audit.append(ledger.patch_audit(plan.patch))
     for edge in plan.edges:
         stage.add_edge(edge)
         audit.append(audit_record("edge_written", edge_id=edge.id, patch_id=edge.source_patch_id))
@@ -339,16 +339,4 @@ def _creation_patch(
         resolution_policy=policy if review else default_resolution_policy(),
         created_at=stamp,
         applied_at=stamp,
-    )
-
-
-def _patch_audit(patch: MemoryPatch, **extra: Any) -> dict[str, Any]:
-    """The audit record of a written patch (the ledger's shape)."""
-    return audit_record(
-        "patch_written",
-        patch_id=patch.id,
-        operation=patch.operation,
-        target_ids=patch.target_ids,
-        new_node_ids=patch.new_node_ids,
-        **extra,
     )

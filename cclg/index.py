@@ -287,6 +287,24 @@ class Index:
             return  # an unreadable record is doctor's business; search simply does not see it
         if node.id != node_id:
             return  # a copy of another node under this name: doctor reports it
+        self._insert_node(node, text, info.st_mtime_ns, info.st_size)
+
+    def add_staged(self, node: MemoryNode, data: bytes, staged: Path) -> None:
+        """Index a new node whose file ``staged`` is written but not yet named (a streamed import, under
+        the store lock): the row joins a write transaction that ``commit_staged`` ends once the files
+        have their names (a rename keeps a file's time and size) and that closing without it drops."""
+        self._begin_write()
+        info = staged.stat()
+        self._insert_node(node, data.decode("utf-8"), info.st_mtime_ns, info.st_size)
+
+    def commit_staged(self, patch_id: str) -> None:
+        """Load the patch that named the staged nodes, work out their standing, and commit."""
+        self._begin_write()
+        self._apply([], [patch_id])
+        self._set_meta("signature", _folder_signature(self.store))
+        self.db.commit()
+
+    def _insert_node(self, node: MemoryNode, text: str, mtime_ns: int, size: int) -> None:
         ends = parse_time(node.effective_until).timestamp() if node.effective_until else None
         cursor = self.db.execute(
             "INSERT INTO nodes (id, status, key, hash, level, session, project, workspace, created, updated, starts,"
@@ -305,8 +323,8 @@ class Index:
                 parse_time(node.effective_from).timestamp(),
                 ends,
                 int(is_pinned(node)),
-                info.st_mtime_ns,
-                info.st_size,
+                mtime_ns,
+                size,
                 text,
             ),
         )

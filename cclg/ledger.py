@@ -14,7 +14,8 @@ visible before the patch is durable, and a crash cannot lose a fact:
   (``cclg.view``) already treats as retired and that ``cclg doctor --repair``
   finishes by replaying the ledger.
 
-``cclg doctor`` reports every such leftover until then.
+``cclg doctor`` reports every such leftover until then. Undoing a patch is
+``cclg.undo``, a patch like the others.
 
 After each write the ledger tells the search index what changed through one
 call, ``cclg.index.note_changes``; it never reads through the index.
@@ -40,8 +41,7 @@ from cclg.records import (
     dumps,
     new_node,
 )
-from cclg.store import Store, audit_record, patch_order
-from cclg.view import touched_ids, undone_patch_ids
+from cclg.store import Store, audit_record
 
 
 class PatchResult(Record):
@@ -106,7 +106,7 @@ def create_nodes(
     batch = store.batch() if len(nodes) > 1 else _null_context()
     with store.lock(), batch:
         records = [audit_record("node_written", node_id=n.id, patch_id=patch.id) for n in nodes]
-        records.append(_patch_audit(patch))
+        records.append(patch_audit(patch))
         written = _write_new(store, patch, nodes, [], audit=records)
         note_changes(store, [n.id for n in nodes], [patch.id], written)
     return PatchResult(patch=patch, new_nodes=list(nodes))
@@ -148,7 +148,7 @@ def apply_patch(
     _check_shape(operation, rule, target_ids, contents)
 
     with store.lock():
-        targets = [_read_target(store, node_id) for node_id in target_ids]
+        targets = [read_target(store, node_id) for node_id in target_ids]
         _check_targets(operation, targets)
         stamp = now_iso()
         patch_id = new_id("patch")
@@ -252,11 +252,11 @@ def _write_retiring_patch(
     (``_write_new``), then the retirement of the targets."""
     _write_new(store, patch, new_nodes, edges)
     for target in targets:
-        _set_status(target, target_status, patch.created_at)
+        set_status(target, target_status, patch.created_at)
         link_replacements(target, new_nodes)
         store.write_node(target)
     records = [audit_record("node_written", node_id=n.id, patch_id=patch.id) for n in new_nodes]
-    records.append(_patch_audit(patch))
+    records.append(patch_audit(patch))
     records += [audit_record("edge_written", edge_id=e.id, patch_id=patch.id) for e in edges]
     records += [audit_record("node_status_changed", node_id=t.id, status=t.status, patch_id=patch.id) for t in targets]
     store.audit_many(records)
@@ -295,108 +295,6 @@ def _write_new(
     return written
 
 
-def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | None = None) -> PatchResult:
-    """Undo a patch: restore the ``prior_states`` it recorded and discard the nodes it wrote.
-
-    The rollback is itself a patch (``operation = rollback``, ``rollback_of`` =
-    the undone patch) and retires nothing, so a rollback can be rolled back. It is
-    refused when a later patch has touched the same memories (undo that one first)
-    or when the patch is already undone.
-    """
-    guard.refuse_secrets({"reason": reason, "source": source.to_dict() if source else {}}, "the rollback")
-    with store.lock():
-        undone = store.read_patch(patch_id)
-        rule_for(undone.operation)
-        _check_undoable(undone, store.load_patches())
-        # Patches written without prior_states (by other implementations) restore to active.
-        restore = {node_id: undone.prior_states.get(node_id, "active") for node_id in undone.target_ids}
-        restore.update(undone.prior_states)
-        discard = [n for n in undone.new_node_ids if n not in restore]
-        nodes = {node_id: _read_target(store, node_id) for node_id in [*restore, *discard]}
-        stamp = now_iso()
-        prior = {node_id: node.status for node_id, node in nodes.items()}
-        for node_id, status in restore.items():
-            _set_status(nodes[node_id], status, stamp)
-        for node_id in discard:
-            _set_status(nodes[node_id], "discarded", stamp)
-        _relink_after_rollback(store, undone, nodes)
-        patch = MemoryPatch(
-            id=new_id("patch"),
-            operation="rollback",
-            target_ids=list(nodes),
-            new_node_ids=[],
-            reason=reason.strip() or f"rollback of {patch_id}",
-            new_content=None,
-            source=source or Source(label="manual"),
-            confidence=1.0,
-            resolution_policy=default_resolution_policy(),
-            prior_states=prior,
-            rollback_of=undone.id,
-            created_at=stamp,
-            applied_at=stamp,
-        )
-        store.write_patch(patch)
-        for node in nodes.values():
-            store.write_node(node)
-        records = [_patch_audit(patch)]
-        records += [
-            audit_record("node_status_changed", node_id=n.id, status=n.status, patch_id=patch.id)
-            for n in nodes.values()
-        ]
-        store.audit_many(records)
-        note_changes(store, list(nodes), [patch.id])
-    return PatchResult(patch=patch, changed_nodes=list(nodes.values()))
-
-
-def _check_undoable(undone: MemoryPatch, patches: list[MemoryPatch]) -> None:
-    """``IllegalPatchError`` when ``undone`` is already undone, or a later patch still standing
-    touched the same memories."""
-    undone_ids = undone_patch_ids(patches)
-    by_id = {p.id: p for p in patches}
-    if undone.id in undone_ids:
-        raise IllegalPatchError(f"{undone.id} is already rolled back")
-    touched = touched_ids(undone)
-    for later in patches:
-        if later.id == undone.id or later.id in undone_ids or patch_order(later) <= patch_order(undone):
-            continue
-        if _rolls_back_chain_to(later, undone.id, by_id):
-            continue  # a redo of this very patch: undoing the patch undoes the redo too
-        if later.rollback_of in by_id and patch_order(by_id[later.rollback_of]) > patch_order(undone):
-            continue  # undoes a patch made after this one: the two cancel out
-        overlap = touched & touched_ids(later)
-        if overlap:
-            raise IllegalPatchError(
-                f"cannot roll back {undone.id}: the later patch {later.id} ({later.operation}) also changed "
-                f"{', '.join(sorted(overlap))}; roll that one back first"
-            )
-    if undone.operation == "rollback" and undone.rollback_of is None:
-        raise IllegalPatchError(f"{undone.id} is a rollback that does not say which patch it undid")
-
-
-def _relink_after_rollback(store: Store, undone: MemoryPatch, nodes: dict[str, MemoryNode]) -> None:
-    """Links follow the patch at the root of the rollback chain: undoing it (or a redo of it)
-    removes its superseded_by links; undoing an undo puts them back."""
-    root, depth = undone, 0
-    while root.rollback_of is not None:
-        root, depth = store.read_patch(root.rollback_of), depth + 1
-    for node_id in root.target_ids:
-        if node_id not in nodes:
-            continue
-        if depth % 2 == 0:
-            _unlink(nodes[node_id], root.new_node_ids)
-        else:
-            link_replacements(nodes[node_id], [n for n in nodes.values() if n.id in root.new_node_ids])
-    if root.operation == "create":  # a conflict flag (record_conflict): its contradicts links follow it
-        for node_id in root.prior_states:
-            links = nodes[node_id].relations["contradicts"] if node_id in nodes else None
-            if links is None:
-                continue
-            if depth % 2 == 0:
-                links[:] = [n for n in links if n not in root.new_node_ids]
-            else:
-                links.extend(n for n in root.new_node_ids if n not in links)
-
-
 def record_conflict(
     store: Store, local_id: str, incoming: MemoryNode, *, reason: str, source: Source | None = None
 ) -> PatchResult:
@@ -411,7 +309,7 @@ def record_conflict(
     undoes the whole flag. ``cclg conflicts`` lists the pair, ``cclg resolve`` settles it.
     """
     with store.lock():
-        local = _read_target(store, local_id)
+        local = read_target(store, local_id)
         stamp = now_iso()
         patch_id = new_id("patch")
         data = incoming.to_dict()
@@ -448,10 +346,10 @@ def record_conflict(
             source_patch_id=patch_id,
         )
         _write_new(store, patch, [node], [edge])
-        records = [audit_record("node_written", node_id=node.id, patch_id=patch_id), _patch_audit(patch)]
+        records = [audit_record("node_written", node_id=node.id, patch_id=patch_id), patch_audit(patch)]
         records.append(audit_record("edge_written", edge_id=edge.id, patch_id=patch_id))
         if flag_local:
-            _set_status(local, "conflict_pending", stamp)
+            set_status(local, "conflict_pending", stamp)
             if node.id not in local.relations["contradicts"]:
                 local.relations["contradicts"].append(node.id)
             store.write_node(local)
@@ -533,7 +431,7 @@ def _check_shape(operation: str, rule: lattice.Rule, target_ids: list[str], cont
         raise IllegalPatchError(f"{operation} needs {wanted[rule.new_nodes]}, got {len(contents)}")
 
 
-def _read_target(store: Store, node_id: str) -> MemoryNode:
+def read_target(store: Store, node_id: str) -> MemoryNode:
     try:
         return store.read_node(node_id)
     except NotFoundError:
@@ -553,7 +451,7 @@ def _new_node_source(patch_id: str, reason: str, source: Source | None) -> Sourc
     )
 
 
-def _set_status(node: MemoryNode, status: str, stamp: str) -> None:
+def set_status(node: MemoryNode, status: str, stamp: str) -> None:
     node.status = status
     node.updated_at = stamp
 
@@ -565,29 +463,15 @@ def link_replacements(target: MemoryNode, new_nodes: list[MemoryNode]) -> None:
             target.relations["superseded_by"].append(node.id)
 
 
-def _unlink(target: MemoryNode, new_node_ids: list[str]) -> None:
-    target.relations["superseded_by"] = [n for n in target.relations["superseded_by"] if n not in new_node_ids]
-
-
-def _rolls_back_chain_to(patch: MemoryPatch, patch_id: str, by_id: dict[str, MemoryPatch]) -> bool:
-    """Whether following ``rollback_of`` from ``patch`` reaches ``patch_id``."""
-    seen = set()
-    current: MemoryPatch | None = patch
-    while current is not None and current.rollback_of and current.id not in seen:
-        seen.add(current.id)
-        if current.rollback_of == patch_id:
-            return True
-        current = by_id.get(current.rollback_of)
-    return False
-
-
-def _patch_audit(patch: MemoryPatch) -> dict[str, object]:
+def patch_audit(patch: MemoryPatch, **extra: Any) -> dict[str, Any]:
+    """The audit record of a written patch."""
     return audit_record(
         "patch_written",
         patch_id=patch.id,
         operation=patch.operation,
         target_ids=patch.target_ids,
         new_node_ids=patch.new_node_ids,
+        **extra,
     )
 
 

@@ -53,7 +53,7 @@ LAYERS: list[list[str]] = [
         "codegraph.build",
     ],
     # the ledger and its projections
-    ["lattice", "view", "index", "staging", "ledger"],
+    ["lattice", "view", "index", "staging", "ledger", "undo"],
     # reading and compiling
     ["search", "semantic", "relevance", "pack", "sessions"],
     # operations

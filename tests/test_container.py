@@ -31,10 +31,11 @@ from cclg.doctor import diagnose
 from cclg.errors import IllegalPatchError, UnknownPatchOperationError, UsageError, ValidationError
 from cclg.ids import content_hash
 from cclg.importing import import_container
-from cclg.ledger import apply_patch, rollback
+from cclg.ledger import apply_patch
 from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Scope, Session, Source, new_node
 from cclg.sessions import end_session, start_session
 from cclg.store import Store
+from cclg.undo import rollback
 from cclg.view import effective_view
 from tests.conftest import DATA
 

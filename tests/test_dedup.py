@@ -12,9 +12,10 @@ from cclg import api
 from cclg.cli import cli
 from cclg.doctor import diagnose
 from cclg.errors import IllegalPatchError
-from cclg.ledger import apply_patch, rollback
+from cclg.ledger import apply_patch
 from cclg.records import Scope
 from cclg.store import Store
+from cclg.undo import rollback
 
 
 def files(root: Path) -> dict[str, bytes]:

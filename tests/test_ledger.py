@@ -21,9 +21,10 @@ from cclg.api import add_memory
 from cclg.errors import IllegalPatchError, NotFoundError, UnknownPatchOperationError, UsageError
 from cclg.files import read_jsonl
 from cclg.ids import new_id, now_iso
-from cclg.ledger import apply_patch, create_nodes, rollback
+from cclg.ledger import apply_patch, create_nodes
 from cclg.records import MemoryNode, MemoryPatch, Scope, Source, new_node
 from cclg.store import Store
+from cclg.undo import rollback
 from cclg.view import effective_view, retired_ids, undone_patch_ids
 
 LEDGER_CHECK = "node status agrees with the patch ledger"

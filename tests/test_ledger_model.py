@@ -31,9 +31,10 @@ from hypothesis.stateful import (
 from cclg import doctor
 from cclg.errors import IllegalPatchError, UnknownPatchOperationError
 from cclg.ids import new_id
-from cclg.ledger import apply_patch, create_nodes, rollback
+from cclg.ledger import apply_patch, create_nodes
 from cclg.records import Scope, Source, new_node
 from cclg.store import Store
+from cclg.undo import rollback
 from cclg.view import effective_view, retired_ids, undone_patch_ids
 
 SESSION = "sess-model"

@@ -25,7 +25,7 @@ from cclg.errors import UsageError
 from cclg.files import read_jsonl
 from cclg.guard import SecretError, reveal
 from cclg.index import open_index
-from cclg.ledger import apply_patch, create_nodes, rollback
+from cclg.ledger import apply_patch, create_nodes
 from cclg.pack import (
     SUPPRESSED_PREFIX_CHARS,
     Budget,
@@ -38,6 +38,7 @@ from cclg.records import Scope, Source, dumps, new_node
 from cclg.search import Where, bm25
 from cclg.store import Store
 from cclg.text import estimate_tokens, json_literal
+from cclg.undo import rollback
 from cclg.view import effective_view
 
 REPO = Path(__file__).parent.parent

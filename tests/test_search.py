@@ -22,10 +22,11 @@ from cclg.api import add_memory, import_jsonl
 from cclg.cli import cli
 from cclg.errors import UsageError
 from cclg.ids import FixedClock, fixed_clock, parse_time
-from cclg.ledger import apply_patch, create_nodes, rollback
+from cclg.ledger import apply_patch, create_nodes
 from cclg.records import MemoryNode, Scope, dumps, new_node
 from cclg.search import MODES, Hit, Where, grep, parse_moment, search
 from cclg.store import Store
+from cclg.undo import rollback
 
 ALL_MODES = [m for m in MODES if m != "grep"]  # grep mode needs the query's exact text
 
