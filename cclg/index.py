@@ -45,11 +45,10 @@ from cclg.view import rank
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable
     from typing import TypeVar
 
     Result = TypeVar("Result")
-    Written = Mapping[str, tuple[MemoryNode, bytes]]  # node id -> the node and the bytes just written
 
 SCHEMA_VERSION = "cclg.index.v3"  # v3: a node's level is view.rank (trust, then scope)
 MMAP_BYTES = 1 << 30
@@ -227,11 +226,10 @@ class Index:
             self.db.commit()
         return changed
 
-    def note_changes(self, node_ids: Iterable[str], patch_ids: Iterable[str], written: Written | None = None) -> None:
-        """Record files just written by this process (called under the store lock); ``written`` holds
-        the nodes and bytes it wrote, so those are not read back and parsed again."""
+    def note_changes(self, node_ids: Iterable[str], patch_ids: Iterable[str]) -> None:
+        """Record files just written by this process (called under the store lock)."""
         self._begin_write()
-        self._apply(list(node_ids), list(patch_ids), written)
+        self._apply(list(node_ids), list(patch_ids))
         self._set_meta("signature", _folder_signature(self.store))
         self.db.commit()
 
@@ -251,12 +249,12 @@ class Index:
         finally:
             self.db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
 
-    def _apply(self, node_ids: list[str], patch_ids: list[str], written: Written | None = None) -> None:
+    def _apply(self, node_ids: list[str], patch_ids: list[str]) -> None:
         affected = set(node_ids)
         for patch_id in patch_ids:
             affected |= self._load_patch(patch_id)
         for node_id in node_ids:
-            self._load_node(node_id, written.get(node_id) if written else None)
+            self._load_node(node_id)
         if patch_ids and any(self._is_rollback(p) for p in patch_ids):
             # A rollback changes which patches are live: recompute everything they touch.
             affected |= {row[0] for row in self.db.execute("SELECT node_id FROM patch_nodes")}
@@ -266,9 +264,8 @@ class Index:
         row = self.db.execute("SELECT operation FROM patches WHERE id = ?", (patch_id,)).fetchone()
         return row is None or row[0] == "rollback"
 
-    def _load_node(self, node_id: str, known: tuple[MemoryNode, bytes] | None = None) -> None:
-        """(Re)load one node from its file, or from ``known``: the node and the bytes this process has
-        just written to that file."""
+    def _load_node(self, node_id: str) -> None:
+        """(Re)load one node from its file."""
         path = self.store.folder("nodes") / f"{node_id}.json"
         old = self.db.execute("SELECT rowid FROM nodes WHERE id = ?", (node_id,)).fetchone()
         if old is not None:
@@ -276,11 +273,8 @@ class Index:
             self.db.execute("DELETE FROM nodes_fts WHERE rowid = ?", old)
         try:
             info = path.stat()
-            if known is not None:
-                node, text = known[0], known[1].decode("utf-8")
-            else:
-                text = path.read_text(encoding="utf-8")
-                node = MemoryNode.from_dict(json.loads(text), where=f"nodes/{node_id}.json")
+            text = path.read_text(encoding="utf-8")
+            node = MemoryNode.from_dict(json.loads(text), where=f"nodes/{node_id}.json")
         except FileNotFoundError:
             return
         except (OSError, ValueError, UnicodeDecodeError, ValidationError):
@@ -296,6 +290,10 @@ class Index:
         self._begin_write()
         info = staged.stat()
         self._insert_node(node, data.decode("utf-8"), info.st_mtime_ns, info.st_size)
+
+    def drop_staged(self) -> None:
+        """Forget the rows ``add_staged`` added (the write they belong to failed)."""
+        self.db.rollback()
 
     def commit_staged(self, patch_id: str) -> None:
         """Load the patch that named the staged nodes, work out their standing, and commit."""
@@ -561,9 +559,7 @@ def rebuild_index(store: Store) -> int:
         index.close()
 
 
-def note_changes(
-    store: Store, node_ids: Iterable[str], patch_ids: Iterable[str], written: Written | None = None
-) -> None:
+def note_changes(store: Store, node_ids: Iterable[str], patch_ids: Iterable[str]) -> None:
     """The ledger's one call into the index, after a write (under the store lock).
 
     Updates the index if there is one (it is built on first read otherwise). The
@@ -576,6 +572,6 @@ def note_changes(
     with contextlib.suppress(sqlite3.Error):
         index = connect(store)
         try:
-            index.note_changes(node_ids, patch_ids, written)
+            index.note_changes(node_ids, patch_ids)
         finally:
             index.close()

@@ -22,7 +22,9 @@ current before its patch is durable (``cclg.ledger.create_nodes`` stages them).
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -290,14 +292,14 @@ def _similar(index: Index, node: MemoryNode) -> list[dict[str, str]]:
 @dataclass
 class ImportResult:
     patch: MemoryPatch | None
-    nodes: list[MemoryNode]
+    node_ids: list[str]
     duplicates: list[dict[str, Any]] | None = None  # {"line", "duplicate_of"}: not written again
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "imported": len(self.nodes),
+            "imported": len(self.node_ids),
             "patch_id": self.patch.id if self.patch else None,
-            "node_ids": [n.id for n in self.nodes],
+            "node_ids": self.node_ids,
             "duplicates": self.duplicates or [],
         }
 
@@ -385,115 +387,135 @@ def _full_record_line(value: dict[str, Any], number: int, where: str) -> MemoryN
 def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>", force: bool = False) -> ImportResult:
     """Import memories from JSON lines, all or nothing.
 
-    Every line is checked first; if any is bad, nothing is written and the
-    ``ValidationError`` lists each bad line by number. A line whose content is
-    already current in its scope (in the store or earlier in the file) is skipped
-    and reported; content that was forgotten or discarded refuses the import
-    (``IllegalPatchError`` naming the lines) unless ``force``. Otherwise all nodes
-    are written under one ``create`` patch, so ``cclg rollback`` undoes the import;
-    the ledger stages them and names them only once that patch is durable, so a
-    crash leaves all of them (named by the next writer) or none.
+    Every line is checked; if any is bad, nothing is written and the ``ValidationError``
+    lists each bad line by number. A line whose content is already current in its scope
+    (in the store or earlier in the file) is skipped and reported; content that was
+    forgotten or discarded refuses the import (``IllegalPatchError`` naming the lines)
+    unless ``force``. Otherwise all nodes are written under one ``create`` patch, so
+    ``cclg rollback`` undoes the import. The lines are read as a stream (``_Lines``) that
+    the ledger checks, stages and indexes a chunk at a time and names only once that
+    patch is durable: a crash leaves all of them (named by the next writer) or none, and
+    no import is ever held whole in memory.
     """
-    nodes, lines = _parse_lines(data, name, max_line=4 * ledger.limit(store, "memory_chars") + 65_536)
-    with store.lock():
-        finish(store)
-        problems = [f"{name} line {lines[n.id]}: id {n.id} is already in the store" for n in nodes if _known(store, n)]
-        problems += _dangling_relations(store, nodes, lines, name)
-        if problems:
-            raise ValidationError(f"{len(problems)} bad line(s) in {name}; nothing was imported", problems)
-        fresh, duplicates, refused = _new_content_only(store, nodes, lines)
-        if refused and not force:
-            first = refused[0]
-            raise IllegalPatchError(
-                f"refused: {name} line {first[0]}: {first[1]}"
-                + (f" (and {len(refused) - 1} more line(s))" if len(refused) > 1 else "")
-                + "; nothing was imported; --force imports them anyway"
-            )
-        if not fresh:
-            return ImportResult(patch=None, nodes=[], duplicates=duplicates)
-        result = create_nodes(
-            store,
-            fresh,
-            reason=f"import-jsonl {name}",
-            source=Source(label=f"import:{name}"),
-            new_content=f"imported {len(fresh)} memories from {name}",
-        )
-    return ImportResult(patch=result.patch, nodes=fresh, duplicates=duplicates)
-
-
-def _parse_lines(data: bytes, name: str, *, max_line: int) -> tuple[list[MemoryNode], dict[str, int]]:
-    """Every line read as a new memory, and each one's line number; ``ValidationError`` lists every bad line.
-    A line longer than ``max_line`` characters is not even parsed (its content would be over the limit)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValidationError(f"{name}: not UTF-8 text ({exc})") from None
-    nodes: list[MemoryNode] = []
-    problems: list[str] = []
-    seen: dict[str, int] = {}
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        if len(line) > max_line:
-            problems.append(f"{name} line {number}: {len(line):,} characters, over the size limit of a memory")
-            continue
+    del data
+    with store.lock():
+        finish(store)
+        index = open_index(store)
         try:
-            node = parse_import_line(parse_json(line), number, name)
+            lines = _Lines(store, index, name, force, max_line=4 * ledger.limit(store, "memory_chars") + 65_536)
+            stream = lines.fresh(text)
+            first = next(stream, None)  # every line is checked before nothing is found to write
+            if first is None:
+                return ImportResult(patch=None, node_ids=[], duplicates=lines.duplicates)
+            result = create_nodes(
+                store,
+                itertools.chain([first], stream),
+                reason=f"import-jsonl {name}",
+                source=Source(label=f"import:{name}"),
+                new_content=lambda count: f"imported {count} memories from {name}",
+                index=index,
+            )
+        finally:
+            index.close()
+    return ImportResult(patch=result.patch, node_ids=result.patch.new_node_ids, duplicates=lines.duplicates)
+
+
+def _split_lines(text: str) -> Iterator[str]:
+    """``text.split("\\n")``, one line at a time (an import's text is not copied into a list)."""
+    start = 0
+    while start <= len(text):
+        end = text.find("\n", start)
+        end = len(text) if end == -1 else end
+        yield text[start:end]
+        start = end + 1
+
+
+class _Lines:
+    """The lines of one import, read one at a time: ``fresh`` yields each new memory as soon as it is
+    known to be one, and raises at the end of the input (inside the ledger's write, which then
+    leaves nothing) if any line was bad (``ValidationError``, every bad line listed) or brings back
+    thrown-out content (``IllegalPatchError``, unless ``force``). What it keeps per line is small: the
+    id and line number, the content's mark (for duplicates within the file), relations left open."""
+
+    def __init__(self, store: Store, index: Index, name: str, force: bool, *, max_line: int) -> None:
+        self.store, self.index, self.name, self.force, self.max_line = store, index, name, force, max_line
+        self.problems: list[str] = []
+        self.refused: list[tuple[int, str]] = []
+        self.duplicates: list[dict[str, Any]] = []
+        self.seen: dict[str, int] = {}  # id -> line
+        self.marks: dict[tuple[str, str], str] = {}  # (content hash, scope) -> id, within the file
+        self.open_relations: list[tuple[int, str, str]] = []  # (line, kind, id) not found yet
+
+    def fresh(self, text: str) -> Iterator[MemoryNode]:
+        for number, line in enumerate(_split_lines(text), start=1):
+            node = self._read(number, line)
+            if node is not None and not self.problems and (self.force or not self.refused):
+                yield node
+        self._close_relations()
+        if self.problems:
+            raise ValidationError(
+                f"{len(self.problems)} bad line(s) in {self.name}; nothing was imported", self.problems
+            )
+        if self.refused and not self.force:
+            first = self.refused[0]
+            raise IllegalPatchError(
+                f"refused: {self.name} line {first[0]}: {first[1]}"
+                + (f" (and {len(self.refused) - 1} more line(s))" if len(self.refused) > 1 else "")
+                + "; nothing was imported; --force imports them anyway"
+            )
+
+    def _read(self, number: int, line: str) -> MemoryNode | None:
+        """The new memory of one line; None for a blank line, a duplicate or a bad line (noted)."""
+        if not line.strip():
+            return None
+        where = f"{self.name} line {number}"
+        if len(line) > self.max_line:
+            self.problems.append(f"{where}: {len(line):,} characters, over the size limit of a memory")
+            return None
+        try:
+            node = parse_import_line(parse_json(line), number, self.name)
         except ValidationError as exc:
-            problems.extend(exc.problems)
-            continue
+            self.problems.extend(exc.problems)
+            return None
         except ValueError as exc:  # not JSON, or nested too deep
-            problems.append(f"{name} line {number}: not JSON ({getattr(exc, 'msg', exc)})")
-            continue
-        if node.id in seen:
-            problems.append(f"{name} line {number}: id {node.id} repeats line {seen[node.id]}")
-            continue
-        seen[node.id] = number
-        nodes.append(node)
-    if problems:
-        raise ValidationError(f"{len(problems)} bad line(s) in {name}; nothing was imported", problems)
-    return nodes, seen
+            self.problems.append(f"{where}: not JSON ({getattr(exc, 'msg', exc)})")
+            return None
+        if node.id in self.seen:
+            self.problems.append(f"{where}: id {node.id} repeats line {self.seen[node.id]}")
+            return None
+        self.seen[node.id] = number
+        if _known(self.store, node):
+            self.problems.append(f"{where}: id {node.id} is already in the store")
+        self.open_relations += [(number, kind, other) for kind, ids in node.relations.items() for other in ids]
+        return self._if_new(node, number)
+
+    def _if_new(self, node: MemoryNode, number: int) -> MemoryNode | None:
+        mark = (content_hash(node.content), json.dumps(node.scope.to_dict(), sort_keys=True))
+        existing, thrown_out = _content_seen(self.store, self.index, node)
+        if existing is not None or mark in self.marks:
+            self.duplicates.append({"line": number, "duplicate_of": existing.id if existing else self.marks[mark]})
+            return None
+        if thrown_out is not None:
+            self.refused.append((number, thrown_out))
+        self.marks[mark] = node.id
+        return node
+
+    def _close_relations(self) -> None:
+        """Relations naming a memory neither in the file nor in the store, one problem per line and kind."""
+        missing: dict[tuple[int, str], list[str]] = {}
+        for number, kind, other in self.open_relations:
+            if other not in self.seen and not self.store.node_path(other).exists():
+                missing.setdefault((number, kind), []).append(other)
+        for (number, kind), others in missing.items():
+            self.problems.append(
+                f"{self.name} line {number}: relations.{kind} names {', '.join(others)}, "
+                "which is neither in the file nor in the store"
+            )
 
 
 def _known(store: Store, node: MemoryNode) -> bool:
     return store.node_path(node.id).exists()
-
-
-def _dangling_relations(store: Store, nodes: list[MemoryNode], lines: dict[str, int], name: str) -> list[str]:
-    """Relations naming a memory neither in the file nor in the store."""
-    problems = []
-    for node in nodes:
-        for kind, others in node.relations.items():
-            missing = [o for o in others if o not in lines and not store.node_path(o).exists()]
-            if missing:
-                problems.append(
-                    f"{name} line {lines[node.id]}: relations.{kind} names {', '.join(missing)}, "
-                    "which is neither in the file nor in the store"
-                )
-    return problems
-
-
-def _new_content_only(
-    store: Store, nodes: list[MemoryNode], lines: dict[str, int]
-) -> tuple[list[MemoryNode], list[dict[str, Any]], list[tuple[int, str]]]:
-    """(nodes to write, duplicates skipped, (line, why) of thrown-out content) for an import."""
-    fresh: list[MemoryNode] = []
-    duplicates: list[dict[str, Any]] = []
-    refused: list[tuple[int, str]] = []
-    in_file: dict[tuple[str, str], str] = {}
-    index = open_index(store)
-    try:
-        for node in nodes:
-            line = lines[node.id]
-            mark = (content_hash(node.content), json.dumps(node.scope.to_dict(), sort_keys=True))
-            existing, thrown_out = _content_seen(store, index, node)
-            if existing is not None or mark in in_file:
-                duplicates.append({"line": line, "duplicate_of": existing.id if existing else in_file[mark]})
-                continue
-            if thrown_out is not None:
-                refused.append((line, thrown_out))
-            in_file[mark] = node.id
-            fresh.append(node)
-    finally:
-        index.close()
-    return fresh, duplicates, refused

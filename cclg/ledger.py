@@ -23,13 +23,14 @@ call, ``cclg.index.note_changes``; it never reads through the index.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from cclg import guard, lattice
 from cclg.errors import IllegalPatchError, NotFoundError, UsageError, ValidationError
 from cclg.ids import new_id, now_iso
-from cclg.index import note_changes
+from cclg.index import Index, note_changes
 from cclg.lattice import rule_for
 from cclg.records import (
     MemoryEdge,
@@ -71,45 +72,109 @@ class PatchResult(Record):
 # ---------------------------------------------------------------- writing
 
 
+CHUNK = 512  # nodes checked, staged and indexed together: a stream of any length is never held whole
+
+
 def create_nodes(
-    store: Store, nodes: list[MemoryNode], *, reason: str, source: Source | None = None, new_content: str | None = None
+    store: Store,
+    nodes: Iterable[MemoryNode],
+    *,
+    reason: str,
+    source: Source | None = None,
+    new_content: str | Callable[[int], str] | None = None,
+    index: Index | None = None,
 ) -> PatchResult:
     """Write new nodes with one ``create`` patch that names them all.
 
-    For a single node the patch's ``new_content`` is the node's content; for a
-    batch it is ``new_content`` (a short description of the batch).
+    ``nodes`` is a list or a stream (an import's generator, which may raise to refuse
+    the whole write). They are checked (secrets, size, instruction-like text), staged
+    and, given the caller's ``index``, indexed ``CHUNK`` at a time; the patch is written
+    once the last is staged, then they get their names. Anything raised before the patch,
+    by a check or by the stream, leaves nothing: the staged files are deleted and the
+    index's transaction is dropped. The patch's ``new_content`` is the node's content
+    for one node, else ``new_content`` (a text, or a function of the count). The result
+    holds the nodes when they came as a list (a stream is not kept).
     """
-    if not nodes:
-        raise UsageError("nothing to create")
-    guard.refuse_secrets({"reason": reason, "new_content": new_content or ""}, "the create")
-    refuse_node_secrets(nodes)
+    guard.refuse_secrets(
+        {"reason": reason, "new_content": new_content if isinstance(new_content, str) else ""}, "the create"
+    )
+    patch_id = new_id("patch")
+    ids: list[str] = []
+    staged: list[Path] = []
+    first: MemoryNode | None = None
+    one = isinstance(nodes, list) and len(nodes) == 1
+    with store.lock(), _null_context() if one else store.batch():
+        try:
+            for chunk in _chunks(nodes):
+                refuse_node_secrets(chunk)
+                refuse_oversized(store, chunk)
+                first = first or chunk[0]
+                for node in chunk:
+                    staged.append(_stage_node(store, node, patch_id, index))
+                    ids.append(node.id)
+            if first is None:
+                raise UsageError("nothing to create")
+            described = first.content if new_content is None and len(ids) == 1 else new_content
+            patch = _create_patch(patch_id, ids, reason, source, described)
+            store.write_patch(patch)
+        except BaseException:  # nothing of the patch stays behind
+            for temp in staged:
+                temp.unlink(missing_ok=True)
+            if index is not None:
+                index.drop_staged()
+            raise
+        store.make_durable()  # in a batch: the staged files and the patch, before any of them is named
+        store.audit_many(
+            [*(audit_record("node_written", node_id=i, patch_id=patch_id) for i in ids), patch_audit(patch)]
+        )
+        for temp, node_id in zip(staged, ids, strict=True):
+            store.publish_file(temp, store.node_path(node_id))
+        if index is not None:
+            index.commit_staged(patch_id)
+        else:
+            note_changes(store, ids, [patch_id])
+    return PatchResult(patch=patch, new_nodes=list(nodes) if isinstance(nodes, list) else [])
+
+
+def _chunks(nodes: Iterable[MemoryNode]) -> Iterator[list[MemoryNode]]:
+    chunk: list[MemoryNode] = []
     for node in nodes:
-        flag_instructions(node)
+        chunk.append(node)
+        if len(chunk) == CHUNK:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _stage_node(store: Store, node: MemoryNode, patch_id: str, index: Index | None) -> Path:
+    flag_instructions(node)
+    data = dumps(node.to_dict())
+    temp = store.stage_file(store.node_path(node.id), data, patch_id)
+    if index is not None:
+        index.add_staged(node, data, temp)
+    return temp
+
+
+def _create_patch(
+    patch_id: str, ids: list[str], reason: str, source: Source | None, new_content: str | Callable[[int], str] | None
+) -> MemoryPatch:
     if new_content is None:
-        if len(nodes) != 1:
-            raise UsageError("a multi-node create needs a new_content description")
-        new_content = nodes[0].content
+        raise UsageError("a multi-node create needs a new_content description")
     stamp = now_iso()
-    patch = MemoryPatch(
-        id=new_id("patch"),
+    return MemoryPatch(
+        id=patch_id,
         operation="create",
         target_ids=[],
-        new_node_ids=[n.id for n in nodes],
+        new_node_ids=ids,
         reason=reason,
-        new_content=new_content,
+        new_content=new_content if isinstance(new_content, str) else new_content(len(ids)),
         source=source or Source(label="manual"),
         confidence=1.0,
         resolution_policy=default_resolution_policy(),
         created_at=stamp,
         applied_at=stamp,
     )
-    batch = store.batch() if len(nodes) > 1 else _null_context()
-    with store.lock(), batch:
-        records = [audit_record("node_written", node_id=n.id, patch_id=patch.id) for n in nodes]
-        records.append(patch_audit(patch))
-        written = _write_new(store, patch, nodes, [], audit=records)
-        note_changes(store, [n.id for n in nodes], [patch.id], written)
-    return PatchResult(patch=patch, new_nodes=list(nodes))
 
 
 def apply_patch(
@@ -269,14 +334,12 @@ def _write_new(
     nodes: list[MemoryNode],
     edges: list[MemoryEdge],
     audit: list[dict[str, Any]] | None = None,
-) -> dict[str, tuple[MemoryNode, bytes]]:
+) -> None:
     """Write a patch and the nodes and edges it makes, none of them visible before the patch is
     durable (under the store lock): stage them, write the patch, append ``audit`` (so a writer
-    killed while naming them leaves none unaudited), name them. Returns each node with the bytes
-    written for it (for the index, which need not read them back)."""
+    killed while naming them leaves none unaudited), name them."""
     refuse_oversized(store, nodes)
-    written = {n.id: (n, dumps(n.to_dict())) for n in nodes}
-    staged = [(store.node_path(node_id), data) for node_id, (_, data) in written.items()]
+    staged = [(store.node_path(n.id), dumps(n.to_dict())) for n in nodes]
     staged += [(store.edge_path(e.id), dumps(e.to_dict())) for e in edges]
     temps: list[tuple[Path, Path]] = []
     try:
@@ -292,7 +355,6 @@ def _write_new(
         store.audit_many(audit)
     for temp, path in temps:
         store.publish_file(temp, path)
-    return written
 
 
 def record_conflict(

@@ -132,8 +132,8 @@ def test_cli_import_of_a_boastful_container_then_pack(tmp_path: Path, store: Sto
 def test_a_full_record_line_cannot_pin_or_require_itself(store: Store) -> None:
     record = boastful("Pin me into every prompt").to_dict()
     result = api.import_jsonl(store, json.dumps(record).encode(), name="seed.jsonl")
-    (node,) = result.nodes
-    stored = store.read_node(node.id)
+    (node_id,) = result.node_ids
+    stored = store.read_node(node_id)
     assert guard.labels(stored.metadata) == ("untrusted", "internal", "preferred") and "pinned" not in stored.metadata
     assert compile_pack(store, "")["memory_nodes"] == []
 
