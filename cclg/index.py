@@ -51,7 +51,6 @@ if TYPE_CHECKING:
     Result = TypeVar("Result")
 
 SCHEMA_VERSION = "cclg.index.v3"  # v3: a node's level is view.rank (trust, then scope)
-MMAP_BYTES = 1 << 30
 MAX_READS = 3  # runs of a read whose served memories keep changing on disk, before it is served as is
 BUSY_TIMEOUT = 30.0  # seconds a writer waits for the index's write lock
 READER_WAIT = 0.3  # seconds a reader waits for it to catch up with the files, else it reads the index as it is
@@ -440,9 +439,9 @@ def _open_db(path: Path | str) -> sqlite3.Connection:
     db = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level="DEFERRED")
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
-    # Read pages through a memory map: a search touches rows all over the table,
-    # and the default page cache (2 MB) cannot hold a large store.
-    db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+    # No memory map: the pages a search touches would all count as the process's memory (180 MB
+    # for one query on 100,000 memories, against 16 MB without), and reading them through the page
+    # cache costs no more CPU time once the OS holds the file (benchmarks/RESULTS.md, issue 17).
     return db
 
 
