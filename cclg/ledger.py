@@ -130,7 +130,7 @@ def create_nodes(
         for temp, node_id in zip(staged, ids, strict=True):
             store.publish_file(temp, store.node_path(node_id))
         if index is not None:
-            index.commit_staged(patch_id)
+            index.note_changes([], [patch_id])  # the staged rows, with the patch that named them
         else:
             note_changes(store, ids, [patch_id])
     return PatchResult(patch=patch, new_nodes=list(nodes) if isinstance(nodes, list) else [])

@@ -105,6 +105,44 @@ def seeded(store: Store) -> Store:
     return store
 
 
+# ---------------------------------------------------------------- rebuilding
+
+
+def test_reindex_builds_a_new_index_beside_the_old_and_swaps_it_in(seeded: Store) -> None:
+    """rebuild_index writes a fresh file without a journal and renames it over the old index: a reader
+    holding the old one open finishes on it, the next reader gets the new one, nothing is left beside."""
+    from cclg.index import rebuild_index
+
+    old = open_index(seeded)
+    try:
+        before = old.db.execute("SELECT count(*) FROM nodes").fetchone()[0]
+        assert rebuild_index(seeded) == 3
+        assert old.db.execute("SELECT count(*) FROM nodes").fetchone()[0] == before, "the old reader still reads"
+    finally:
+        old.close()
+    assert indexed_rows(seeded) == file_rows(seeded)
+    assert sync_count(seeded) == 0, "the new index knows the files as they are"
+    assert sorted(p.name for p in seeded.root.glob("index.sqlite*") if not p.name.endswith(("-wal", "-shm"))) == [
+        "index.sqlite"
+    ]
+
+
+def test_a_failed_reindex_leaves_the_old_index_as_it_was(seeded: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cclg import index as index_module
+
+    open_index(seeded).close()
+    rows = indexed_rows(seeded)
+
+    def broken(self: object) -> int:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(index_module.Index, "rebuild", broken)
+    with pytest.raises(OSError, match="disk full"):
+        index_module.rebuild_index(seeded)
+    assert indexed_rows(seeded) == rows
+    assert not list(seeded.root.glob("index.sqlite.rebuild*"))
+
+
 # ---------------------------------------------------------------- building and keeping in step
 
 
