@@ -24,6 +24,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import json
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -397,17 +398,12 @@ def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>", force: boo
     patch is durable: a crash leaves all of them (named by the next writer) or none, and
     no import is ever held whole in memory.
     """
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValidationError(f"{name}: not UTF-8 text ({exc})") from None
-    del data
     with store.lock():
         finish(store)
         index = open_index(store)
         try:
             lines = _Lines(store, index, name, force, max_line=4 * ledger.limit(store, "memory_chars") + 65_536)
-            stream = lines.fresh(text)
+            stream = lines.fresh(data)
             first = next(stream, None)  # every line is checked before nothing is found to write
             if first is None:
                 return ImportResult(patch=None, node_ids=[], duplicates=lines.duplicates)
@@ -424,13 +420,13 @@ def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>", force: boo
     return ImportResult(patch=result.patch, node_ids=result.patch.new_node_ids, duplicates=lines.duplicates)
 
 
-def _split_lines(text: str) -> Iterator[str]:
-    """``text.split("\\n")``, one line at a time (an import's text is not copied into a list)."""
+def _split_lines(data: bytes) -> Iterator[bytes]:
+    """``data.split(b"\\n")``, one line at a time (an import is not copied into a list, nor decoded whole)."""
     start = 0
-    while start <= len(text):
-        end = text.find("\n", start)
-        end = len(text) if end == -1 else end
-        yield text[start:end]
+    while start <= len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end == -1 else end
+        yield data[start:end]
         start = end + 1
 
 
@@ -450,8 +446,13 @@ class _Lines:
         self.marks: dict[tuple[str, str], str] = {}  # (content hash, scope) -> id, within the file
         self.open_relations: list[tuple[int, str, str]] = []  # (line, kind, id) not found yet
 
-    def fresh(self, text: str) -> Iterator[MemoryNode]:
-        for number, line in enumerate(_split_lines(text), start=1):
+    def fresh(self, data: bytes) -> Iterator[MemoryNode]:
+        for number, raw in enumerate(_split_lines(data), start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                self.problems.append(f"{self.name} line {number}: not UTF-8 text ({exc.reason} at byte {exc.start})")
+                continue
             node = self._read(number, line)
             if node is not None and not self.problems and (self.force or not self.refused):
                 yield node
@@ -494,7 +495,8 @@ class _Lines:
         return self._if_new(node, number)
 
     def _if_new(self, node: MemoryNode, number: int) -> MemoryNode | None:
-        mark = (content_hash(node.content), json.dumps(node.scope.to_dict(), sort_keys=True))
+        # Scopes repeat from line to line: one string each, not one per line.
+        mark = (content_hash(node.content), sys.intern(json.dumps(node.scope.to_dict(), sort_keys=True)))
         existing, thrown_out = _content_seen(self.store, self.index, node)
         if existing is not None or mark in self.marks:
             self.duplicates.append({"line": number, "duplicate_of": existing.id if existing else self.marks[mark]})

@@ -144,3 +144,14 @@ def test_a_failed_create_drops_its_rows_from_the_callers_index(seeded: Store) ->
         assert index.db.execute("SELECT count(*) FROM nodes").fetchone()[0] == 1
     finally:
         index.close()
+
+
+def test_a_line_that_is_not_utf8_is_named_and_nothing_is_written(seeded: Store) -> None:
+    """Lines are decoded one at a time (the file is never decoded whole): a bad one is a bad line."""
+    before = files(seeded.root)
+    with pytest.raises(ValidationError) as refused:
+        api.import_jsonl(seeded, lines(*good()) + b'\n{"content": "caf\xe9", "source": "file"}', name="seed.jsonl")
+    assert refused.value.problems == [
+        f"seed.jsonl line {GOOD + 1}: not UTF-8 text (invalid continuation byte at byte 16)"
+    ]
+    assert_nothing_written(seeded, before)
