@@ -12,41 +12,64 @@ that every public function and class here is in it.
 The work itself lives in the modules named after it (``intake`` for new memories,
 ``ledger`` for patches, ``search``, ``pack``, ``container``, ``doctor``,
 ``redaction``, ``codegraph``); this module gathers them and adds the operations
-that are only a few lines over them.
+that are only a few lines over them. It imports up front only what adding and reading
+memories need, the rest on first use (``_LAZY``, or inside the operation): ``cclg add`` starts fast.
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
 import json
 import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cclg import format as fmt
-from cclg import guard, install, ledger
-from cclg.container import Container, export_store, load_container, read_text
-from cclg.demo import build_demo_store
-from cclg.doctor import Finding, Report, diagnose, repair, validate_paths
+from cclg import guard, ledger
 from cclg.errors import NotFoundError, UsageError
 from cclg.files import read_jsonl
 from cclg.ids import is_valid_id
-from cclg.importing import ImportReport, import_container
 from cclg.index import rebuild_index
 from cclg.intake import AddResult, ImportResult, add_memory, build_node, import_jsonl, parse_scope, scope_for
 from cclg.lattice import LIVE_STATUSES
 from cclg.ledger import PatchResult
-from cclg.pack import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, FORMATS, compile_pack, explain_pack, render, to_toml
 from cclg.records import MemoryNode, MemoryPatch, Source
-from cclg.redaction import redact_store, scan_secrets
 from cclg.search import MODES, GrepMatch, Hit, Where, grep, parse_moment
 from cclg.search import search as search_memories  # the package's ``search`` attribute is the module
 from cclg.staging import finish
 from cclg.store import Store, resolve_root
-from cclg.undo import rollback as rollback_patch
 from cclg.view import effective_view
+
+_LAZY = {  # module -> the public names it serves: modules only some operations need, imported on first use
+    "cclg.container": "Container export_store load_container read_text",
+    "cclg.demo": "build_demo_store",
+    "cclg.doctor": "Finding Report diagnose repair validate_paths",
+    "cclg.importing": "ImportReport import_container",
+    "cclg.pack": "DEFAULT_MAX_CHARS DEFAULT_MAX_NODES FORMATS compile_pack explain_pack render to_toml",
+    "cclg.redaction": "redact_store scan_secrets",
+}
+
+if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
+    from cclg import install
+    from cclg.container import Container, export_store, load_container, read_text
+    from cclg.demo import build_demo_store
+    from cclg.doctor import Finding, Report, diagnose, repair, validate_paths
+    from cclg.importing import ImportReport, import_container
+    from cclg.pack import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, FORMATS, compile_pack, explain_pack, render, to_toml
+    from cclg.redaction import redact_store, scan_secrets
+else:
+
+    def __getattr__(name: str) -> Any:
+        module = next((module for module, names in _LAZY.items() if name in names.split()), None)
+        if module is None:
+            raise AttributeError(f"module 'cclg.api' has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value  # found here from now on
+        return value
+
 
 # The public surface; ``cclg/__init__.py`` declares the same list (a test keeps the two equal).
 __all__ = [
@@ -308,6 +331,8 @@ def rollback(
     A caller limited to ``max_trust`` (MCP: untrusted) may not bring back a memory more trusted
     than that, nor undo (or redo) a change of labels: only the user raises trust or takes back
     their own label (a quarantine, say)."""
+    from cclg.undo import rollback as rollback_patch
+
     patch_id = resolve_patch_id(store, patch_id)
     with store.lock():
         if max_trust != "trusted":
@@ -417,6 +442,8 @@ def export_to(store: Store, out: Path, *, session_ids: list[str] | None = None, 
     """``cclg export FILE``: write the store's container to ``out``; returns the container's header."""
     if out.is_dir():
         raise UsageError(f"{out} is a folder; give a file name such as {out / 'memory.cclg'}")
+    from cclg.container import export_store
+
     text = export_store(store, session_ids or None)
     try:
         store.write_file(out, text.encode("utf-8"), replace=force)
@@ -532,6 +559,8 @@ def install_host(
     turn the code graph in the hook's answers on (unless the store's config says otherwise). For Codex,
     with ``trust``, also record the user's trust in the hooks it wrote, where Codex can be asked for
     them (a last change, left out when it could not)."""
+    from cclg import install  # and subprocess with it: only when installing
+
     if not dry_run:
         store, _ = Store.init(root)
         hook = store.config.get("hook")
@@ -558,6 +587,8 @@ def install_host(
 
 def uninstall_host(host: str, *, project: Path | None = None, dry_run: bool = False) -> list[install.Change]:
     """``cclg uninstall``: remove exactly what ``install_host`` added."""
+    from cclg import install
+
     changes = [install.uninstall(host, project=project, dry_run=dry_run)]
     changes.append(install.unregister_mcp(host, project=project, dry_run=dry_run))
     if host == "codex":

@@ -4,28 +4,63 @@ Each command opens the store, calls the library and prints the result: TOML for
 people (``--json`` for programs). Errors from the library become a message on
 stderr and an exit code in one place, ``CclgGroup.invoke``.
 
-Where a command lives:
-
-- ``memory``: init, add, raw, import-jsonl, patch, forget, label, rollback, conflicts, resolve
-- ``inspect``: status, show, log, diff, cite, audit, validate, doctor, scan
-- ``retrieval``: search, grep, recall, pack, reindex
-- ``containers``: export, open, import
-- ``code``: code-index, code-search
-- ``hosts``: install, uninstall, demo-store
-
-``common`` holds what they share (the store of the invocation, printing, options).
+Where a command lives is ``COMMAND_MODULES``; a command's module is imported only
+when the command runs (or ``cclg --help`` lists it), so ``cclg add`` loads what
+adding needs and no more. ``common`` holds what the command modules share (the
+store of the invocation, printing, options).
 """
 
 from __future__ import annotations
 
 import errno
+import importlib
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 import click
 
 from cclg import __version__
-from cclg.cli import code, containers, hosts, inspect, memory, retrieval
 from cclg.errors import CclgError, ValidationError
+
+COMMAND_MODULES = {  # module of cclg.cli -> the commands it defines (in its COMMANDS)
+    "memory": ["init", "add", "raw", "import-jsonl", "patch", "forget", "label", "rollback", "conflicts", "resolve"],
+    "inspect": ["status", "show", "log", "diff", "cite", "audit", "validate", "doctor", "scan"],
+    "retrieval": ["search", "grep", "recall", "pack", "reindex"],
+    "containers": ["export", "open", "import"],
+    "code": ["code-index", "code-search"],
+    "hosts": ["install", "uninstall", "demo-store"],
+}
+
+
+class LazyCommands(MutableMapping[str, click.Command]):
+    """The group's commands by name (``Group.commands``): a command's module is imported the first
+    time the command is looked up. Names alone (``cclg --help``'s list, suggestions for a typo)
+    import nothing."""
+
+    def __init__(self, modules: dict[str, list[str]]) -> None:
+        self._commands: dict[str, click.Command | str] = {
+            name: module for module, names in modules.items() for name in names
+        }
+
+    def __getitem__(self, name: str) -> click.Command:
+        command = self._commands[name]
+        if isinstance(command, str):
+            module = importlib.import_module(f"cclg.cli.{command}")
+            command = next(c for c in module.COMMANDS if c.name == name)
+            self._commands[name] = command
+        return command
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._commands[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._commands[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._commands)
+
+    def __len__(self) -> int:
+        return len(self._commands)
 
 
 class CclgGroup(click.Group):
@@ -65,7 +100,9 @@ DISK_REFUSED = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}  # full, over quota, re
 DISK_EXIT_CODE = 8
 
 
-@click.group(cls=CclgGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=CclgGroup, commands=LazyCommands(COMMAND_MODULES), context_settings={"help_option_names": ["-h", "--help"]}
+)
 @click.option(
     "--root",
     envvar="CCLG_HOME",
@@ -88,13 +125,8 @@ def cli(ctx: click.Context, root: str | None) -> None:
     ctx.obj = {"root": root}
 
 
-for _module in (memory, inspect, retrieval, containers, code, hosts):
-    for _command in _module.COMMANDS:
-        cli.add_command(_command)
-
-
 def main() -> None:
     cli(prog_name="cclg")
 
 
-__all__ = ["CclgGroup", "cli", "main"]
+__all__ = ["COMMAND_MODULES", "CclgGroup", "LazyCommands", "cli", "main"]

@@ -1,7 +1,7 @@
 """What every command module shares: the store of the invocation, printing, input, options.
 
 Command modules import from here, never from ``cclg.cli`` itself (``cclg/cli/__init__.py``
-imports them to build the group, so the other way round would be an import cycle).
+imports them to run their commands, so the other way round would be an import cycle).
 """
 
 from __future__ import annotations
