@@ -232,7 +232,7 @@ def add_memory(
     ledger.refuse_node_secrets([node])  # before the duplicate check: a secret is refused, not matched
     with store.lock():
         finish(store)  # an import a crash interrupted
-        index = open_index(store)
+        index = open_index(store)  # one connection for the checks and the write: closing one costs a checkpoint
         try:
             existing, thrown_out = _content_seen(store, index, node)
             if existing is not None:
@@ -240,9 +240,11 @@ def add_memory(
             if thrown_out is not None and not force:
                 raise IllegalPatchError(f"refused: {thrown_out}; add it again with --force if it is true after all")
             similar = _similar(index, node)
+            result = create_nodes(
+                store, [node], reason=reason or f"added from {source}", source=node.source, index=index
+            )
         finally:
             index.close()
-        result = create_nodes(store, [node], reason=reason or f"added from {source}", source=node.source)
         if node.scope.session:
             note_overlay(store, node.scope.session, node.id)
     return AddResult(node, result.patch, similar=similar)
