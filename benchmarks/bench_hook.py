@@ -1,4 +1,4 @@
-"""Benchmark: wall time of `cclg-hook user-prompt` and `post-tool`, as a ratio to `python -c pass`.
+"""Benchmark: wall time of `cclg-hook user-prompt` and `post-tool`, as a ratio to the interpreter's floor.
 
 Run by hand (not part of the test suite):
 
@@ -15,8 +15,9 @@ grow as the runs go on, as they do in real use.
 previous release in its own virtualenv) on the same store and queries, each run
 right after the first one's, and reports both medians and their ratio.
 
-Targets (from the design): user-prompt within 2x of `python -c pass` at 10,000
-memories and within 3x at 100,000.
+The baseline is ``python -c "import json, sqlite3"`` of the same interpreter (the floor of
+issue 17's targets: user-prompt within 1.5x of it at 10,000 memories and 2.0x at 100,000,
+post-tool with a 20 KB tool response within 1.5x at every size).
 """
 
 from __future__ import annotations
@@ -40,6 +41,13 @@ from cclg.index import open_index
 from cclg.store import Store
 
 HOOK = str(Path(sys.executable).parent / "cclg-hook")
+FLOOR = "import json, sqlite3; print('{}')"  # the floor of issue 17's targets (and the hook's empty answer)
+
+
+def tool_output(run: int) -> str:
+    """About 20 KB of test-runner output, different on every run (as real tool responses are)."""
+    lines = [f"tests/test_module_{n % 40}.py::test_case_{run}_{n} PASSED" for n in range(420)]
+    return "\n".join(lines) + f"\n====== 420 passed in {run}.{run % 97:02d}s ======\n"
 
 
 def timed(command: list[str], stdin: bytes) -> float:
@@ -61,21 +69,11 @@ def main() -> None:
         return
     work = Path(tempfile.mkdtemp(prefix="cclg-bench-hook-"))
     try:
-        print(f"{'memories':>9} {'pass ms':>8} {'user-prompt ms':>15} {'ratio':>6} {'post-tool ms':>13} {'ratio':>6}")
+        print(f"{'memories':>9} {'floor ms':>8} {'user-prompt ms':>15} {'ratio':>6} {'post-tool ms':>13} {'ratio':>6}")
         for size in (int(s) for s in args.sizes.split(",")):
             root = work / f"store-{size}"
             build_store(root, size, work)
             open_index(Store.open(root)).close()
-            roots = {"this": root, "other": work / f"store-{size}-other"}
-            shutil.copytree(root, roots["other"])
-            for leftover in roots["other"].glob("index.sqlite*"):  # the other release builds its own
-                leftover.unlink()
-            subprocess.run(
-                [args.compare, "--root", str(roots["other"]), "user-prompt"],
-                input=json.dumps({"session_id": "warm", "prompt": "warm up", "cwd": str(work)}).encode(),
-                capture_output=True,
-                check=False,
-            )
             queries = synth.bench_queries(args.runs, size=size)
             # The baseline is timed between the hook runs, so machine noise hits all alike.
             baselines, prompts, tools = [], [], []
@@ -86,7 +84,7 @@ def main() -> None:
                     "cwd": str(work),
                     "permission_mode": "default",
                 }
-                baselines.append(timed([sys.executable, "-c", "print('{}')"], b""))
+                baselines.append(timed([sys.executable, "-c", FLOOR], b""))
                 prompt = {**base, "hook_event_name": "UserPromptSubmit", "prompt": query}
                 prompts.append(timed([HOOK, "--root", str(root), "user-prompt"], json.dumps(prompt).encode()))
                 tool = {
@@ -94,7 +92,7 @@ def main() -> None:
                     "hook_event_name": "PostToolUse",
                     "tool_name": "Bash",
                     "tool_input": {"command": f"make test {i}"},
-                    "tool_response": {"stdout": "ok\n" * 2000},
+                    "tool_response": {"stdout": tool_output(i)},
                     "tool_use_id": f"toolu_{i}",
                     "duration_ms": 40,
                 }
@@ -142,7 +140,7 @@ def compare(args: argparse.Namespace) -> None:
                         "hook_event_name": "PostToolUse",
                         "tool_name": "Bash",
                         "tool_input": {"command": f"make test {i}"},
-                        "tool_response": {"stdout": "ok\n" * 2000},
+                        "tool_response": {"stdout": tool_output(i)},
                     },
                 }
                 order = list(hooks.items()) if i % 2 == 0 else list(hooks.items())[::-1]  # no one always goes first

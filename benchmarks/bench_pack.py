@@ -110,15 +110,14 @@ def build_store(root: Path, size: int, work: Path) -> dict[str, float | int]:
     result = api.import_jsonl(store, seed.read_bytes(), name=seed.name)
     imported = time.perf_counter() - start
     seed.unlink()
-    ids = [n.id for n in result.nodes]
+    ids = result.node_ids
     step = max(1, len(ids) // retired)
     victims = ids[::step][:retired]
     start = time.perf_counter()
     with store.batch():
-        for node in result.nodes[::step][:supersedes]:
-            apply_patch(
-                store, "supersede", [node.id], reason="benchmark correction", contents=[corrected(node.content)]
-            )
+        for node_id in ids[::step][:supersedes]:
+            content = store.read_node(node_id).content
+            apply_patch(store, "supersede", [node_id], reason="benchmark correction", contents=[corrected(content)])
         rest = victims[supersedes:]
         for first in range(0, len(rest), FORGET_BATCH):
             apply_patch(store, "forget", rest[first : first + FORGET_BATCH], reason="benchmark retirement")

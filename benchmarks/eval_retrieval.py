@@ -543,9 +543,9 @@ def build(root: Path, spec: Spec, cases: Cases, reserved: list[str]) -> World:
             line["key"] = fact["key"]
         lines.append(line)
     result = api.import_jsonl(store, jsonl(lines), name="eval-facts")
-    if len(result.nodes) != len(facts):
-        raise SystemExit(f"{spec.name}: {len(facts) - len(result.nodes)} case facts were skipped as duplicates")
-    ids = {fact["label"]: node.id for fact, node in zip(facts, result.nodes, strict=True)}
+    if len(result.node_ids) != len(facts):
+        raise SystemExit(f"{spec.name}: {len(facts) - len(result.node_ids)} case facts were skipped as duplicates")
+    ids = {fact["label"]: node_id for fact, node_id in zip(facts, result.node_ids, strict=True)}
     retired: set[str] = set()
     for fix in fixes:
         targets = [ids[label] for label in fix["targets"]]
@@ -575,11 +575,11 @@ def build(root: Path, spec: Spec, cases: Cases, reserved: list[str]) -> World:
     for first in range(0, len(notes), IMPORT_BATCH):
         batch = notes[first : first + IMPORT_BATCH]
         extra = api.import_jsonl(store, jsonl([n.line for n in batch]), name=f"distractors-{first}")
-        if len(extra.nodes) != len(batch):
+        if len(extra.node_ids) != len(batch):
             raise SystemExit(f"{spec.name}: distractors were skipped as duplicates")
-        for note, node in zip(batch, extra.nodes, strict=True):
-            owners[node.id] = note.line.get("scope", {}).get("project", "-")
-            imported.append((note, node.id))
+        for note, node_id in zip(batch, extra.node_ids, strict=True):
+            owners[node_id] = note.line.get("scope", {}).get("project", "-")
+            imported.append((note, node_id))
     phase("distractors imported")
     with store.batch():
         by_operation: dict[str, list[str]] = defaultdict(list)

@@ -206,12 +206,13 @@ def _start(store: Store) -> None:
     else:
         os.close(fd)
     import importlib.util  # only when a helper may start: these cost the hook milliseconds
-    import subprocess
 
     if importlib.util.find_spec(embed.PACKAGE_MODULE) is None:
         # Not installed is a choice (the semantic extra), not a failure: lexical retrieval, nothing logged.
         _marker(store.root, ".off").write_text(f"{embed.PACKAGE} is not installed\n", encoding="utf-8")
         return
+    import subprocess  # 4 ms: only once a helper is to start
+
     subprocess.Popen(
         [sys.executable, "-m", "cclg.semantic", "--root", str(store.root.resolve())],
         stdin=subprocess.DEVNULL,
