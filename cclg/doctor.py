@@ -12,17 +12,21 @@ file that changed since the index saw it is re-read, and a damaged index is
 rebuilt) and says which entries it refreshed. ``repair`` fixes what can be fixed
 without judgement: it sets torn log tails aside, removes orphan temp files, moves
 the leftovers of unfinished writes to ``recovered/``, and gives nodes the status
-their patches say they have.
+their patches say they have. Each record file is read once (``Scan``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
+import sys
+from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from cclg import format as fmt
 from cclg import staging
@@ -31,9 +35,9 @@ from cclg.files import read_jsonl
 from cclg.ids import content_hash, parse_time
 from cclg.index import Index, connect, discard_damaged, is_damage, rebuild_index
 from cclg.install import check_installation
-from cclg.lattice import LIVE_STATUSES, RULES
+from cclg.lattice import INITIAL_STATUSES, LIVE_STATUSES, RULES
 from cclg.ledger import link_replacements
-from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Session
+from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Retrieval, Session, Source
 from cclg.store import HOOK_FAILURES, INDEX_FILE, Store, audit_record, patch_order
 from cclg.view import effective_view, expected_statuses, retired_ids, undone_patch_ids
 
@@ -54,6 +58,7 @@ STRAY = "record folders hold only records"
 INDEX = "the search index agrees with the files"
 HOOKS = "no hook failures in the last 24 hours"
 INSTALL = "installed hooks can run"
+Readable = Mapping[str, Container[str]]  # the ids of the records that parse, by folder
 
 PARSERS: dict[str, Any] = {
     fmt.NODE_SCHEMA: MemoryNode.from_dict,
@@ -100,13 +105,22 @@ class Report:
         }
 
 
-def _load(store: Store, folder: str, findings: list[Finding]) -> list[Any]:
-    records = []
+def _records(
+    store: Store, folder: str, findings: list[Finding], strays: dict[str, list[Path]] | None = None
+) -> Iterator[Any]:
+    """Each record of ``folder`` that parses, in file-name order, read one at a time; what is wrong
+    with the others goes to ``findings``, and ``strays`` gets the folder's stray files."""
     parse = PARSERS[FOLDER_SCHEMA[folder]]
-    for path in store.record_files(folder):
-        where = store.relative(path)
+    entries, stray = store.scan_records(folder)
+    if strays is not None:
+        strays[folder] = sorted(Path(entry.path) for entry in stray)
+    names = sorted(entry.name for entry in entries)
+    del entries
+    directory = str(store.root / folder)
+    for name in names:
+        where = f"{folder}/{name}"
         try:
-            data = json.loads(path.read_bytes())
+            data = json.loads(_read_bytes(os.path.join(directory, name)))
         except (ValueError, UnicodeDecodeError) as exc:
             findings.append(Finding(SCHEMA, where, f"not valid JSON: {exc}"))
             continue
@@ -115,55 +129,144 @@ def _load(store: Store, folder: str, findings: list[Finding]) -> list[Any]:
         except ValidationError as exc:
             findings.extend(Finding(SCHEMA, where, p.removeprefix(f"{where}: ")) for p in exc.problems)
             continue
-        if path.stem != record.id:
-            findings.append(
-                Finding(SCHEMA, where, f"holds id {record.id!r}, not the id its file name says (a copy?); ignored")
-            )
+        if name[:-5] != record.id:
+            message = f"holds id {record.id!r}, not the id its file name says (a copy?); ignored"
+            findings.append(Finding(SCHEMA, where, message))
             continue
-        records.append(record)
-    return records
+        yield record
+
+
+def _read_bytes(path: str) -> bytes:
+    """``Path.read_bytes`` without a file object: a store's records are read by the hundred thousand."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return b"".join(iter(lambda: os.read(fd, 1 << 16), b""))
+    finally:
+        os.close(fd)
+
+
+class Seen(NamedTuple):
+    """What the checks across nodes keep of one node, which is dropped once its own checks have run."""
+
+    status: str
+    relations: tuple[tuple[str, tuple[str, ...]], ...]  # the relation kinds that name nodes, in order
+    problems: tuple[Finding, ...]  # what its own file shows: a content hash that does not match, no source
+
+
+class Scan:
+    """Checks each node file as it is read, against itself and the ledger (the patches are read first), and
+    keeps only what the checks across nodes need (``Seen``): memory grows with a store's ids, not its text."""
+
+    def __init__(self, patches: list[MemoryPatch]) -> None:
+        self.patches, self.patch_ids, self.named = patches, {p.id for p in patches}, _named(patches)
+        self.expected: dict[str, frozenset[str]] = {}  # the statuses the patches allow, of the nodes they touch
+        self.retired: dict[str, str] = {}
+        self.error: str | None = None  # why the ledger cannot be replayed (an unknown operation)
+        try:
+            self.expected, self.retired = expected_statuses({}, patches), retired_ids(patches)
+        except UnknownPatchOperationError as exc:
+            self.error = str(exc)
+        self.nodes: dict[str, Seen] = {}
+        self.suspects: dict[str, str] = {}  # unaccounted, but for what the audit log says: id -> why
+        self.disagreements: list[Finding] = []  # the statuses the ledger disagrees with
+        self.overlays: set[str] = set()  # the sessions of active_session nodes
+        self.viewed: list[MemoryNode] = []  # the retired and no longer live nodes, for ``ledger_findings``
+
+    def see(self, node: MemoryNode) -> None:
+        node_id, status, where = node.id, sys.intern(node.status), f"nodes/{node.id}.json"
+        problems = []
+        if (stored := node.stored_hash) is not None and stored != (actual := content_hash(node.content)):
+            message = f"metadata.content_hash {stored} does not match the content ({actual}): content changed by hand?"
+            problems.append(Finding(HASH, where, message))
+        if status == "active" and not node.source.label and not node.source.raw_spans:
+            problems.append(Finding(SOURCE, where, "active memory has neither a source label nor a raw span"))
+        relations = tuple((kind, tuple(ids)) for kind, ids in node.relations.items() if ids)
+        self.nodes[node_id] = Seen(status, relations, tuple(problems))
+        if (why := _unaccounted_reason(node, self.named, self.patch_ids)) is not None:
+            self.suspects[node_id] = why
+        allowed = self.expected.get(node_id, INITIAL_STATUSES)
+        if self.error is None and status not in allowed:
+            why = f"status is {status} but its patches leave it {' or '.join(sorted(allowed))}: edited by hand or "
+            why += "an interrupted patch (`cclg doctor --repair` restores the ledger's status)"
+            self.disagreements.append(Finding(LEDGER, where, why))
+        if status == "active_session" and node.scope.session:
+            self.overlays.add(node.scope.session)
+        if node_id in self.retired or status not in LIVE_STATUSES:  # kept, less what ``effective_view`` never reads
+            node.content, node.tags, node.relations, node.source, node.retrieval = "", [], {}, Source(), Retrieval()
+            self.viewed.append(node)
+
+    def ledger_findings(self) -> list[Finding]:
+        """The statuses the ledger disagrees with, then any retired memory the read model would serve.
+        ``effective_view`` is given only the retired and no longer live nodes: it decides on each node
+        alone but for a key's winner, and a node that wins among all wins among fewer."""
+        if self.error is not None:
+            return [Finding(LEDGER, "patches/", self.error)]
+        findings = list(self.disagreements)
+        for session_id in [None, *sorted(self.overlays)]:
+            for node in effective_view(self.viewed, self.patches, session_id=session_id):
+                if node.id in self.retired or node.status not in LIVE_STATUSES:
+                    message = "a retired memory would be served as current truth"
+                    findings.append(Finding(SUPPRESSED, f"nodes/{node.id}.json", message))
+        return findings
 
 
 def diagnose(store: Store) -> Report:
     """Every finding about ``store``; an empty list means the store is healthy. An import a killed
     writer left past its commit point is finished first (``cclg.staging``), as every command does."""
     staging.finish(store)
-    findings: list[Finding] = []
-    nodes: dict[str, MemoryNode] = {n.id: n for n in _load(store, "nodes", findings)}
-    patches: list[MemoryPatch] = _load(store, "patches", findings)
-    edges: list[MemoryEdge] = _load(store, "edges", findings)
-    sessions: list[Session] = _load(store, "sessions", findings)
-    patch_ids = {p.id for p in patches}
-    for node_id, why in unaccounted(store, nodes, patches).items():
-        message = f"{why}; `cclg doctor --repair` moves it to recovered/"
-        findings.append(Finding(ORPHAN, f"nodes/{node_id}.json", message))
-    for node in nodes.values():
-        findings.extend(_node_findings(node, nodes))
-    for patch in patches:
-        findings.extend(_patch_findings(patch, nodes, patch_ids))
-    for edge in edges:
-        findings.extend(_edge_findings(edge, nodes, patch_ids))
-    findings.extend(_ledger_findings(nodes, patches))
+    schema: dict[str, list[Finding]] = {folder: [] for folder in FOLDER_SCHEMA}
+    strays: dict[str, list[Path]] = {}
+    scan = Scan(list(_records(store, "patches", schema["patches"], strays)))
+    for node in _records(store, "nodes", schema["nodes"], strays):
+        scan.see(node)
+    nodes, patch_ids = scan.nodes, scan.patch_ids
+    later = [f for patch in scan.patches for f in _patch_findings(patch, nodes, patch_ids)]
+    counts = {"nodes": len(nodes), "patches": len(scan.patches), "edges": 0, "sessions": 0}
+    for edge in _records(store, "edges", schema["edges"], strays):
+        later += _edge_findings(edge, nodes, patch_ids)
+        counts["edges"] += 1
+    counts["sessions"] = sum(1 for _ in _records(store, "sessions", schema["sessions"], strays))
+    counts["raw"] = len(store.raw_files())
+    written = Audited("node_written", "node_id") if scan.suspects else None
+    logs = _log_findings(store, written)
+    findings = [f for folder in FOLDER_SCHEMA for f in schema[folder]]
+    for node_id, why in scan.suspects.items():
+        if written is None or node_id not in written.found:
+            message = f"{why}; `cclg doctor --repair` moves it to recovered/"
+            findings.append(Finding(ORPHAN, f"nodes/{node_id}.json", message))
+    findings += _node_findings(nodes)
+    findings += later
+    findings += scan.ledger_findings()
+    scan.viewed.clear()
     findings.extend(_hook_findings(store))
     findings.extend(Finding(INSTALL, path, message) for path, message in check_installation())
     refreshed: list[str] = []
     if store.index_path.exists():
-        readable = {f"nodes/{i}" for i in nodes} | {f"patches/{p.id}" for p in patches}
-        refreshed, stale = _index_health(store, readable)
+        refreshed, stale = _index_health(store, {"nodes": nodes, "patches": patch_ids})
         findings.extend(stale)
-    findings.extend(_log_findings(store))
+    findings.extend(logs)
     for path in store.orphan_temp_files():
         message = "left by a write that was killed; the next write (or `cclg doctor --repair`) finishes or removes it"
         findings.append(Finding(TEMP, store.relative(path), message))
-    findings.extend(_stray_findings(store))
-    counts = {
-        "nodes": len(nodes),
-        "patches": len(patches),
-        "edges": len(edges),
-        "sessions": len(sessions),
-        "raw": len(store.raw_files()),
-    }
+    findings.extend(_stray_findings(store, strays))
     return Report(root=str(store.root), counts=counts, findings=findings, refreshed=refreshed)
+
+
+def _named(patches: list[MemoryPatch]) -> set[str]:
+    """Every node some patch creates, targets or recorded the prior status of."""
+    return {n for p in patches for n in (*p.new_node_ids, *p.target_ids, *p.prior_states)}
+
+
+def _unaccounted_reason(node: MemoryNode, named: Container[str], patch_ids: Container[str]) -> str | None:
+    """Why no write accounts for ``node``, but for the audit log (``unaccounted``); None when one does."""
+    if node.id in named:
+        return None
+    patch_id = node.metadata.get("patch_id")
+    if isinstance(patch_id, str) and patch_id not in patch_ids:
+        return f"written for patch {patch_id}, which never reached disk (an interrupted patch)"
+    if node.stored_hash is not None:
+        return "no patch created it and no audit record says it was written (a write killed early)"
+    return None
 
 
 def unaccounted(store: Store, nodes: dict[str, MemoryNode], patches: list[MemoryPatch]) -> dict[str, str]:
@@ -172,17 +275,8 @@ def unaccounted(store: Store, nodes: dict[str, MemoryNode], patches: list[Memory
     implementation wrote them, for a patch that never reached disk (``metadata.patch_id``) or at
     all (``metadata.content_hash``). A node with neither is left alone: the reference
     implementation writes memories without patches, and its stores must stay healthy here."""
-    named = {n for p in patches for n in (*p.new_node_ids, *p.target_ids, *p.prior_states)}
-    patch_ids = {p.id for p in patches}
-    suspects = {}
-    for node in nodes.values():
-        patch_id = node.metadata.get("patch_id")
-        if node.id in named:
-            continue
-        if isinstance(patch_id, str) and patch_id not in patch_ids:
-            suspects[node.id] = f"written for patch {patch_id}, which never reached disk (an interrupted patch)"
-        elif node.stored_hash is not None:
-            suspects[node.id] = "no patch created it and no audit record says it was written (a write killed early)"
+    named, patch_ids = _named(patches), {p.id for p in patches}
+    suspects = {n.id: why for n in nodes.values() if (why := _unaccounted_reason(n, named, patch_ids)) is not None}
     if suspects:
         for node_id in _audited(store, "node_written", "node_id") & suspects.keys():
             del suspects[node_id]
@@ -190,24 +284,22 @@ def unaccounted(store: Store, nodes: dict[str, MemoryNode], patches: list[Memory
 
 
 def _audited(store: Store, event: str, field_name: str) -> set[str]:
-    """The ``field_name`` of every ``event`` record in the audit log (the ids of the nodes it says were
-    written, say)."""
-    found: set[str] = set()
-    try:
-        data = store.audit_path.read_bytes()
-    except FileNotFoundError:
-        return found
-    marker = f'"{event}"'.encode()
-    for line in data.split(b"\n"):
-        if marker not in line:
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("event") == event:
-            found.add(str(record.get(field_name)))
-    return found
+    """The ``field_name`` of every ``event`` record in the audit log (the nodes it says were written, say)."""
+    audited = Audited(event, field_name)
+    _read_log(store.audit_path, "", audited)
+    return audited.found
+
+
+class Audited:
+    """Gathers the ``field_name`` of each ``event`` record of a log as ``_read_log`` reads it (a torn tail too)."""
+
+    def __init__(self, event: str, field_name: str) -> None:
+        self.event, self.field_name, self.marker = event, field_name, f'"{event}"'.encode()
+        self.found: set[str] = set()
+
+    def __call__(self, record: Any, line: bytes) -> None:
+        if self.marker in line and isinstance(record, dict) and record.get("event") == self.event:
+            self.found.add(str(record.get(self.field_name)))
 
 
 def unfinished_creates(store: Store, patches: list[MemoryPatch]) -> list[MemoryPatch]:
@@ -222,46 +314,38 @@ def unfinished_creates(store: Store, patches: list[MemoryPatch]) -> list[MemoryP
     return [p for p in missing if p.id not in audited]
 
 
-def _stray_findings(store: Store) -> list[Finding]:
+def _stray_findings(store: Store, strays: dict[str, list[Path]]) -> list[Finding]:
+    """``strays``: each record folder's stray files (``Store.stray_files``), as ``_records`` found them."""
     found = []
     for folder in FOLDER_SCHEMA:
-        for path in store.stray_files(folder):
+        for path in strays.get(folder, []):
             kind = "a folder" if path.is_dir() else "a file"
-            message = (
-                f"{kind} whose name is not <id>.json (a sync tool's conflict copy?), ignored by every command; "
-                "merge what it holds by hand, then remove it"
-            )
-            found.append(Finding(STRAY, store.relative(path), message))
+            message = f"{kind} whose name is not <id>.json (a sync tool's conflict copy?), ignored by every command; "
+            found.append(Finding(STRAY, store.relative(path), message + "merge what it holds by hand, then remove it"))
     return found
 
 
-def _node_findings(node: MemoryNode, nodes: dict[str, MemoryNode]) -> list[Finding]:
-    where = f"nodes/{node.id}.json"
-    found = []
-    stored = node.stored_hash
-    if stored is not None and stored != content_hash(node.content):
-        found.append(
-            Finding(
-                HASH,
-                where,
-                f"metadata.content_hash {stored} does not match the content "
-                f"({content_hash(node.content)}): content changed by hand?",
-            )
-        )
-    if node.status == "active" and not node.source.label and not node.source.raw_spans:
-        found.append(Finding(SOURCE, where, "active memory has neither a source label nor a raw span"))
-    for kind, ids in node.relations.items():
-        for other in ids:
-            if other not in nodes:
-                found.append(Finding(RELATIONS, where, f"relations.{kind} names {other}, which does not exist"))
-    if node.status in LIVE_STATUSES:
-        for old in node.relations["supersedes"]:
-            if old in nodes and nodes[old].status in LIVE_STATUSES:
-                found.append(Finding(SUPERSEDES, where, f"supersedes {old}, which is still {nodes[old].status}"))
+def _node_findings(nodes: dict[str, Seen]) -> list[Finding]:
+    """Each node's own findings, then the nodes its relations name that do not exist, the live ones it supersedes."""
+    found: list[Finding] = []
+    for node_id, seen in nodes.items():
+        if not seen.problems and not seen.relations:
+            continue
+        found += seen.problems
+        where = f"nodes/{node_id}.json"
+        for kind, ids in seen.relations:
+            for other in ids:
+                if other not in nodes:
+                    found.append(Finding(RELATIONS, where, f"relations.{kind} names {other}, which does not exist"))
+        if seen.status in LIVE_STATUSES:
+            for old in dict(seen.relations).get("supersedes", ()):
+                status = nodes[old].status if old in nodes else None
+                if status in LIVE_STATUSES:
+                    found.append(Finding(SUPERSEDES, where, f"supersedes {old}, which is still {status}"))
     return found
 
 
-def _patch_findings(patch: MemoryPatch, nodes: dict[str, MemoryNode], patch_ids: set[str]) -> list[Finding]:
+def _patch_findings(patch: MemoryPatch, nodes: Container[str], patch_ids: set[str]) -> list[Finding]:
     where = f"patches/{patch.id}.json"
     found = []
     for field_name in ("target_ids", "new_node_ids"):
@@ -278,55 +362,20 @@ def _patch_findings(patch: MemoryPatch, nodes: dict[str, MemoryNode], patch_ids:
     return found
 
 
-def _edge_findings(edge: MemoryEdge, nodes: dict[str, MemoryNode], patch_ids: set[str]) -> list[Finding]:
+def _edge_findings(edge: MemoryEdge, nodes: Container[str], patch_ids: set[str]) -> list[Finding]:
     where = f"edges/{edge.id}.json"
     found = []
     for end, node_id in (("from", edge.from_id), ("to", edge.to_id)):
         if node_id not in nodes:
             found.append(Finding(EDGE_IDS, where, f"'{end}' names {node_id}, which does not exist"))
     if edge.source_patch_id is not None and edge.source_patch_id not in patch_ids:
-        found.append(
-            Finding(
-                EDGE_IDS,
-                where,
-                f"source_patch_id names {edge.source_patch_id}, which does not exist "
-                "(an interrupted patch? `cclg doctor --repair` moves such edges to recovered/)",
-            )
-        )
+        message = f"source_patch_id names {edge.source_patch_id}, which does not exist "
+        message += "(an interrupted patch? `cclg doctor --repair` moves such edges to recovered/)"
+        found.append(Finding(EDGE_IDS, where, message))
     return found
 
 
-def _ledger_findings(nodes: dict[str, MemoryNode], patches: list[MemoryPatch]) -> list[Finding]:
-    findings = []
-    try:
-        expected = expected_statuses(nodes, patches)
-        retired = retired_ids(patches)
-    except UnknownPatchOperationError as exc:
-        return [Finding(LEDGER, "patches/", str(exc))]
-    for node_id, allowed in expected.items():
-        node = nodes.get(node_id)
-        if node is not None and node.status not in allowed:
-            findings.append(
-                Finding(
-                    LEDGER,
-                    f"nodes/{node_id}.json",
-                    f"status is {node.status} but its patches leave it "
-                    f"{' or '.join(sorted(allowed))}: edited by hand or an interrupted patch "
-                    "(`cclg doctor --repair` restores the ledger's status)",
-                )
-            )
-    overlays = {n.scope.session for n in nodes.values() if n.status == "active_session" and n.scope.session}
-    session_ids = [None, *sorted(overlays)]
-    for session_id in session_ids:
-        for node in effective_view(nodes.values(), patches, session_id=session_id):
-            if node.id in retired or node.status not in LIVE_STATUSES:
-                findings.append(
-                    Finding(SUPPRESSED, f"nodes/{node.id}.json", "a retired memory would be served as current truth")
-                )
-    return findings
-
-
-def _index_health(store: Store, readable: set[str]) -> tuple[list[str], list[Finding]]:
+def _index_health(store: Store, readable: Readable) -> tuple[list[str], list[Finding]]:
     """(what the index re-read: every file that changed since it saw it, or the whole index when it
     was damaged; where it still disagrees with the files). ``readable``: see ``_index_findings``."""
     refreshed: list[str] = []
@@ -336,38 +385,43 @@ def _index_health(store: Store, readable: set[str]) -> tuple[list[str], list[Fin
             refreshed.append(f"{INDEX_FILE}: {index.damage}")
         try:
             changed = index.refresh_all()
-            findings = _index_findings(store, index, readable)
+            findings = _index_findings(store, index, readable, changed)
         except sqlite3.DatabaseError as exc:
             if not is_damage(exc):
                 raise
             index.close()
             refreshed.append(f"{INDEX_FILE}: {discard_damaged(store, exc)}")
-            index = connect(store)
-            changed, findings = [], _index_findings(store, index, readable)
+            index = connect(store)  # built again from the files
+            changed, findings = [], _index_findings(store, index, readable, index.refresh_all())
     finally:
         index.close()
     # An unreadable file is left out of the index each time it is looked at: it is no refresh.
-    refreshed += [e for e in changed if e[:-5] in readable or not (store.root / e).exists()]
+    for entry in changed:  # folder/<id>.json
+        folder, _, name = entry.partition("/")
+        if name[:-5] in readable.get(folder, ()) or not (store.root / entry).exists():
+            refreshed.append(entry)
     return refreshed, findings
 
 
-def _index_findings(store: Store, index: Index, readable: set[str] | None = None) -> list[Finding]:
-    """Where the search index disagrees with the files (it never changes them; repair rebuilds it).
-
-    ``readable``: the ``folder/id`` of the records that parse; the index leaves the
-    others out by design (they are reported as such), so their absence is no finding.
-    """
+def _index_findings(store: Store, index: Index, readable: Readable, changed: list[str]) -> list[Finding]:
+    """Where the search index disagrees with the files (it never changes them; repair rebuilds it). Only
+    what ``Index.refresh_all`` just re-read (``changed``) is looked at: it found every other file in
+    agreement with its row. ``readable``: the ids of the records that parse, by folder; the index
+    leaves the others out by design (they are reported as such), so their absence is no finding."""
     problems = []
-    for folder in ("nodes", "patches"):
-        on_disk = {p.stem: p.stat() for p in store.record_files(folder)}
-        indexed = {row[0]: (row[1], row[2]) for row in index.db.execute(f"SELECT id, mtime_ns, size FROM {folder}")}
-        for record_id, info in on_disk.items():
-            if readable is not None and f"{folder}/{record_id}" not in readable and record_id not in indexed:
-                continue
-            if indexed.get(record_id) != (info.st_mtime_ns, info.st_size):
-                state = "stale" if record_id in indexed else "missing"
-                problems.append(f"{folder}/{record_id}.json is {state} in it")
-        problems += [f"it still lists {folder}/{i}.json, which is gone" for i in indexed if i not in on_disk]
+    for entry in changed:
+        folder, _, name = entry.partition("/")
+        row = index.db.execute(f"SELECT mtime_ns, size FROM {folder} WHERE id = ?", (name[:-5],)).fetchone()
+        try:
+            info = os.stat(store.root / entry)
+        except FileNotFoundError:
+            if row is not None:
+                problems.append(f"it still lists {entry}, which is gone")
+            continue
+        if row is None and name[:-5] not in readable.get(folder, ()):
+            continue
+        if row != (info.st_mtime_ns, info.st_size):
+            problems.append(f"{entry} is {'missing' if row is None else 'stale'} in it")
     if not problems:
         return []
     more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
@@ -389,32 +443,44 @@ def _hook_findings(store: Store) -> list[Finding]:
     if not recent:
         return []
     last = str(recent[-1].get("error", "")).strip().splitlines()
-    return [
-        Finding(
-            HOOKS,
-            HOOK_FAILURES,
-            f"{len(recent)} hook call(s) failed and returned no context; the last "
-            f"({recent[-1].get('event')}, {recent[-1].get('created_at')}): {last[-1] if last else '?'}",
-        )
-    ]
+    message = f"{len(recent)} hook call(s) failed and returned no context; the last "
+    message += f"({recent[-1].get('event')}, {recent[-1].get('created_at')}): {last[-1] if last else '?'}"
+    return [Finding(HOOKS, HOOK_FAILURES, message)]
 
 
-def _log_findings(store: Store) -> list[Finding]:
-    findings = []
+def _log_findings(store: Store, audited: Audited | None = None) -> list[Finding]:
+    """What is wrong with the logs (unreadable lines, a torn last line); ``audited`` reads the audit log along."""
+    findings: list[Finding] = []
     for log in store.logs():
-        where = store.relative(log)
-        contents = read_jsonl(log)
-        for number, problem in contents.bad_lines:
-            findings.append(Finding(LOGS, where, f"line {number}: {problem}"))
-        if contents.torn_tail:
-            findings.append(
-                Finding(
-                    LOGS,
-                    where,
-                    f"the last line ({len(contents.torn_tail)} bytes) has no newline: "
-                    "left by a killed writer; `cclg doctor --repair` sets it aside",
-                )
-            )
+        findings += _read_log(log, store.relative(log), audited if log == store.audit_path else None)
+    return findings
+
+
+def _read_log(path: Path, where: str, audited: Audited | None) -> list[Finding]:
+    """What is wrong with the log ``path``, read as ``files.read_jsonl`` reads it: a last line without
+    its newline is never taken for a record (``audited`` sees it, like every line)."""
+    findings = []
+    with contextlib.suppress(FileNotFoundError), open(path, "rb") as file:
+        for number, line in enumerate(file, start=1):
+            if not line.endswith(b"\n"):
+                message = f"the last line ({len(line)} bytes) has no newline: left by a killed writer; "
+                findings.append(Finding(LOGS, where, message + "`cclg doctor --repair` sets it aside"))
+                if audited is not None:
+                    with contextlib.suppress(ValueError):
+                        audited(json.loads(line), line)
+                break
+            line = line[:-1]
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                findings.append(Finding(LOGS, where, f"line {number}: not JSON: {exc}"))
+                continue
+            if not isinstance(record, dict):
+                findings.append(Finding(LOGS, where, f"line {number}: not a JSON object"))
+            elif audited is not None:
+                audited(record, line)
     return findings
 
 
@@ -433,15 +499,15 @@ def repair(store: Store) -> list[str]:
         # Unreadable records are reported by diagnose and left as they are: repair
         # works around them rather than giving up on the rest of the store.
         unreadable: list[Finding] = []
-        nodes = {n.id: n for n in _load(store, "nodes", unreadable)}
-        patches = sorted(_load(store, "patches", unreadable), key=patch_order)
+        nodes = {n.id: n for n in _records(store, "nodes", unreadable)}
+        patches = sorted(_records(store, "patches", unreadable), key=patch_order)
         fixed = _set_aside_unfinished(store, nodes, patches)
         for node_id, why in sorted(unaccounted(store, nodes, patches).items()):
             moved = store.set_aside(store.node_path(node_id))
             del nodes[node_id]
             fixed.append(f"moved {node_id} ({why}) to {moved}")
         patch_ids = {p.id for p in patches}
-        for edge in _load(store, "edges", unreadable):
+        for edge in _records(store, "edges", unreadable):
             if edge.source_patch_id is not None and edge.source_patch_id not in patch_ids and edge.from_id not in nodes:
                 moved = store.set_aside(store.edge_path(edge.id))
                 fixed.append(f"moved {edge.id}, written for the unfinished patch {edge.source_patch_id}, to {moved}")
@@ -449,8 +515,7 @@ def repair(store: Store) -> list[str]:
         if fixed:
             store.audit_many([audit_record("repair_applied", actions=fixed)])
         if store.index_path.exists():
-            readable = {f"nodes/{i}" for i in nodes} | {f"patches/{p.id}" for p in patches}
-            refreshed, stale = _index_health(store, readable)
+            refreshed, stale = _index_health(store, {"nodes": nodes, "patches": patch_ids})
             fixed += [f"refreshed the search index: {entry}" for entry in refreshed]
             if stale:
                 rebuild_index(store)
@@ -465,17 +530,14 @@ def _set_aside_unfinished(store: Store, nodes: dict[str, MemoryNode], patches: l
     fixed = []
     for patch in unfinished_creates(store, patches):
         patches.remove(patch)
-        named = {n for p in patches for n in (*p.new_node_ids, *p.target_ids, *p.prior_states)}
-        named |= _audited(store, "node_written", "node_id")
+        named = _named(patches) | _audited(store, "node_written", "node_id")
         written = [n for n in patch.new_node_ids if store.node_path(n).exists() and n not in named]
         for node_id in written:
             store.set_aside(store.node_path(node_id))
             nodes.pop(node_id, None)
         moved = store.set_aside(store.patch_path(patch.id))
-        fixed.append(
-            f"moved the unfinished create {patch.id} to {moved}, with the {len(written)} of its "
-            f"{len(patch.new_node_ids)} memories that were written"
-        )
+        counted = f"the {len(written)} of its {len(patch.new_node_ids)} memories that were written"
+        fixed.append(f"moved the unfinished create {patch.id} to {moved}, with {counted}")
     return fixed
 
 
@@ -490,11 +552,8 @@ def _replay_statuses(store: Store, nodes: dict[str, MemoryNode], patches: list[M
             continue
         (status,) = allowed
         target.status = status
-        retiring = [
-            p
-            for p in patches
-            if node_id in p.target_ids and p.id not in undone and RULES[p.operation].target_status == status
-        ]
+        live = [p for p in patches if node_id in p.target_ids and p.id not in undone]
+        retiring = [p for p in live if RULES[p.operation].target_status == status]
         if retiring:
             link_replacements(target, [nodes[n] for n in retiring[-1].new_node_ids if n in nodes])
         store.write_node(target)
