@@ -29,8 +29,6 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bench_ledger import seed_lines
-
 QUERY = "deploy tool-3"
 COMMANDS = ["import-jsonl", "add", "doctor", "search", "pack", "reindex"]
 WORDS = (
@@ -66,6 +64,16 @@ def run(command: list[str], cwd: Path, check: bool = True) -> Sample:
     return Sample(seconds, usage.ru_maxrss, code)
 
 
+def write_seed(path: Path, size: int) -> None:
+    """The seed file, written by a process of its own: a child's peak RSS (``ru_maxrss``) starts at its
+    parent's peak, so this process must never hold 100,000 lines itself."""
+    here = Path(__file__).resolve().parent
+    code = (
+        "import sys; from bench_ledger import seed_lines; open(sys.argv[1], 'wb').write(seed_lines(int(sys.argv[2])))"
+    )
+    subprocess.run([sys.executable, "-c", code, str(path), str(size)], cwd=here, check=True)
+
+
 def add_contents(count: int) -> list[str]:
     """Sentences of random words: unlike each other and unlike the seed, so no dedup or near-duplicate note."""
     rng = random.Random(17)
@@ -91,7 +99,7 @@ def suite(installs: dict[str, str], size: int, work: Path, runs: int, adds: int,
     """Every measurement at one size, ours and reference alternating which goes first."""
     work.mkdir(parents=True, exist_ok=True)
     seed = work / f"seed-{size}.jsonl"
-    seed.write_bytes(seed_lines(size))
+    write_seed(seed, size)
     results: Results = {c: {impl: [] for impl in installs} for c in COMMANDS}
     stores = {impl: work / f"{impl}-{size}" for impl in installs}
 

@@ -83,6 +83,7 @@ CREATE INDEX IF NOT EXISTS nodes_hash ON nodes(hash);
 CREATE INDEX IF NOT EXISTS nodes_current ON nodes(current);
 CREATE INDEX IF NOT EXISTS nodes_session ON nodes(session) WHERE session IS NOT NULL;
 CREATE INDEX IF NOT EXISTS nodes_pinned ON nodes(id) WHERE pinned = 1;
+CREATE INDEX IF NOT EXISTS nodes_files ON nodes(id, mtime_ns, size);  -- comparing with the files reads no record
 CREATE INDEX IF NOT EXISTS nodes_view ON nodes(
     rowid, current, id, status, key, level, session, project, workspace, updated, starts, ends
 );
@@ -192,7 +193,8 @@ class Index:
             ids = [i for i, seen in on_disk.items() if known.get(i) != seen]
             changed[folder] = sorted(ids + [i for i in known if i not in on_disk])
         self._apply(changed["nodes"], changed["patches"])
-        self._set_meta("signature", signature)
+        if self._meta("signature") != signature:  # else nothing is written: the commit costs no checkpoint
+            self._set_meta("signature", signature)
         self.db.commit()
         return [f"{folder}/{i}.json" for folder, ids in changed.items() for i in ids]
 
