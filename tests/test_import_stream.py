@@ -7,6 +7,7 @@ several chunks."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -155,3 +156,22 @@ def test_a_line_that_is_not_utf8_is_named_and_nothing_is_written(seeded: Store) 
         f"seed.jsonl line {GOOD + 1}: not UTF-8 text (invalid continuation byte at byte 16)"
     ]
     assert_nothing_written(seeded, before)
+
+
+def test_after_a_big_import_tmp_is_made_anew_unless_another_writer_uses_it(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder keeps the size of the most entries it ever held: after an import staged its files in
+    tmp/, tmp/ is swapped for a fresh one, but never while another writer has a file in it."""
+    monkeypatch.setattr(ledger, "SHRINK_AFTER", CHUNK)
+    tmp = store.root / "tmp"
+    before = tmp.stat().st_ino
+    api.import_jsonl(store, lines(*good()), name="seed.jsonl")
+    assert tmp.stat().st_ino != before and list(tmp.iterdir()) == []
+    assert sorted(p.name for p in store.root.iterdir() if p.name.startswith("tmp")) == ["tmp"]
+    busy = tmp / f".another-writer.json.{os.getpid()}.abcd.tmp"  # a live writer's: left alone
+    busy.write_text("{}")
+    again = tmp.stat().st_ino
+    api.import_jsonl(store, lines(*[f"Queue {n} drains every {n} minutes" for n in range(GOOD)]), name="more.jsonl")
+    assert tmp.stat().st_ino == again and busy.exists(), "a folder in use is left as it is"
+    assert sorted(p.name for p in store.root.iterdir() if p.name.startswith("tmp")) == ["tmp"]
