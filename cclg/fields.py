@@ -13,6 +13,7 @@ too deep a nesting is a ``ValueError`` like any other bad JSON, not a crash.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from json.encoder import encode_basestring  # the C encoder of a string (ensure_ascii=False)
@@ -63,7 +64,7 @@ class FieldReader:
         self.problems.append(f"{self.where}: field '{name}' {message}")
 
     def check_fields(self, kind: str) -> None:
-        known = set(fmt.canonical_order(kind))
+        known = _field_names(kind)
         for name in fmt.required_fields(kind):
             if name not in self.data:
                 self.problem(name, "is required but missing")
@@ -107,6 +108,8 @@ class FieldReader:
         return value
 
     def id_list(self, name: str, prefix: str, value: Any) -> list[str]:
+        if value == []:  # most lists of ids are empty
+            return []
         items = self.get(name, "list[str]", value)
         for item in items:
             if not is_valid_id(item, prefix):
@@ -150,8 +153,8 @@ _CHECKS: dict[str, Any] = {  # one shape checked per read: records are read by t
     "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
     "bool": lambda v: isinstance(v, bool),
     "dict": lambda v: isinstance(v, dict),
-    "list[str]": lambda v: isinstance(v, list) and all(isinstance(item, str) for item in v),
-    "list[dict]": lambda v: isinstance(v, list) and all(isinstance(item, dict) for item in v),
+    "list[str]": lambda v: isinstance(v, list) and (not v or all(isinstance(item, str) for item in v)),
+    "list[dict]": lambda v: isinstance(v, list) and (not v or all(isinstance(item, dict) for item in v)),
 }
 _DESCRIBE = {
     "str": "a string",
@@ -171,6 +174,11 @@ _FALLBACK: dict[str, Any] = {
     "list[str]": list,
     "list[dict]": list,
 }
+
+
+@functools.cache
+def _field_names(kind: str) -> frozenset[str]:
+    return frozenset(fmt.canonical_order(kind))
 
 
 def _json_type(value: Any) -> str:

@@ -59,10 +59,12 @@ def record_spec(kind: str) -> dict[str, Any]:
     return spec
 
 
+@cache  # asked once per record read: a doctor or a rebuild reads 100,000
 def canonical_order(kind: str) -> tuple[str, ...]:
     return tuple(record_spec(kind)["canonical_order"])
 
 
+@cache
 def required_fields(kind: str) -> tuple[str, ...]:
     return tuple(record_spec(kind).get("required", ()))
 
