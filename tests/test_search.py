@@ -634,3 +634,48 @@ def test_cli_search_of_a_folder_that_is_not_a_store(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     result = CliRunner().invoke(cli, ["--root", str(tmp_path / "plain"), "search", "x"])
     assert result.exit_code == 3
+
+
+def test_ranking_on_fts_first_gives_what_joining_every_match_gives(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bm25 ranks on FTS alone and reads the view's columns for the best few only, joining every match
+    when too few of those pass. With the first step switched off (a pool over the cap), every query must
+    give the same hits, in the same order, with the same scores: here many memories share words, many
+    are tied, some belong to a session, and the best-ranked matches of some queries are all forgotten."""
+    import random
+
+    from cclg.index import open_index
+
+    rng = random.Random(5)
+    words = "deploy build cache token queue worker schema index retry timeout lint release".split()
+    lines = []
+    for n in range(240):
+        line: dict[str, Any] = {"content": " ".join(rng.sample(words, rng.randint(2, 5))) + f" {n % 7}", "source": "t"}
+        if n % 11 == 0:
+            line["scope"] = {"session": "sess-a"}
+        lines.append(json.dumps(line))
+    lines += [json.dumps({"content": f"rollout beacon {n}", "source": "t"}) for n in range(200)]
+    lines += [
+        json.dumps({"content": f"rollout beacon with many more words after it {n}", "source": "t"}) for n in range(60)
+    ]
+    result = import_jsonl(store, "\n".join(lines).encode(), name="probe.jsonl")
+    content = {node_id: store.read_node(node_id).content for node_id in result.node_ids}
+    best = [i for i, c in content.items() if c.startswith("rollout beacon") and "words" not in c]
+    apply_patch(store, "forget", result.node_ids[:240:3] + best, reason="most matches do not pass")
+    queries = [" ".join(rng.sample(words, rng.randint(1, 3))) for _ in range(25)] + ["rollout beacon", "beacon", "3"]
+
+    def ranked(query: str, where: Where, status: str | None, limit: int) -> list[tuple[str, float]]:
+        index = open_index(store)
+        try:
+            return [(h.id, h.score) for h in search_module.bm25(index, query, where, limit=limit, status=status)]
+        finally:
+            index.close()
+
+    wheres, statuses = (Where(), Where(session_id="sess-a")), (None, "all", "retired")
+    cases = [(q, w, s, n) for q in queries for w in wheres for s in statuses for n in (3, 10)]
+    first = [ranked(*case) for case in cases]
+    monkeypatch.setattr(search_module, "PROBE", 10**6)  # pool x PROBE over the cap: every match is joined
+    assert [ranked(*case) for case in cases] == first
+    assert any(len(hits) == 10 for hits in first), "the cases reach the pool"
+    assert "many more words" in content[ranked("rollout beacon", Where(), None, 10)[0][0]], "found past the forgotten"
