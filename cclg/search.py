@@ -240,6 +240,10 @@ def idf(total: int, docs: int) -> float:
     return math.log(1 + (total - docs + 0.5) / (docs + 0.5))
 
 
+def node_terms(node: MemoryNode) -> set[str]:
+    return set(" ".join(search_fields(node)).split())
+
+
 def bm25(
     index: Index,
     text: str,
@@ -262,56 +266,43 @@ def bm25(
         return []
     view = View(index, where)
     condition, params = _row_filter(status, where)
-    rows = _best(index, fts_query(_selective(index, terms)), condition, params, pool or max(limit * 4, 40))
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    # Rank every match on the small columns only, keep the best that are in the
+    # view, and only then read their records and indexed terms: in a big store that
+    # reading is what costs. CROSS JOIN keeps FTS as the outer loop (SQLite may
+    # otherwise walk the index on ``current`` and run the MATCH once per node), and
+    # the covering index ``nodes_view`` answers each match without touching the wide
+    # table rows that hold the records.
+    rows = index.db.execute(
+        f"SELECT {_ROW}, bm25(nodes_fts, {weights}) AS rank FROM nodes_fts"
+        f" CROSS JOIN nodes n INDEXED BY nodes_view ON n.rowid = nodes_fts.rowid"
+        f" WHERE nodes_fts MATCH ? AND {condition}"
+        " ORDER BY rank, n.id LIMIT ?",
+        [fts_query(_selective(index, terms)), *params, pool or max(limit * 4, 40)],
+    ).fetchall()
     if status is None:
-        view.preload(row["key"] for row, _ in rows)
-    kept = [(row, rank) for row, rank in rows if status is not None or view.contains(row)]
-    # Scores equal up to float noise tie on the id. Rounded to significant digits: FTS5 floors the idf
-    # of a term most memories hold at 1e-6, so a ranking can lie below 1e-5 (round(x, 6): id order).
-    kept.sort(key=lambda pair: (-float(f"{-pair[1]:.9g}"), pair[0]["id"]))
+        view.preload(row["key"] for row in rows)
+    kept = [row for row in rows if status is not None or view.contains(row)]
+    # Scores equal up to float noise tie on the id. Rounded to significant digits, not
+    # decimal places: FTS5 floors the idf of a term held by most memories at 1e-6, so
+    # a whole ranking can lie below 1e-5 (round(x, 6) would make it id order).
+    kept.sort(key=lambda row: (-float(f"{-row['rank']:.9g}"), row["id"]))
     kept = kept[:limit]
     details = {
         row[0]: row[1:]
         for row in index.db.execute(
             "SELECT n.rowid, n.record, f.content, f.key, f.tags, f.keys FROM nodes n"
             f" JOIN nodes_fts f ON f.rowid = n.rowid WHERE n.rowid IN ({','.join('?' * len(kept))})",
-            [row["rowid"] for row, _ in kept],
+            [row["rowid"] for row in kept],
         )
     }
     wanted = set(terms)
     hits = []
-    for row, rank in kept:
+    for row in kept:
         record, *fields = details[row["rowid"]]
         present = set(" ".join(fields).split())
-        hits.append(Hit(node_id=row["id"], record=record, score=-rank, matched=sorted(wanted & present)))
+        hits.append(Hit(node_id=row["id"], record=record, score=-row["rank"], matched=sorted(wanted & present)))
     return hits
-
-
-PROBE = 4  # FTS ranks this many times the pool before the view's columns are read
-
-
-def _best(index: Index, match: str, condition: str, params: list[str], pool: int) -> list[tuple[sqlite3.Row, float]]:
-    """The first ``pool`` matches passing ``condition`` by (rank, rowid), with their rank. FTS ranks on its
-    own first and the view's columns are read for its best ``PROBE`` x ``pool`` only (joining every match
-    was half a search in 100,000 memories); when fewer of those pass, every match is joined, FTS first."""
-    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-    if pool * PROBE <= 500:  # SQLite caps a statement's parameters
-        top = index.db.execute(
-            f"SELECT rowid, bm25(nodes_fts, {weights}) AS rank FROM nodes_fts WHERE nodes_fts MATCH ?"
-            " ORDER BY rank, rowid LIMIT ?",
-            [match, pool * PROBE],
-        ).fetchall()
-        rank, where = dict(top), f"n.rowid IN ({','.join('?' * len(top))}) AND {condition}"
-        rows = index.db.execute(f"SELECT {_ROW} FROM nodes n INDEXED BY nodes_view WHERE {where}", [*rank, *params])
-        best = sorted(((row, rank[row["rowid"]]) for row in rows), key=lambda pair: (pair[1], pair[0]["rowid"]))
-        if len(top) < pool * PROBE or len(best) >= pool:  # (rank, rowid) orders every match: no tie to cut
-            return best[:pool]
-    full = index.db.execute(
-        f"SELECT {_ROW}, bm25(nodes_fts, {weights}) AS rank FROM nodes_fts CROSS JOIN nodes n INDEXED BY nodes_view"
-        f" ON n.rowid = nodes_fts.rowid WHERE nodes_fts MATCH ? AND {condition} ORDER BY rank, n.rowid LIMIT ?",
-        [match, *params, pool],
-    ).fetchall()
-    return [(row, row["rank"]) for row in full]
 
 
 def _row_filter(status: str | None, where: Where) -> tuple[str, list[str]]:
@@ -500,7 +491,7 @@ def as_of_view(store: Store, moment: datetime, session_id: str | None = None) ->
 def rank_nodes(nodes: list[MemoryNode], text: str, *, limit: int) -> list[Hit]:
     """Rank a small set of nodes by idf-weighted term overlap (used where there is no index)."""
     terms = query_terms(text)
-    bags = {n.id: set(" ".join(search_fields(n)).split()) for n in nodes}
+    bags = {n.id: node_terms(n) for n in nodes}
     total = len(nodes)
     weights = {t: idf(total, sum(1 for bag in bags.values() if t in bag)) for t in terms}
     hits = []
