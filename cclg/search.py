@@ -262,8 +262,8 @@ def bm25(
     of all of ``text``'s.
     """
     terms = terms or query_terms(text) or [t for t in tokens(text)]
-    if not terms:
-        return []
+    if not terms or (status == "retired" and not index.db.execute("SELECT 1 FROM nodes WHERE current = 0").fetchone()):
+        return []  # (no memory out of the view: the scan of every match for a retired one would find none)
     view = View(index, where)
     condition, params = _row_filter(status, where)
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
