@@ -406,7 +406,7 @@ def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>", force: boo
         try:
             lines = _Lines(store, index, name, force, max_line=4 * ledger.limit(store, "memory_chars") + 65_536)
             stream = lines.fresh(data)
-            first = next(stream, None)  # every line is checked before nothing is found to write
+            first = next(stream, None)  # None only once every line is read and none is new
             if first is None:
                 return ImportResult(patch=None, node_ids=[], duplicates=lines.duplicates)
             result = create_nodes(
