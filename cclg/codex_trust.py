@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 MARKER = "# cclg install: trusts the cclg-hook it installed"
-ASK_TIMEOUT_S = 20.0
+ASK_TIMEOUT_S = 10.0  # it answers in well under a second; a Codex that hangs costs install this much
 _REQUESTS = [
     {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "cclg-install", "version": "1"}}},
     {"method": "initialized"},
