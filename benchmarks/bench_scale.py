@@ -44,6 +44,7 @@ class Sample:
     seconds: float
     peak_kb: int  # the child's own ru_maxrss (KB on Linux)
     exit: int
+    cpu: float  # the child's user + system CPU seconds: steadier than wall time on a noisy disk
 
 
 Results = dict[str, dict[str, list[Sample]]]  # command -> implementation -> samples
@@ -61,7 +62,7 @@ def run(command: list[str], cwd: Path, check: bool = True) -> Sample:
         if check and code != 0:
             err.seek(0)
             raise SystemExit(f"failed ({code}): {' '.join(command)}\n{err.read().decode(errors='replace')[-2000:]}")
-    return Sample(seconds, usage.ru_maxrss, code)
+    return Sample(seconds, usage.ru_maxrss, code, usage.ru_utime + usage.ru_stime)
 
 
 def write_seed(path: Path, size: int) -> None:
@@ -145,12 +146,12 @@ def summary(samples: list[Sample]) -> tuple[float, float, float, float]:
 
 
 def print_size(size: int, results: Results, installs: dict[str, str]) -> None:
-    print(f"\n== {size:,} memories: median (min-max), peak RSS ==")
+    print(f"\n== {size:,} memories: median (min-max), peak RSS; ratios of wall time, peak and CPU time ==")
     ratios = len(installs) == 2
     titles = "".join(f"   {'-- ' + impl + ' ':-<39}" for impl in installs)
     print(f"{'':<13}{titles}" + ("   ours/reference" if ratios else ""))
     head = f"{'command':<13}" + "".join(f"   {'median':>10} {'(min-max)':>19} {'peak':>8}" for _ in installs)
-    print(head + (f"{'time':>10}{'peak':>8}" if ratios else ""))
+    print(head + (f"{'time':>10}{'peak':>8}{'cpu':>8}" if ratios else ""))
     for command in COMMANDS:
         line, stats = f"{command:<13}", []
         for impl in installs:
@@ -158,7 +159,8 @@ def print_size(size: int, results: Results, installs: dict[str, str]) -> None:
             stats.append((med, peak))
             line += f"   {fmt_time(med):>10} {'(' + fmt_time(low) + '-' + fmt_time(high) + ')':>19} {peak:>5.0f} MB"
         if ratios:
-            line += f"{stats[0][0] / stats[1][0]:>9.2f}x{stats[0][1] / stats[1][1]:>7.2f}x"
+            cpu = [statistics.median(s.cpu for s in results[command][impl]) for impl in installs]
+            line += f"{stats[0][0] / stats[1][0]:>9.2f}x{stats[0][1] / stats[1][1]:>7.2f}x{cpu[0] / cpu[1]:>7.2f}x"
         print(line)
 
 
