@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import shutil
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -53,6 +51,8 @@ def untrusted_hooks(hooks_file: Path, cwd: Path, codex: str | None = None) -> li
 
 def _ask(codex: str, cwd: Path, request: dict[str, Any]) -> dict[str, Any] | None:
     """The result of one JSON-RPC request to a fresh ``codex app-server``, or None."""
+    import subprocess  # here: doctor imports this module (through install) and needs none of it
+
     try:
         process = subprocess.Popen(
             [codex, "app-server"],
@@ -82,6 +82,8 @@ def _ask(codex: str, cwd: Path, request: dict[str, Any]) -> dict[str, Any] | Non
 
 
 def _read_answer(fd: int, request_id: int, deadline: float) -> dict[str, Any] | None:
+    import selectors
+
     pending = b""
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
