@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -29,65 +27,23 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.hosts.codex import FakeResponses, install_codex  # noqa: E402
+from tests.hosts.codex import FAKE_KEY_VARIABLE, FakeResponses, install_codex, provider_config  # noqa: E402
+from tests.hosts.common import bin_dir, isolated_env  # noqa: E402
 
 NAMESPACE = "mcp__cclg"
 PROMPT = "how do kestrel deploys go out?"
 
 
-def _bin_dir() -> Path:
-    found = shutil.which("cclg-mcp")
-    return Path(found).parent if found else Path(sys.executable).parent
-
-
-def _provider_config(url: str) -> str:
-    return f"""\
-model_provider = "fake"
-model = "gpt-fake-codex"
-approval_policy = "never"
-sandbox_mode = "read-only"
-
-[model_providers.fake]
-name = "fake loopback model"
-base_url = "{url}"
-wire_api = "responses"
-env_key = "CCLG_FAKE_OPENAI_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-
-[features]
-plugins = false
-"""
-
-
 def _env(tmp: Path, codex: Path) -> dict[str, str]:
     home = tmp / "home"
-    node_dir = str(Path(shutil.which("node") or "/usr/bin/node").parent)
-    return {
-        # codex on PATH: `cclg install codex` asks it for the hooks to trust, as on a user's machine
-        "PATH": os.pathsep.join([str(_bin_dir()), str(codex.parent), node_dir, "/usr/local/bin", "/usr/bin", "/bin"]),
-        "HOME": str(home),
-        "CODEX_HOME": str(home / ".codex"),
-        "USER": "cclg-bench",
-        "LANG": "C.UTF-8",
-        "TERM": "dumb",
-        "TMPDIR": str(tmp),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "XDG_STATE_HOME": str(home / ".local" / "state"),
-        "CCLG_HOME": str(home / ".cclg-store"),
-        "CCLG_SEMANTIC": "off",
-        "CCLG_FAKE_OPENAI_KEY": "sk-test-dummy-key",
-        "HTTP_PROXY": "http://127.0.0.1:9",
-        "HTTPS_PROXY": "http://127.0.0.1:9",
-        "NO_PROXY": "127.0.0.1,localhost",
-    }
+    env = isolated_env(home, tmp, str(codex.parent))  # codex on PATH: install asks it for the hooks to trust
+    env.update(CODEX_HOME=str(home / ".codex"), **{FAKE_KEY_VARIABLE: "sk-test-dummy-key"})
+    return env
 
 
 def _cclg(env: dict[str, str], cwd: Path, *args: str) -> None:
     subprocess.run(
-        [str(_bin_dir() / "cclg"), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
+        [str(Path(bin_dir()) / "cclg"), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
         check=True, stdin=subprocess.DEVNULL,
     )  # fmt: skip
 
@@ -103,7 +59,7 @@ def _tools_list_seconds(env: dict[str, str], cwd: Path) -> float:
     ]  # fmt: skip
     start = time.monotonic()
     proc = subprocess.Popen(
-        [str(_bin_dir() / "cclg-mcp"), "--root", env["CCLG_HOME"]], cwd=cwd, env=env,
+        [str(Path(bin_dir()) / "cclg-mcp"), "--root", env["CCLG_HOME"]], cwd=cwd, env=env,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip
     assert proc.stdin is not None and proc.stdout is not None
@@ -133,7 +89,7 @@ def one_run(codex: Path, overrides: list[str], project_install: bool = False) ->
         project = Path(env["HOME"]) / "work" / "kestrel"
         project.mkdir(parents=True)
         Path(env["CODEX_HOME"]).mkdir()
-        user_config = _provider_config(fake.url)
+        user_config = provider_config(fake.url)
         if project_install:  # the user has trusted the project, as Codex asks on its first start there
             subprocess.run(["git", "init", "-q", str(project)], check=True)
             user_config += f'\n[projects."{project}"]\ntrust_level = "trusted"\n'

@@ -15,11 +15,35 @@ from typing import Any
 from . import npm
 
 CODEX_VERSION = "0.171.0"
+MODEL = "gpt-fake-codex"
+FAKE_KEY_VARIABLE = "CCLG_FAKE_OPENAI_KEY"  # the environment variable holding the fake provider's dummy key
 
 
 def install_codex() -> Path:
     """The path of the pinned ``codex`` executable, installed on first use; skips when impossible."""
     return npm.install("@openai/codex", CODEX_VERSION, "codex", {"CODEX_HOME": "{home}/.codex"})
+
+
+def provider_config(url: str) -> str:
+    """The user's config.toml before ``cclg install codex`` merges into it: the fake model at ``url``,
+    no retries, and no plugin sync (which would go to the network)."""
+    return f"""\
+model_provider = "fake"
+model = "{MODEL}"
+approval_policy = "never"
+sandbox_mode = "read-only"
+
+[model_providers.fake]
+name = "fake loopback model"
+base_url = "{url}"
+wire_api = "responses"
+env_key = "{FAKE_KEY_VARIABLE}"
+request_max_retries = 0
+stream_max_retries = 0
+
+[features]
+plugins = false
+"""
 
 
 # A responder gets a request body and returns the output items of the answer: ``{"type": "message",

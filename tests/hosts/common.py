@@ -4,6 +4,7 @@ it, and the checks of what reached the model and what the store recorded."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -31,6 +32,30 @@ def bin_dir() -> str:
     """The folder holding this environment's ``cclg``, ``cclg-hook`` and ``cclg-mcp``."""
     found = shutil.which("cclg-hook")
     return str(Path(found).parent) if found else str(Path(sys.executable).parent)
+
+
+def isolated_env(home: Path, tmp: Path, *path_dirs: str) -> dict[str, str]:
+    """The environment of a host run in the temporary ``home``: this environment's cclg first on PATH,
+    then ``path_dirs`` and node; XDG folders and the store inside ``home``; no semantic helper; and a
+    dead loopback proxy for anything that would still try to reach another host. Each host adds its own."""
+    node_dir = str(Path(shutil.which("node") or "/usr/bin/node").parent)
+    return {
+        "PATH": os.pathsep.join([bin_dir(), *path_dirs, node_dir, "/usr/local/bin", "/usr/bin", "/bin"]),
+        "HOME": str(home),
+        "USER": "cclg-test",
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "TMPDIR": str(tmp),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "CCLG_HOME": str(home / ".cclg-store"),
+        "CCLG_SEMANTIC": "off",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "127.0.0.1,localhost",
+    }
 
 
 def cclg(host: Host, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -7,7 +7,6 @@ and npm, or when the install fails, these tests skip with one line saying why.""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -21,9 +20,9 @@ from .common import (
     RETIRED,
     Host,
     assert_current_reached_not_retired,
+    isolated_env,
 )
 from .common import assert_store_clean as _assert_store_clean
-from .common import bin_dir as _bin_dir
 from .common import cclg as _cclg
 from .common import events as _events
 from .common import strings as _strings
@@ -41,38 +40,24 @@ def host(tmp_path: Path, fake_anthropic: FakeAnthropic) -> Host:
     home = tmp_path / "host-home"
     project = home / "work" / "kestrel"
     project.mkdir(parents=True)
-    node_dir = str(Path(shutil.which("node") or "/usr/bin/node").parent)
-    env = {
-        "PATH": os.pathsep.join([_bin_dir(), node_dir, "/usr/local/bin", "/usr/bin", "/bin"]),
-        "HOME": str(home),
-        "USER": "cclg-test",
-        "LANG": "C.UTF-8",
-        "TERM": "dumb",
-        "TMPDIR": str(tmp_path),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "XDG_STATE_HOME": str(home / ".local" / "state"),
-        "CCLG_HOME": str(home / ".cclg-store"),
-        "CCLG_SEMANTIC": "off",
-        # The fake model, and a dummy key.
-        "ANTHROPIC_BASE_URL": fake_anthropic.url,
-        "ANTHROPIC_API_KEY": "sk-ant-test-dummy-key",
-        # Nothing but the model request: no updater, telemetry, error reports or feature flags.
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_UPDATES": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "DISABLE_GROWTHBOOK": "1",
-        "DISABLE_INSTALLATION_CHECKS": "1",
-        "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1",
-        "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
-        # Anything that would still try another host goes to a dead loopback proxy instead.
-        "HTTP_PROXY": "http://127.0.0.1:9",
-        "HTTPS_PROXY": "http://127.0.0.1:9",
-        "NO_PROXY": "127.0.0.1,localhost",
-    }
+    env = isolated_env(home, tmp_path)
+    env.update(
+        {
+            # The fake model, and a dummy key.
+            "ANTHROPIC_BASE_URL": fake_anthropic.url,
+            "ANTHROPIC_API_KEY": "sk-ant-test-dummy-key",
+            # Nothing but the model request: no updater, telemetry, error reports or feature flags.
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_UPDATES": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "DISABLE_GROWTHBOOK": "1",
+            "DISABLE_INSTALLATION_CHECKS": "1",
+            "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1",
+            "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
+        }
+    )
     placeholder = Host(home, Path(env["CCLG_HOME"]), project, env, "", "")
     _cclg(placeholder, "init")
     old = json.loads(_cclg(placeholder, "add", "--content", RETIRED, "--source", "user", "--json").stdout)

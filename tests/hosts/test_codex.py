@@ -7,7 +7,6 @@ npm, or when the install fails, these tests skip with one line saying why."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -16,16 +15,16 @@ from typing import Any
 
 import pytest
 
-from .codex import FakeResponses, install_codex
+from .codex import FAKE_KEY_VARIABLE, FakeResponses, install_codex, provider_config
 from .common import (
     CURRENT,
     PROMPT,
     RETIRED,
     Host,
     assert_current_reached_not_retired,
+    isolated_env,
 )
 from .common import assert_store_clean as _assert_store_clean
-from .common import bin_dir as _bin_dir
 from .common import cclg as _cclg
 from .common import events as _events
 from .common import strings as _strings
@@ -34,8 +33,6 @@ pytestmark = pytest.mark.hosts
 
 if shutil.which("node") is None or shutil.which("npm") is None:
     pytest.skip("host tests need node and npm on PATH", allow_module_level=True)
-
-MODEL = "gpt-fake-codex"
 
 
 @pytest.fixture(scope="session")
@@ -49,27 +46,6 @@ def fake_responses() -> Iterator[FakeResponses]:
         yield fake
 
 
-def _provider_config(url: str) -> str:
-    """The user config.toml before ``cclg install codex`` merges its MCP server into it."""
-    return f"""\
-model_provider = "fake"
-model = "{MODEL}"
-approval_policy = "never"
-sandbox_mode = "read-only"
-
-[model_providers.fake]
-name = "fake loopback model"
-base_url = "{url}"
-wire_api = "responses"
-env_key = "CCLG_FAKE_OPENAI_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-
-[features]
-plugins = false
-"""
-
-
 @pytest.fixture
 def host(tmp_path: Path, fake_responses: FakeResponses, codex_bin: Path) -> Host:
     """A temporary HOME with a cclg store (one current and one retired memory) installed for Codex."""
@@ -78,28 +54,9 @@ def host(tmp_path: Path, fake_responses: FakeResponses, codex_bin: Path) -> Host
     project.mkdir(parents=True)
     codex_home = home / ".codex"
     codex_home.mkdir()
-    node_dir = str(Path(shutil.which("node") or "/usr/bin/node").parent)
-    env = {
-        "PATH": os.pathsep.join([_bin_dir(), str(codex_bin.parent), node_dir, "/usr/local/bin", "/usr/bin", "/bin"]),
-        "HOME": str(home),
-        "CODEX_HOME": str(codex_home),
-        "USER": "cclg-test",
-        "LANG": "C.UTF-8",
-        "TERM": "dumb",
-        "TMPDIR": str(tmp_path),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "XDG_STATE_HOME": str(home / ".local" / "state"),
-        "CCLG_HOME": str(home / ".cclg-store"),
-        "CCLG_SEMANTIC": "off",
-        "CCLG_FAKE_OPENAI_KEY": "sk-test-dummy-key",
-        # Anything that would still try another host goes to a dead loopback proxy instead.
-        "HTTP_PROXY": "http://127.0.0.1:9",
-        "HTTPS_PROXY": "http://127.0.0.1:9",
-        "NO_PROXY": "127.0.0.1,localhost",
-    }
-    (codex_home / "config.toml").write_text(_provider_config(fake_responses.url))
+    env = isolated_env(home, tmp_path, str(codex_bin.parent))  # codex on PATH: install asks it for hooks
+    env.update(CODEX_HOME=str(codex_home), **{FAKE_KEY_VARIABLE: "sk-test-dummy-key"})
+    (codex_home / "config.toml").write_text(provider_config(fake_responses.url))
     placeholder = Host(home, Path(env["CCLG_HOME"]), project, env, "", "")
     _cclg(placeholder, "init")
     old = json.loads(_cclg(placeholder, "add", "--content", RETIRED, "--source", "user", "--json").stdout)
