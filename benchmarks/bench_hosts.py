@@ -105,7 +105,7 @@ def one_run(codex: Path, overrides: list[str], project_install: bool = False) ->
             cwd=project, env=env, capture_output=True, text=True, timeout=120, check=False,
             stdin=subprocess.DEVNULL,
         )  # fmt: skip
-        firsts = [r for r in fake.requests if r["body"] is not None and r["path"].split("?")[0].endswith("/responses")]
+        firsts = fake.posted("/responses")
         if result.returncode != 0 or not firsts:
             raise RuntimeError(f"codex exec failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
         first = firsts[0]

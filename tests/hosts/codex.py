@@ -5,14 +5,12 @@ test_codex.py."""
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from . import npm
+from .loopback import LoopbackModel, Reply
 
 CODEX_VERSION = "0.171.0"
 MODEL = "gpt-fake-codex"
@@ -52,79 +50,25 @@ plugins = false
 Responder = Callable[[dict[str, Any]], list[dict[str, Any]]]
 
 
-class FakeResponses:
+class FakeResponses(LoopbackModel):
     """A fake OpenAI Responses API on 127.0.0.1: records every request and answers each
     ``POST .../responses`` with a server-sent event stream of the items ``responder`` returns."""
 
+    url_suffix: ClassVar[str] = "/v1"
+    not_found: ClassVar[dict[str, Any]] = {"error": {"type": "not_found", "message": "fake"}}
+
     def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []  # {"method", "path", "body", "at": time.monotonic()}
+        super().__init__()
         self.responder: Responder = lambda body: [{"type": "message", "text": "ok"}]
-        self._lock = threading.Lock()
-        self._count = 0
-        fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                fake._record(self.command, self.path, None)
-                self._json(404, {"error": {"type": "not_found", "message": "fake"}})
-
-            do_HEAD = do_GET
-            do_DELETE = do_GET
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    body = {"unparsed": raw.decode("utf-8", "replace")}
-                fake._record("POST", self.path, body)
-                if self.path.split("?", 1)[0].endswith("/responses"):
-                    self._stream(body, fake.responder(body))
-                else:
-                    self._json(404, {"error": {"type": "not_found", "message": "fake"}})
-
-            def _json(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _stream(self, body: dict[str, Any], outputs: list[dict[str, Any]]) -> None:
-                data = "".join(
-                    f"event: {event['type']}\ndata: {json.dumps(event)}\n\n" for event in fake._events(body, outputs)
-                ).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def _record(self, method: str, path: str, body: dict[str, Any] | None) -> None:
-        with self._lock:
-            self.requests.append({"method": method, "path": path, "body": body, "at": time.monotonic()})
+    def answer(self, reply: Reply, route: str, body: dict[str, Any]) -> None:
+        if route.endswith("/responses"):
+            reply.events((event["type"], event) for event in self._events(body, self.responder(body)))
+        else:
+            reply.json(404, self.not_found)
 
     def _events(self, body: dict[str, Any], outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        with self._lock:
-            self._count += 1
-            number = self._count
+        number = self.next_number()
         response_id = f"resp_fake{number:04d}"
         usage = {
             "input_tokens": 100, "input_tokens_details": {"cached_tokens": 0},
@@ -172,17 +116,4 @@ class FakeResponses:
 
     def responses(self) -> list[dict[str, Any]]:
         """The bodies of the ``/responses`` requests, in order."""
-        with self._lock:
-            return [
-                r["body"] for r in self.requests
-                if r["body"] is not None and r["path"].split("?", 1)[0].endswith("/responses")
-            ]  # fmt: skip
-
-    def __enter__(self) -> FakeResponses:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
+        return [r["body"] for r in self.posted("/responses")]
