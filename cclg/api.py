@@ -555,24 +555,24 @@ def code_search(store: Store, query: str, repo: str | Path, *, limit: int = 10) 
 def install_host(
     host: str, *, project: Path | None = None, root: str | None = None, dry_run: bool = False, trust: bool = True
 ) -> list[install.Change]:
-    """``cclg install``: create the store if needed, register cclg-hook and cclg-mcp with ``host``, and
-    turn the code graph in the hook's answers on (unless the store's config says otherwise). For Codex,
-    with ``trust``, also record the user's trust in the hooks it wrote, where Codex can be asked for
-    them (a last change, left out when it could not)."""
-    from cclg import install  # and subprocess with it: only when installing
+    """``cclg install``: create the store if needed, register cclg-hook and cclg-mcp with ``host``, turn the
+    code graph in the hook's answers on (unless the store's config says otherwise) and, for Codex with
+    ``trust``, record the user's trust in the hooks it wrote where Codex can be asked for them."""
+    from cclg import install  # only when installing
 
+    named = str(resolve_root(root).resolve()) if root else None  # the store the hooks and the server name
+    install.install(host, project=project, root=named, dry_run=True)  # what is refused leaves all as it was,
+    install.register_mcp(host, project=project, root=named, dry_run=True)  # the store included
+    if host == "codex":
+        install.read_codex_config()
     if not dry_run:
         store, _ = Store.init(root)
         hook = store.config.get("hook")
         if hook is None or (isinstance(hook, dict) and "include_codegraph" not in hook):
             config = {**store.config, "hook": {**(hook or {}), "include_codegraph": True}}
             store.write_file(store.root / fmt.PATHS["config"], json.dumps(config, indent=2).encode() + b"\n")
-    root = str(resolve_root(root).resolve()) if root else None
-    install.register_mcp(host, project=project, root=root, dry_run=True)  # refuses before anything is written
-    if host == "codex":
-        install.read_codex_config()  # a broken user config is refused before anything is written
-    changes = [install.install(host, project=project, root=root, dry_run=dry_run)]
-    changes.append(install.register_mcp(host, project=project, root=root, dry_run=dry_run))
+    changes = [install.install(host, project=project, root=named, dry_run=dry_run)]
+    changes.append(install.register_mcp(host, project=project, root=named, dry_run=dry_run))
     if host == "codex" and trust and not dry_run:
         codex_config = install.codex_home() / "config.toml"
         backed_up = any(change.path == codex_config and change.backup for change in changes)

@@ -83,6 +83,18 @@ def test_a_broken_configuration_is_refused_and_left_alone(tmp_path: Path) -> Non
     result = run("install", "claude", "--project", str(tmp_path))
     assert result.exit_code == 2 and "not valid JSON" in result.stderr
     assert settings.read_text() == "{broken"
+    assert not Path(os.environ["CCLG_HOME"]).exists(), "not even the store is made"
+
+
+def test_a_broken_codex_config_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    config = Path.home() / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('model = "x\n[broken')
+    result = run("install", "codex")
+    assert result.exit_code == 2 and "not valid TOML" in result.stderr
+    assert config.read_text() == 'model = "x\n[broken'
+    assert sorted(p.name for p in config.parent.iterdir()) == ["config.toml"]
+    assert not Path(os.environ["CCLG_HOME"]).exists()
 
 
 def test_the_installed_command_runs_and_answers_json(tmp_path: Path) -> None:
@@ -207,6 +219,7 @@ def test_a_foreign_server_named_cclg_is_left_alone(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "not cclg-mcp" in result.stderr
     assert json.loads(servers.read_text()) == {"mcpServers": {"cclg": {"command": "someone-else"}}}
     assert not (tmp_path / ".claude").exists(), "nothing is written when part of the install is refused"
+    assert not Path(os.environ["CCLG_HOME"]).exists()
 
 
 def test_project_and_user_together_are_refused(tmp_path: Path) -> None:
