@@ -6,10 +6,13 @@ Run by hand (not part of the test suite):
 
 For each size a store is built as ``bench_pack.py`` builds it (in a temporary
 folder, removed afterwards) and indexed; then the installed ``cclg-hook`` is run
-the way a host runs it: a fresh process, a Claude Code payload on stdin. Each
-figure is a median over ``--runs``, taken in the same run as the ``python -c
-pass`` baseline, and reported as a ratio to it. The session log and raw evidence
-grow as the runs go on, as they do in real use.
+the way a host runs it: a fresh process, a Claude Code payload on stdin, its
+``cwd`` a folder named after the project the prompt is about (memories are scoped
+to projects, and the hook serves the project it works in). Each figure is a median
+over ``--runs``, taken in the same run as the floor, and reported as a ratio to it;
+``packs`` says how many prompts got a memory pack (the rest were answered with
+nothing). The session log and raw evidence grow as the runs go on, as they do in
+real use.
 
 ``--compare`` times a second ``cclg-hook`` executable (another install, say the
 previous release in its own virtualenv) on the same store and queries, each run
@@ -24,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -50,12 +55,26 @@ def tool_output(run: int) -> str:
     return "\n".join(lines) + f"\n====== 420 passed in {run}.{run % 97:02d}s ======\n"
 
 
+def project_folder(work: Path, query: str, projects: list[str]) -> str:
+    """The folder the agent works in for ``query``: named after the project the query is about, as a
+    developer's checkout is, so the hook serves that project's memories (the other projects' are
+    out of scope). Off-topic queries run in the first project's folder."""
+    named = [p for p in projects if re.search(rf"\b{re.escape(p)}\b", query)]
+    folder = work / "checkouts" / (named[0] if named else projects[0])
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(folder)
+
+
 def timed(command: list[str], stdin: bytes) -> float:
+    return timed_answer(command, stdin)[0]
+
+
+def timed_answer(command: list[str], stdin: bytes) -> tuple[float, dict[str, object]]:
+    """Wall time of one run and its JSON answer (the hook must answer with JSON)."""
     start = time.perf_counter()
     result = subprocess.run(command, input=stdin, capture_output=True, check=True)
     elapsed = time.perf_counter() - start
-    json.loads(result.stdout)  # the hook must answer with JSON
-    return elapsed
+    return elapsed, json.loads(result.stdout)
 
 
 def main() -> None:
@@ -69,24 +88,30 @@ def main() -> None:
         return
     work = Path(tempfile.mkdtemp(prefix="cclg-bench-hook-"))
     try:
-        print(f"{'memories':>9} {'floor ms':>8} {'user-prompt ms':>15} {'ratio':>6} {'post-tool ms':>13} {'ratio':>6}")
+        print(
+            f"{'memories':>9} {'floor ms':>8} {'user-prompt ms':>15} {'ratio':>6} {'packs':>6} "
+            f"{'post-tool ms':>13} {'ratio':>6}"
+        )
         for size in (int(s) for s in args.sizes.split(",")):
             root = work / f"store-{size}"
             build_store(root, size, work)
             open_index(Store.open(root)).close()
             queries = synth.bench_queries(args.runs, size=size)
+            projects = synth.Vocabulary(size, random.Random(7)).projects
             # The baseline is timed between the hook runs, so machine noise hits all alike.
-            baselines, prompts, tools = [], [], []
+            baselines, prompts, tools, spoke = [], [], [], 0
             for i, query in enumerate(queries):
                 base = {
                     "session_id": f"bench-{size}",
                     "transcript_path": "/tmp/t.jsonl",
-                    "cwd": str(work),
+                    "cwd": project_folder(work, query, projects),
                     "permission_mode": "default",
                 }
                 baselines.append(timed([sys.executable, "-c", FLOOR], b""))
                 prompt = {**base, "hook_event_name": "UserPromptSubmit", "prompt": query}
-                prompts.append(timed([HOOK, "--root", str(root), "user-prompt"], json.dumps(prompt).encode()))
+                elapsed, answer = timed_answer([HOOK, "--root", str(root), "user-prompt"], json.dumps(prompt).encode())
+                prompts.append(elapsed)
+                spoke += bool(answer)
                 tool = {
                     **base,
                     "hook_event_name": "PostToolUse",
@@ -101,7 +126,7 @@ def main() -> None:
             p, t = statistics.median(prompts), statistics.median(tools)
             print(
                 f"{size:>9} {baseline * 1000:>8.1f} {p * 1000:>15.1f} {p / baseline:>6.2f} "
-                f"{t * 1000:>13.1f} {t / baseline:>6.2f}"
+                f"{spoke:>3}/{len(queries):<2} {t * 1000:>13.1f} {t / baseline:>6.2f}"
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -131,8 +156,10 @@ def compare(args: argparse.Namespace) -> None:
             )
             events = ("user-prompt", "post-tool")
             times: dict[tuple[str, str], list[float]] = {(h, e): [] for h in hooks for e in events}
+            projects = synth.Vocabulary(size, random.Random(7)).projects
             for i, query in enumerate(synth.bench_queries(args.runs, size=size)):
-                base = {"session_id": f"bench-{size}", "transcript_path": "/tmp/t.jsonl", "cwd": str(work)}
+                cwd = project_folder(work, query, projects)
+                base = {"session_id": f"bench-{size}", "transcript_path": "/tmp/t.jsonl", "cwd": cwd}
                 payloads = {
                     "user-prompt": {**base, "hook_event_name": "UserPromptSubmit", "prompt": query},
                     "post-tool": {

@@ -236,6 +236,10 @@ def _credit(word: tuple[str, ...], terms: set[str]) -> float:
     return sum(1 for part in parts if part in terms or stem(part) in terms) / len(parts)
 
 
+def _memory_text(hit: Hit) -> str:
+    return hit.node.content + " " + (hit.node.key or "").replace(".", " ")
+
+
 def _evidence(
     index: Index,
     groups: list[tuple[str, ...]],
@@ -246,14 +250,15 @@ def _evidence(
 ) -> dict[str, Evidence]:
     total_weight = sum(weights)
     prompt_terms = {t for word in groups for t in word}
+    owns = [words(_memory_text(hit)) for hit in candidates[:MEMORY_SHARE_RANKS]]
+    document_frequencies(index, [t for own in owns for word in own for t in word])  # one query, not one per memory
     found: dict[str, Evidence] = {}
     for rank, hit in enumerate(candidates):
         matched = set(hit.matched)
         credit = [_credit(word, matched) for word in groups]
         hits = [i for i, share in enumerate(credit) if share]
         query_share = sum(w * c for w, c in zip(weights, credit, strict=True)) / total_weight if total_weight else 0.0
-        text = hit.node.content + " " + (hit.node.key or "").replace(".", " ")
-        own = words(text) if rank < MEMORY_SHARE_RANKS else []
+        own = owns[rank] if rank < MEMORY_SHARE_RANKS else []
         own_weights = _weights(index, own) if own else []
         own_credit = [_credit(word, prompt_terms) for word in own]
         inside = [i for i, share in enumerate(own_credit) if share]
