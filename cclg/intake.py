@@ -40,10 +40,11 @@ from cclg.lattice import INITIAL_STATUSES
 from cclg.ledger import create_nodes
 from cclg.records import MemoryNode, MemoryPatch, Record, Scope, Source, new_node
 from cclg.repository import git_project
-from cclg.search import Where, bm25
+from cclg.search import Where, bm25, rarest_terms
 from cclg.sessions import note_overlay
 from cclg.staging import finish
 from cclg.store import Store
+from cclg.text import query_terms
 
 SHORT_LINE_FIELDS = (
     "content",
@@ -270,13 +271,16 @@ def _content_seen(store: Store, index: Index, node: MemoryNode) -> tuple[MemoryN
 
 
 SIMILAR_CHARS = 2_000  # the near-duplicate check looks at this much of each text
+SIMILAR_TERMS = 8  # and searches with its rarest terms
 
 
 def _similar(index: Index, node: MemoryNode) -> list[dict[str, str]]:
     where = Where(session_id=node.scope.session, project=node.scope.project, workspace=node.scope.workspace)
     text = normalize_text(node.content[:SIMILAR_CHARS]).lower()
     found = []
-    for hit in bm25(index, text, where, limit=5):
+    # A near-duplicate shares most words, so it holds some of the rarest: searching with those
+    # alone keeps the check's cost flat as the store grows ("note 7" matched every tenth memory).
+    for hit in bm25(index, text, where, limit=5, terms=rarest_terms(index, query_terms(text), SIMILAR_TERMS)):
         other = hit.node
         if other.scope.to_dict() != node.scope.to_dict():
             continue

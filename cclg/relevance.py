@@ -44,7 +44,7 @@ terms that the store holds.
 
 from __future__ import annotations
 
-from cclg.search import Hit, View, Where, bm25, document_frequencies, idf
+from cclg.search import Hit, View, Where, bm25, document_frequencies, idf, rarest_terms
 from cclg.text import compound_parts, is_cjk, query_words, stem
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
@@ -154,11 +154,7 @@ def _weights(index: Index, groups: list[tuple[str, ...]]) -> list[float]:
 def _search_terms(index: Index, groups: list[tuple[str, ...]]) -> list[str]:
     """The terms to search with: all of them, or for a long prompt the rarest ones the store holds."""
     terms = list(dict.fromkeys(t for word in groups for t in word))
-    if len(terms) <= MAX_SEARCH_TERMS:
-        return terms
-    _, docs = document_frequencies(index, terms)
-    held = sorted((t for t in terms if docs[t] > 0), key=lambda t: (docs[t], t))
-    return held[:MAX_SEARCH_TERMS]
+    return terms if len(terms) <= MAX_SEARCH_TERMS else rarest_terms(index, terms, MAX_SEARCH_TERMS)
 
 
 def relevant(

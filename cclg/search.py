@@ -340,6 +340,15 @@ COMMON_TERM_SHARE = 0.1
 COMMON_TERM_MIN_NODES = 2000
 
 
+def rarest_terms(index: Index, terms: list[str], count: int) -> list[str]:
+    """The ``count`` terms (of ``terms``) held by the fewest memories, leaving out those no memory holds:
+    a search with them finds what shares the distinctive words, at a cost that does not grow with the
+    store the way a common term's thousands of matches do."""
+    terms = list(dict.fromkeys(terms))
+    _, docs = document_frequencies(index, terms)
+    return sorted((t for t in terms if docs[t] > 0), key=lambda t: (docs[t], t))[:count]
+
+
 def _selective(index: Index, terms: list[str]) -> list[str]:
     total, docs = document_frequencies(index, terms)
     if total < COMMON_TERM_MIN_NODES:

@@ -115,6 +115,19 @@ def test_very_similar_text_in_the_same_scope_is_named(store: Store) -> None:
     assert unrelated.similar == []
 
 
+def test_a_near_duplicate_is_found_among_many_memories_that_share_its_common_words(store: Store) -> None:
+    """The check searches with the new text's rarest words only; the memory it nearly repeats holds
+    them, however many others share "note", "step" and the number."""
+    lines = [
+        json.dumps({"content": f"Release note {n % 7}: step {n % 5} builds shard {n}", "source": "user"})
+        for n in range(300)
+    ]
+    api.import_jsonl(store, ("\n".join(lines) + "\n").encode())
+    old = api.add_memory(store, "Release note 3: the canary deploy waits for the quartz probe", source="user").node
+    new = api.add_memory(store, "Release note 3: the canary deploy waits for the quartz probes", source="user")
+    assert new.similar == [{"id": old.id, "why": "very similar text"}]
+
+
 # ---------------------------------------------------------------- the command line
 
 
