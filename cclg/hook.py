@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 from cclg.text import estimate_tokens
@@ -43,13 +44,14 @@ if TYPE_CHECKING:
 HOST_EVENTS = {
     "user-prompt": "UserPromptSubmit",
     "post-tool": "PostToolUse",
+    "post-tool-failure": "PostToolUseFailure",
     "session-start": "SessionStart",
     "pre-compact": "PreCompact",
     "post-compact": "PostCompact",
     "stop": "Stop",
     "session-end": "SessionEnd",
 }
-CONTEXT_EVENTS = ("user-prompt", "session-start")
+CONTEXT_EVENTS = ("user-prompt", "session-start", "post-tool", "post-tool-failure")
 MAX_STDIN_BYTES = 8 * 1024 * 1024
 CLAUDE_MAX_CHARS = 10_000
 CODEX_MAX_TOKENS = 2_500
@@ -154,7 +156,7 @@ def on_user_prompt(call: Call) -> str | None:
     if not isinstance(prompt, str):
         raise ValueError("user-prompt payload has no prompt string")
     given = sessions.deliveries(call.store, call.session_id).in_context
-    summary = {"prompt": _text(prompt), "cwd": call.payload.get("cwd")}
+    summary = {"prompt": _text(prompt), "cwd": call.payload.get("cwd"), "at": time.time()}
     return _record_and_answer(call, summary, query=prompt, skip=given)
 
 
@@ -173,16 +175,45 @@ def on_session_start(call: Call) -> str | None:
     return _record_and_answer(call, summary, query="", offer=offer, skip=skip)
 
 
-def on_post_tool(call: Call) -> None:
-    """Record the tool call (the full response is kept once, in raw/)."""
-    call.record(
-        {
-            "tool_name": call.payload.get("tool_name"),
-            "tool_use_id": call.payload.get("tool_use_id"),
-            "duration_ms": call.payload.get("duration_ms"),
-            "tool_input": _text(call.payload.get("tool_input"), 500),
-        }
-    )
+def on_post_tool(call: Call) -> str | None:
+    """Record the tool call (the full response is kept once, in raw/) with the step the sensors make
+    of it; answer with their signals, or with nothing while all is nominal. (Claude Code reports a
+    command that failed as ``post-tool-failure``, handled here too.)"""
+    summary = {
+        "tool_name": call.payload.get("tool_name"),
+        "tool_use_id": call.payload.get("tool_use_id"),
+        "duration_ms": call.payload.get("duration_ms"),
+        "tool_input": _text(call.payload.get("tool_input"), 500),
+    }
+    signals: list[dict[str, Any]] = []
+    try:
+        step = _sense(call)
+        signals = step.get("signals", [])
+        summary["step"] = step
+    finally:  # the call is recorded even when a sensor fails
+        call.record(summary)
+    from cclg.sensors import awareness
+
+    return awareness(signals) if signals else None
+
+
+def _sense(call: Call) -> dict[str, Any]:
+    """This call's step, with the signals of the sensors that deviate (see ``cclg.sensors``)."""
+    from cclg import sensors
+
+    cwd = call.payload.get("cwd") if isinstance(call.payload.get("cwd"), str) else None
+    step = sensors.observe(call.event, call.payload, cwd)
+    window = sensors.Window(sensors.recent_events(call.store, call.session_id))
+
+    def dependants(path: str) -> list[str]:
+        from cclg.codegraph.stored import dependants as importers
+
+        return importers(call.store, cwd, path) if cwd else []
+
+    signals = sensors.sense(window, step, sensors.settings(call.store), dependants if step.get("files") else None)
+    if signals:
+        step["signals"] = signals
+    return step
 
 
 def on_compact(call: Call) -> None:
@@ -219,6 +250,7 @@ def on_session_end(call: Call) -> None:
 HANDLERS: dict[str, Callable[[Call], str | None]] = {
     "user-prompt": on_user_prompt,
     "post-tool": on_post_tool,
+    "post-tool-failure": on_post_tool,
     "session-start": on_session_start,
     "pre-compact": on_compact,
     "post-compact": on_compact,
@@ -267,6 +299,7 @@ def _record_and_answer(
     finally:
         summary["loaded_memory_ids"] = [node["id"] for node in nodes]
         summary["listed_retired_ids"] = [node["id"] for node in retired]
+        summary["tokens"] = estimate_tokens(query) + estimate_tokens(context or "")  # what it adds to the context
         call.record(summary)
     return context
 

@@ -271,5 +271,7 @@ def json_literal(text: str) -> str:
 
 def estimate_tokens(text: str) -> int:
     """A cheap token estimate: four ASCII characters a token, one token per other character."""
+    if text.isascii():
+        return math.ceil(len(text) / 4)
     ascii_chars = sum(1 for c in text if c < "\x80")
     return math.ceil(ascii_chars / 4) + (len(text) - ascii_chars)

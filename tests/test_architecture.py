@@ -55,7 +55,7 @@ LAYERS: list[list[str]] = [
     # the ledger and its projections
     ["lattice", "view", "index", "staging", "ledger", "undo"],
     # reading and compiling
-    ["search", "semantic", "relevance", "pack", "sessions"],
+    ["search", "semantic", "relevance", "pack", "sessions", "sensors"],
     # operations
     ["intake", "container", "importing", "redaction", "doctor", "demo"],
     # the library

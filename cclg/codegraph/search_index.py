@@ -11,6 +11,7 @@ needs instead of parsing the whole graph. The tables:
 - ``symbols`` and ``symbol_words``: every definition with the words of its name,
   how many words that is and how many files define the name;
 - ``links``: import and reference edges, weighted, both ways;
+- ``imports``: which file imports which (the sensors' reach asks who imports a file);
 - ``meta``: the schema version, the newest commit time and the file count.
 
 ``build_graph`` writes it through one ``SearchIndexWriter`` per build; the index
@@ -32,7 +33,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-TEXT_SCHEMA = 1
+TEXT_SCHEMA = 2  # 2: the imports table
 MAX_TEXT_CHARS = 300_000  # of a file's contents are searchable
 
 _SCHEMA_SQL = """
@@ -49,6 +50,8 @@ CREATE TABLE IF NOT EXISTS symbol_words (word TEXT, symbol INTEGER);
 CREATE INDEX IF NOT EXISTS symbol_words_word ON symbol_words (word);
 CREATE TABLE IF NOT EXISTS links (source TEXT, target TEXT, weight REAL);
 CREATE INDEX IF NOT EXISTS links_source ON links (source);
+CREATE TABLE IF NOT EXISTS imports (source TEXT, target TEXT);
+CREATE INDEX IF NOT EXISTS imports_target ON imports (target);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
 """
 
@@ -121,7 +124,7 @@ class SearchIndexWriter:
 
 def _write_structure(db: sqlite3.Connection, graph: dict[str, Any]) -> None:
     """Replace the files, symbols and links tables with the graph's."""
-    for table in ("files", "symbols", "symbol_words", "links"):
+    for table in ("files", "symbols", "symbol_words", "links", "imports"):
         db.execute(f"DELETE FROM {table}")
     db.executemany(
         "INSERT INTO files VALUES (?, ?, ?, ?)",
@@ -129,6 +132,8 @@ def _write_structure(db: sqlite3.Connection, graph: dict[str, Any]) -> None:
     )
     _write_symbols(db, graph["symbols"])
     db.executemany("INSERT INTO links VALUES (?, ?, ?)", _links(graph["edges"]))
+    imports = sorted({(e["from"], e["to"]) for e in graph["edges"] if e["type"] == "imports" and e["from"] != e["to"]})
+    db.executemany("INSERT INTO imports VALUES (?, ?)", imports)
     newest = max((f.get("last_commit") or 0 for f in graph["files"]), default=0)
     db.execute("INSERT OR REPLACE INTO meta VALUES ('newest', ?)", (newest,))
     db.execute("INSERT OR REPLACE INTO meta VALUES ('files', ?)", (len(graph["files"]),))

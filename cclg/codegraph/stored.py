@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from pathlib import Path
 
 from cclg.errors import UsageError
@@ -73,3 +74,27 @@ def read_graph(store: Store, root: Path) -> dict[str, Any]:
     if graph.get("root") != str(root):
         raise UsageError(f"the code graph at {path} is of {graph.get('root')}, not {root}; run `cclg code-index`")
     return graph
+
+
+def dependants(store: Store, folder: str, path: str) -> list[str]:
+    """The files that import ``path`` (absolute, or relative to ``folder``) in the stored code graph of
+    ``folder``'s repository, the most changed first; [] when there is no graph or it predates the
+    imports table. Reads the search index only: cheap enough for the hook."""
+    try:
+        root, index = find_search_index(store, folder)
+    except UsageError:
+        return []
+    target = os.path.relpath(os.path.join(folder, path), root).replace(os.sep, "/")
+    try:
+        db = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
+        try:
+            rows = db.execute(
+                "SELECT i.source FROM imports i LEFT JOIN files f ON f.path = i.source WHERE i.target = ?"
+                " ORDER BY coalesce(f.churn, 0) DESC, i.source",
+                (target,),
+            ).fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return []
+    return [row[0] for row in rows]
