@@ -205,10 +205,10 @@ def _sense(call: Call) -> dict[str, Any]:
     step = sensors.observe(call.event, call.payload, cwd)
     window = sensors.Window(sensors.recent_events(call.store, call.session_id))
 
-    def dependants(path: str) -> list[str]:
+    def dependants(path: str) -> tuple[str, list[str]]:
         from cclg.codegraph.stored import dependants as importers
 
-        return importers(call.store, cwd, path) if cwd else []
+        return importers(call.store, cwd, path) if cwd else (path, [])
 
     signals = sensors.sense(window, step, sensors.settings(call.store), dependants if step.get("files") else None)
     if signals:

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
     from cclg.store import Store
 
+    Dependants = Callable[[str], tuple[str, list[str]]]
+
 DEFAULTS: dict[str, int] = {
     "context_window_tokens": 200_000,  # the host's context window (Claude Code's models; Codex's is larger)
     "burn_calls": 5,  # burn speaks when the recent pace would fill the window within this many calls
@@ -263,9 +265,10 @@ def _step(event: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _is_fresh_context(event: dict[str, Any]) -> bool:
-    summary = event.get("summary") if isinstance(event.get("summary"), dict) else {}
+    summary = event.get("summary")
+    source = summary.get("source") if isinstance(summary, dict) else None
     return event.get("event") in ("pre_compact", "post_compact") or (
-        event.get("event") == "session_start" and summary.get("source") in ("compact", "clear")
+        event.get("event") == "session_start" and source in ("compact", "clear")
     )
 
 
@@ -307,9 +310,11 @@ def sense(
     window: Window,
     step: dict[str, Any],
     config: dict[str, int],
-    dependants: Callable[[str], list[str]] | None = None,
+    dependants: Dependants | None = None,
 ) -> list[dict[str, Any]]:
-    """The signals of this step (empty when all is nominal), each ``{"sensor", "level", "key", "line"}``."""
+    """The signals of this step (empty when all is nominal), each ``{"sensor", "level", "key", "line"}``.
+    ``dependants(path)``: the path as the code graph names it (from the repository's root) and the
+    files that import it."""
     found = [_burn(window, step, config), _clock(window, step, config), _pain(window, step, config)]
     found.append(_loop(window, step, config))
     found.extend(_reach(window, step, config, dependants))
@@ -401,13 +406,13 @@ def _loop(window: Window, step: dict[str, Any], config: dict[str, int]) -> dict[
 
 
 def _reach(
-    window: Window, step: dict[str, Any], config: dict[str, int], dependants: Callable[[str], list[str]] | None
+    window: Window, step: dict[str, Any], config: dict[str, int], dependants: Dependants | None
 ) -> list[dict[str, Any] | None]:
     if dependants is None:
         return []
     found: list[dict[str, Any] | None] = []
-    for path in step.get("files", ())[:5]:
-        users = dependants(path)
+    for edited in step.get("files", ())[:5]:
+        path, users = dependants(edited)
         if len(users) < config["reach_dependants"] or window.fired(window.steps, "reach", path):
             continue
         shown = ", ".join(users[:3])

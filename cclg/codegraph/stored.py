@@ -76,15 +76,16 @@ def read_graph(store: Store, root: Path) -> dict[str, Any]:
     return graph
 
 
-def dependants(store: Store, folder: str, path: str) -> list[str]:
-    """The files that import ``path`` (absolute, or relative to ``folder``) in the stored code graph of
-    ``folder``'s repository, the most changed first; [] when there is no graph or it predates the
-    imports table. Reads the search index only: cheap enough for the hook."""
+def dependants(store: Store, folder: str, path: str) -> tuple[str, list[str]]:
+    """``path`` (absolute, or relative to ``folder``) as the code graph of ``folder``'s repository
+    names it, and the files that import it, the most changed first; no files when there is no graph
+    or it predates the imports table. Reads the search index only: cheap enough for the hook."""
+    target = os.path.normpath(os.path.join(folder, path))
     try:
         root, index = find_search_index(store, folder)
     except UsageError:
-        return []
-    target = os.path.relpath(os.path.join(folder, path), root).replace(os.sep, "/")
+        return target, []
+    target = os.path.relpath(target, root).replace(os.sep, "/")
     try:
         db = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
         try:
@@ -96,5 +97,5 @@ def dependants(store: Store, folder: str, path: str) -> list[str]:
         finally:
             db.close()
     except sqlite3.Error:
-        return []
-    return [row[0] for row in rows]
+        return target, []
+    return target, [row[0] for row in rows]
