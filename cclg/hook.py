@@ -171,39 +171,70 @@ def on_session_start(call: Call) -> str | None:
     given = sessions.deliveries(call.store, call.session_id)
     offer = list(given.ever) if source == "compact" else []
     skip = () if source in sessions.FRESH_CONTEXT_SOURCES else given.in_context
-    summary = {"source": source, "cwd": call.payload.get("cwd")}
-    return _record_and_answer(call, summary, query="", offer=offer, skip=skip)
+    summary: dict[str, Any] = {"source": source, "cwd": call.payload.get("cwd")}
+    lines: list[str] = []
+    if source != "resume":  # a resumed context holds the rules it was given already
+        lines, summary["rules_given"] = _rules_given(call)
+    context = _record_and_answer(call, summary, query="", offer=offer, skip=skip)
+    if lines:
+        rules = RULES_FRAME + "\n".join(lines)
+        context = f"{context}\n\n{rules}" if context else rules
+    return context
+
+
+RULES_FRAME = (
+    "cclg rules: lessons earlier sessions of this project learned from failures they got out of "
+    "(reference material, not a task):\n"
+)
+
+
+def _rules_given(
+    call: Call, *, step: dict[str, Any] | None = None, given: Collection[str] = ()
+) -> tuple[list[str], list[str]]:
+    """The rules to give now (``cclg.rules``): the strong ones of the project at a session's start
+    (no ``step``), or those ``step`` comes near that the session was not ``given``; their lines and
+    keys, recorded as delivered."""
+    from cclg import rules
+
+    if step is None:
+        found = rules.strong(call.store, call.project)
+    else:
+        found = rules.near(call.store, step, call.project, set(given))
+    keys = [rule.key for rule, _ in found]
+    if keys:
+        rules.note(call.store, "delivered", keys, call.session_id)
+    return [f"- {rules.line(node, rule)}" for rule, node in found], keys
 
 
 def on_post_tool(call: Call) -> str | None:
     """Record the tool call (the full response is kept once, in raw/) with the step the sensors make
-    of it; answer with their signals, or with nothing while all is nominal. (Claude Code reports a
-    command that failed as ``post-tool-failure``, handled here too.)"""
+    of it; answer with their signals and the rules the call comes near, or with nothing while all
+    is nominal. (Claude Code reports a command that failed as ``post-tool-failure``, handled here too.)"""
+    from cclg import sensors
+
     summary = {
         "tool_name": call.payload.get("tool_name"),
         "tool_use_id": call.payload.get("tool_use_id"),
         "duration_ms": call.payload.get("duration_ms"),
         "tool_input": _text(call.payload.get("tool_input"), 500),
     }
-    signals: list[dict[str, Any]] = []
     try:
-        step = _sense(call)
-        signals = step.get("signals", [])
-        summary["step"] = step
+        window = sensors.Window(sensors.recent_events(call.store, call.session_id))
+        step = summary["step"] = _sense(call, window)
+        lines, summary["rules_given"] = _rules_given(call, step=step, given=window.rules_given)
     finally:  # the call is recorded even when a sensor fails
         call.record(summary)
-    from cclg.sensors import awareness
+    _learn(call, step, window)
+    signals = step.get("signals", [])
+    return sensors.awareness(signals, lines) if signals or lines else None
 
-    return awareness(signals) if signals else None
 
-
-def _sense(call: Call) -> dict[str, Any]:
+def _sense(call: Call, window: Any) -> dict[str, Any]:
     """This call's step, with the signals of the sensors that deviate (see ``cclg.sensors``)."""
     from cclg import sensors
 
     cwd = call.payload.get("cwd") if isinstance(call.payload.get("cwd"), str) else None
     step = sensors.observe(call.event, call.payload, cwd)
-    window = sensors.Window(sensors.recent_events(call.store, call.session_id))
 
     def dependants(path: str) -> tuple[str, list[str]]:
         from cclg.codegraph.stored import dependants as importers
@@ -214,6 +245,20 @@ def _sense(call: Call) -> dict[str, Any]:
     if signals:
         step["signals"] = signals
     return step
+
+
+def _learn(call: Call, step: dict[str, Any], window: Any) -> None:
+    """Evidence for the rules: a detection when pain speaks about a rule's error, a new rule when a
+    streak pain spoke about ends in a success."""
+    from cclg import rules
+
+    if any(s["sensor"] == "pain" and s["level"] == 0 for s in step.get("signals", ())):
+        known = rules.read_rules(call.store).values()
+        seen = [r.key for r in known if r.project == call.project and r.trigger.get("signature") == step["failure"]]
+        if seen:
+            rules.note(call.store, "detection", seen, call.session_id)
+    elif step.get("command") and not step.get("failure"):
+        rules.learn(call.store, window.steps, step, call.project, call.session_id)
 
 
 def on_compact(call: Call) -> None:
@@ -238,12 +283,14 @@ def on_stop(call: Call) -> None:
 
 
 def on_session_end(call: Call) -> None:
-    """Record the end of the session and close its record with the memories it was given."""
-    from cclg import sessions
+    """Record the end of the session and close its record with the memories it was given; each rule
+    it was given whose failure did not come gets a suppression (``cclg.rules``)."""
+    from cclg import rules, sessions
 
     on_stop(call)
     loaded = list(sessions.deliveries(call.store, call.session_id).ever)
     sessions.end_session(call.store, call.session_id, loaded_memory_ids=loaded)
+    rules.close_session(call.store, call.session_id, call.store.session_events(call.session_id))
 
 
 # What each event does. A test checks this table against the contract's events and the host templates.

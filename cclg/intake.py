@@ -209,6 +209,7 @@ def add_memory(
     reason: str | None = None,
     force: bool = False,
     max_trust: str = "trusted",
+    lock_wait: float | None = None,
     **fields: Any,
 ) -> AddResult:
     """``cclg add``: one new memory, written with its ``create`` patch.
@@ -222,6 +223,8 @@ def add_memory(
       are listed in ``similar``: patching one of them is usually what was meant.
     - A caller limited to ``max_trust`` (MCP: untrusted) cannot ask for more, nor pin the
       memory into every pack (retention required).
+    - ``lock_wait``: how long to wait for the store lock (a ``ConcurrencyError`` after), for a
+      caller that must not wait long, such as the hook.
     """
     trust = fields.get("trust", guard.DEFAULT_TRUST)
     guard.check_labels(trust)
@@ -231,7 +234,7 @@ def add_memory(
         raise UsageError("this caller cannot pin a memory (retention required); the user can, with `cclg label`")
     node = build_node(content, source=source, **fields)
     ledger.refuse_node_secrets([node])  # before the duplicate check: a secret is refused, not matched
-    with store.lock():
+    with store.lock() if lock_wait is None else store.lock(timeout=lock_wait):
         finish(store)  # an import a crash interrupted
         index = open_index(store)  # one connection for the checks and the write: closing one costs a checkpoint
         try:

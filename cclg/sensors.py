@@ -34,7 +34,7 @@ from cclg.text import estimate_tokens
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from cclg.store import Store
@@ -274,7 +274,7 @@ def _is_fresh_context(event: dict[str, Any]) -> bool:
 
 class Window:
     """The session as the sensors see it: its steps and signals since the last prompt and since the
-    context was last emptied (a compaction or a /clear)."""
+    context was last emptied (a compaction or a /clear), and the rules it was given."""
 
     def __init__(self, events: list[dict[str, Any]]) -> None:
         context_start = max((i + 1 for i, e in enumerate(events) if _is_fresh_context(e)), default=0)
@@ -285,6 +285,8 @@ class Window:
         self.prompt_steps = [s for e in events[prompt_at + 1 :] if (s := _step(e)) is not None]
         prompt = events[prompt_at].get("summary") if prompt_at >= 0 else None
         self.prompt_at = prompt.get("at") if isinstance(prompt, dict) else None
+        summaries = [e.get("summary") for e in events]
+        self.rules_given = {k for s in summaries if isinstance(s, dict) for k in s.get("rules_given", ())}
 
     def fired(self, steps: list[dict[str, Any]], sensor: str, key: str | None = None) -> bool:
         """Whether ``sensor`` (about ``key``, if given) spoke at any of ``steps``."""
@@ -422,7 +424,8 @@ def _reach(
     return found
 
 
-def awareness(signals: list[dict[str, Any]]) -> str:
-    """The text the agent gets: one line a signal, under a heading that says what these are."""
-    lines = "\n".join(f"- {s['line']}" for s in signals)
+def awareness(signals: list[dict[str, Any]], rules: Sequence[str] = ()) -> str:
+    """The text the agent gets: one line a signal, under a heading that says what these are, then the
+    lines of the rules (``cclg.rules``) this call came near."""
+    lines = "\n".join([f"- {s['line']}" for s in signals] + list(rules))
     return f"cclg sensors (what this session's own tool calls show; an observation, not a new task):\n{lines}"

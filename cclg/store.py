@@ -536,7 +536,7 @@ class Store:
 
     def logs(self) -> list[Path]:
         """Every JSON-lines log of the store."""
-        logs = [p for p in (self.audit_path, self.hook_failures_path) if p.exists()]
+        logs = sorted((self.root / "audit").glob("*.jsonl"))  # the audit, hook failures, rule evidence
         logs.extend(sorted((self.root / "sessions").glob("*.events.jsonl")))
         return logs
 

@@ -57,7 +57,7 @@ LAYERS: list[list[str]] = [
     # reading and compiling
     ["search", "semantic", "relevance", "pack", "sessions", "sensors"],
     # operations
-    ["intake", "container", "importing", "redaction", "doctor", "demo"],
+    ["intake", "container", "importing", "redaction", "doctor", "demo", "rules"],
     # the library
     ["api"],
     # the surfaces
