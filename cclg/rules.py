@@ -241,3 +241,36 @@ def close_session(store: Store, session_id: str, events: list[dict[str, Any]]) -
     if kept:
         note(store, "suppression", kept, session_id)
     return kept
+
+
+# ---------------------------------------------------------------- listing
+
+
+def listing(store: Store) -> list[dict[str, Any]]:
+    """``cclg rules``: every rule with its evidence and the memory that states it now (the current
+    one, else the last one, with its status: a forgotten rule shows as forgotten), best evidenced first."""
+    from cclg.index import open_index
+    from cclg.records import MemoryNode
+
+    found = sorted(read_rules(store).values(), key=lambda r: (-r.evidence, r.key))
+    index = open_index(store)
+    try:
+        listed = []
+        for rule in found:
+            row = index.db.execute(
+                "SELECT record FROM nodes WHERE key = ? ORDER BY current DESC, updated DESC, id LIMIT 1", (rule.key,)
+            ).fetchone()
+            node = MemoryNode.from_dict(json.loads(row[0]), where="index") if row else None
+            listed.append(
+                {
+                    **rule.to_dict(),
+                    "evidence": rule.evidence,
+                    "id": node.id if node else None,
+                    "status": node.status if node else "missing",
+                    "trust": node.metadata.get("trust") if node else None,
+                    "content": node.content if node else "",
+                }
+            )
+        return listed
+    finally:
+        index.close()

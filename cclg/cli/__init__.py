@@ -24,7 +24,7 @@ from cclg.errors import CclgError, ValidationError
 
 COMMAND_MODULES = {  # module of cclg.cli -> the commands it defines (in its COMMANDS)
     "memory": ["init", "add", "raw", "import-jsonl", "patch", "forget", "label", "rollback", "conflicts", "resolve"],
-    "inspect": ["status", "show", "log", "diff", "cite", "audit", "validate", "doctor", "scan"],
+    "inspect": ["status", "show", "log", "diff", "cite", "audit", "validate", "doctor", "scan", "rules"],
     "retrieval": ["search", "grep", "recall", "pack", "reindex"],
     "containers": ["export", "open", "import"],
     "code": ["code-index", "code-search"],

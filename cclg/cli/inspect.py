@@ -191,4 +191,37 @@ def scan_command(ctx: click.Context, paths: tuple[Path, ...], in_store: bool, re
         ctx.exit(1)
 
 
-COMMANDS = [status, show, log, diff, cite, audit, validate, doctor_command, scan_command]
+@click.command("rules")
+@json_option
+@click.pass_context
+def rules_command(ctx: click.Context, as_json: bool) -> None:
+    """Rules learned from failures, with their evidence.
+
+    A rule is written when a command that failed the same way several times in a row
+    passes again (the sensors' pain). A detection is its failure seen again; a session
+    given the rule that ended without the failure is a suppression. Both count, and
+    nothing decays. Rules are memories: label, narrow or forget them like any other.
+
+    Example: cclg rules --json
+    """
+    from cclg import rules
+
+    listed = rules.listing(store_of(ctx))
+    if as_json:
+        emit({"rules": listed}, True)
+        return
+    if not listed:
+        click.echo("no rules yet: they are learned when a command that kept failing the same way passes again")
+    for rule in listed:
+        counts = f"{rule['detection']} detection(s), {rule['suppression']} suppression(s), {rule['delivered']} given"
+        click.echo(f"{rule['id'] or rule['key']}  [{rule['status']}, {rule['trust']}]  {counts}")
+        click.echo(f"    {rule['content']}")
+        click.echo(f"    trigger: `{rule['trigger'].get('command')}` with {rule['trigger'].get('signature')}")
+        if rule["id"] and rule["status"] == "active":
+            click.echo(
+                f"    keep it: cclg label {rule['id']} --trust trusted --reason ...;"
+                f" drop it: cclg patch forget --target {rule['id']} --reason ..."
+            )
+
+
+COMMANDS = [status, show, log, diff, cite, audit, validate, doctor_command, scan_command, rules_command]
