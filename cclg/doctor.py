@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cclg import format as fmt
-from cclg import staging
+from cclg import sensors, staging
 from cclg.errors import CclgError, UnknownPatchOperationError, ValidationError
 from cclg.files import read_jsonl
 from cclg.ids import content_hash, parse_time
@@ -90,6 +90,7 @@ class Report:
     counts: dict[str, int]
     findings: list[Finding]
     refreshed: list[str] = field(default_factory=list)  # search index entries re-read from their files
+    sensors: dict[str, int] = field(default_factory=dict)  # the thresholds post-tool's sensors use
 
     @property
     def ok(self) -> bool:
@@ -102,6 +103,7 @@ class Report:
             "counts": self.counts,
             "findings": [f.to_dict() for f in self.findings],
             "refreshed": self.refreshed,
+            "sensors": self.sensors,
         }
 
 
@@ -249,7 +251,8 @@ def diagnose(store: Store) -> Report:
         message = "left by a write that was killed; the next write (or `cclg doctor --repair`) finishes or removes it"
         findings.append(Finding(TEMP, store.relative(path), message))
     findings.extend(_stray_findings(store, strays))
-    return Report(root=str(store.root), counts=counts, findings=findings, refreshed=refreshed)
+    thresholds = sensors.settings(store)
+    return Report(root=str(store.root), counts=counts, findings=findings, refreshed=refreshed, sensors=thresholds)
 
 
 def _named(patches: list[MemoryPatch]) -> set[str]:

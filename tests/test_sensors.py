@@ -255,3 +255,14 @@ def test_one_error_reads_the_same_whatever_its_numbers_paths_and_addresses(first
 def test_output_of_a_success_has_no_error_signature(text: str) -> None:
     step = sensors.observe("post-tool", dict(codex_shell("x", "make", text)[1]), REPO)
     assert "failure" not in step
+
+
+def test_doctor_shows_the_thresholds_in_use(store: Store) -> None:
+    from click.testing import CliRunner
+
+    from cclg.cli import cli
+
+    result = CliRunner().invoke(cli, ["--root", str(store.root), "doctor", "--json"])
+    assert json.loads(result.output)["sensors"] == sensors.DEFAULTS
+    text = CliRunner().invoke(cli, ["--root", str(store.root), "doctor"]).output
+    assert 'sensors (config.json "sensors"): context_window_tokens=200000, burn_calls=5' in text

@@ -152,6 +152,8 @@ def doctor_command(ctx: click.Context, repair: bool, as_json: bool) -> None:
             click.echo(f"refreshed the search index: {entry}")
         counts = ", ".join(f"{v} {k}" for k, v in report.counts.items())
         click.echo(f"store {report.root}: {counts}")
+        thresholds = ", ".join(f"{k}={v}" for k, v in report.sensors.items())
+        click.echo(f'sensors (config.json "sensors"): {thresholds}')
         for f in report.findings:
             click.echo(f"[{f.check}] {f.path}: {f.message}")
         click.echo("ok: no findings" if report.ok else f"{len(report.findings)} finding(s)")
