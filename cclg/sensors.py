@@ -152,8 +152,7 @@ def _command_key(command: str) -> str:
     """What a command runs, for telling runs of one command apart from others: its program and, for a
     runner (``python -m pytest``, ``npm test``, ``cargo build``), the task; no arguments, paths or env.
     Of ``cd app && pytest -x | tail`` it is the last step's first program: ``pytest``."""
-    last = re.split(r"&&|\|\||;", command)[-1].split("|")[0]
-    words = last.split()
+    words = _last_step(command)
     while words and (("=" in words[0] and not words[0].startswith("-")) or words[0] in WRAPPERS):
         wrapper = words.pop(0)
         while words and (words[0].startswith("-") or words[0].isdigit() or (wrapper in WRAPPERS and words[0] == "run")):
@@ -167,6 +166,27 @@ def _command_key(command: str) -> str:
     if program in RUNNERS and task:
         return f"{program}-{task[0]}" if program == "git" else " ".join([program, *task])
     return program
+
+
+def _last_step(command: str) -> list[str]:
+    """The words of the last step of a shell line (after its last ``&&``, ``||`` or ``;``), up to a pipe,
+    quotes respected: ``python3 -c "a; b"`` is one step."""
+    import shlex
+
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        tokens = list(lexer)
+    except ValueError:  # an unclosed quote: split on spaces
+        tokens = command.split()
+    steps: list[list[str]] = [[]]
+    for token in tokens:
+        if token in ("&&", "||", ";", "&", "\n"):
+            steps.append([])
+        else:
+            steps[-1].append(token)
+    last = next((step for step in reversed(steps) if step), [])
+    return last[: last.index("|")] if "|" in last else last
 
 
 def _input_signature(tool: str, tool_input: object) -> str:

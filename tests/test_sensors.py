@@ -266,3 +266,18 @@ def test_doctor_shows_the_thresholds_in_use(store: Store) -> None:
     assert json.loads(result.output)["sensors"] == sensors.DEFAULTS
     text = CliRunner().invoke(cli, ["--root", str(store.root), "doctor"]).output
     assert 'sensors (config.json "sensors"): context_window_tokens=200000, burn_calls=5' in text
+
+
+@pytest.mark.parametrize(
+    ("command", "key"),
+    [
+        ("python3 -c \"import sys; sys.exit('x')\"", "python3"),  # quotes respected
+        ("python -m pytest tests/ -x", "pytest"),
+        ("FOO=1 uv run pytest -q", "pytest"),
+        ("cd app && npm run build", "npm run build"),
+        ("timeout 60 cargo test 2>&1 | tail -20", "cargo test"),
+        ("git status", "git-status"),
+    ],
+)
+def test_a_command_is_known_by_what_it_runs(command: str, key: str) -> None:
+    assert sensors.observe("post-tool", codex_shell("x", command, "ok")[1], REPO)["command"] == key

@@ -108,3 +108,17 @@ def assert_store_clean(host: Host) -> None:
     assert not failures.exists() or not failures.read_text().strip(), failures.read_text()
     doctor = cclg(host, "doctor", check=False)
     assert doctor.returncode == 0, f"cclg doctor:\n{doctor.stdout}\n{doctor.stderr}"
+
+
+# A command that fails the same way each time (the sensors' pain, issue 18), and the line the model
+# must get after its third failure.
+FAILING_COMMAND = "python3 -c \"import sys; print('boom'); sys.exit('ValueError: bad thing 42')\""
+PAIN_LINE = "- pain: `python3` failed 3 times in a row with the same error: ValueError: bad thing N"
+
+
+def assert_pain_reached_model_once(requests_text: list[str]) -> None:
+    """``requests_text``: the text of each model request after each failure. The first two carry no
+    sensor line, the third the pain line (and nothing else from the sensors)."""
+    assert len(requests_text) >= 3, len(requests_text)
+    assert not any("cclg sensors" in text for text in requests_text[:2]), requests_text[:2]
+    assert PAIN_LINE in requests_text[2], requests_text[2][-3000:]

@@ -16,10 +16,12 @@ import pytest
 
 from .common import (
     CURRENT,
+    FAILING_COMMAND,
     PROMPT,
     RETIRED,
     Host,
     assert_current_reached_not_retired,
+    assert_pain_reached_model_once,
     isolated_env,
 )
 from .common import assert_store_clean as _assert_store_clean
@@ -228,4 +230,35 @@ def test_compaction_offers_the_memory_again(claude_bin: Path, host: Host, fake_a
     assert prompts[1]["loaded_memory_ids"] == [], prompts[1]  # still in context: not given twice
     # The compact session start gave it to the new context; the post-compact after it must not forget that.
     assert host.current_id not in prompts[2]["loaded_memory_ids"], prompts[2]
+    _assert_store_clean(host)
+
+
+def test_a_repeated_failure_reaches_the_model_as_pain(
+    claude_bin: Path, host: Host, fake_anthropic: FakeAnthropic
+) -> None:
+    """Claude Code sends a failed command as PostToolUseFailure; the third same failure brings the pain
+    line into the next request. A Read (matched by PostToolUse's "*") is recorded too."""
+    turns = {"count": 0}
+
+    def responder(body: dict[str, Any]) -> list[dict[str, Any]]:
+        turns["count"] += 1
+        number = turns["count"]
+        if number == 1:
+            readme = str(host.project / "README.md")
+            return [{"type": "tool_use", "id": "toolu_read", "name": "Read", "input": {"file_path": readme}}]
+        if number <= 4:
+            return [{"type": "tool_use", "id": f"toolu_fail{number}", "name": "Bash",
+                     "input": {"command": FAILING_COMMAND, "description": "run it"}}]  # fmt: skip
+        return [{"type": "text", "text": "done"}]
+
+    (host.project / "README.md").write_text("kestrel\n")
+    fake_anthropic.responder = responder
+    result = _run_claude(claude_bin, host, "--allowedTools", "Bash,Read")
+    after_failures = ["\n".join(_strings(body["messages"][-1])) for body in fake_anthropic.messages()[2:5]]
+    assert_pain_reached_model_once(after_failures)
+
+    events = _events(host, result["session_id"])
+    assert [e["event"] for e in events if e["event"].startswith("post_tool")] == ["post_tool"] + [
+        "post_tool_failure"
+    ] * 3
     _assert_store_clean(host)

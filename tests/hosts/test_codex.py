@@ -18,10 +18,12 @@ import pytest
 from .codex import FAKE_KEY_VARIABLE, FakeResponses, install_codex, provider_config
 from .common import (
     CURRENT,
+    FAILING_COMMAND,
     PROMPT,
     RETIRED,
     Host,
     assert_current_reached_not_retired,
+    assert_pain_reached_model_once,
     isolated_env,
 )
 from .common import assert_store_clean as _assert_store_clean
@@ -213,4 +215,28 @@ def test_compaction_fires_hooks_and_memory_returns(codex_bin: Path, host: Host, 
     names = [event["event"] for event in _events(host, _thread_id(result))]
     assert {"pre_compact", "post_compact"} <= set(names), names
     assert names.index("pre_compact") < names.index("post_compact"), names
+    _assert_store_clean(host)
+
+
+def test_a_repeated_failure_reaches_the_model_as_pain(
+    codex_bin: Path, host: Host, fake_responses: FakeResponses
+) -> None:
+    """Codex sends a failed command as PostToolUse with the output as text; the third same failure
+    brings the pain line into the next request."""
+    turns = {"count": 0}
+
+    def responder(body: dict[str, Any]) -> list[dict[str, Any]]:
+        turns["count"] += 1
+        if turns["count"] <= 3:
+            return [{"type": "function_call", "name": "exec_command", "call_id": f"call_fail{turns['count']}",
+                     "arguments": {"cmd": FAILING_COMMAND}}]  # fmt: skip
+        return [{"type": "message", "text": "done"}]
+
+    fake_responses.responder = responder
+    result = _run_codex(codex_bin, host, "--dangerously-bypass-approvals-and-sandbox")
+    after_failures = ["\n".join(_strings(body["input"][-3:])) for body in fake_responses.responses()[1:4]]
+    assert_pain_reached_model_once(after_failures)
+
+    events = _events(host, _thread_id(result))
+    assert [e["event"] for e in events if e["event"].startswith("post_tool")] == ["post_tool"] * 3
     _assert_store_clean(host)
