@@ -19,12 +19,12 @@ import re
 import time
 import unicodedata
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 
 from cclg.errors import ValidationError
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
+    from datetime import datetime
     from typing import Any
 
 
@@ -57,7 +57,10 @@ def _system_id(prefix: str) -> str:
 
 
 def _system_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
+    """``datetime.now(UTC).isoformat(timespec="microseconds")``, without importing datetime (1.7 ms of
+    every hook's start-up)."""
+    seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
+    return f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(seconds))}.{nanos // 1000:06d}+00:00"
 
 
 class FixedClock:
@@ -77,6 +80,8 @@ class FixedClock:
         return f"{prefix}_{self._tag}{self._count:04d}"
 
     def now(self) -> str:
+        from datetime import timedelta
+
         value = self._moment.isoformat()
         self._moment += timedelta(seconds=1)
         return value
@@ -130,6 +135,8 @@ def now_iso() -> str:
 
 def parse_time(value: str) -> datetime:
     """Parse an ISO 8601 timestamp that carries a timezone; ``ValueError`` otherwise."""
+    from datetime import datetime
+
     parsed = datetime.fromisoformat(value)
     if parsed.tzinfo is None:
         raise ValueError(f"timestamp {value!r} has no timezone")

@@ -183,10 +183,10 @@ def _has_key(store: Store, key: str) -> bool:
 
 def current_rules(store: Store, keys: list[str]) -> dict[str, MemoryNode]:
     """The current memory of each key that has one (a forgotten or expired rule has none)."""
-    from cclg.index import open_index
-
     if not keys:
         return {}
+    from cclg.index import open_index
+
     index = open_index(store)
     try:
         return {key: nodes[0] for key in keys if (nodes := index.current_with_key(key))}

@@ -66,20 +66,20 @@ READ_ONLY_COMMANDS = frozenset(
 )
 WRAPPERS = frozenset("sudo time env nice timeout uv poetry pipenv npx bunx pnpx".split())
 RUNNERS = frozenset("git npm pnpm yarn bun cargo go make docker kubectl dotnet mvn gradle".split())
-_NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{8,}\b|\d+(?:\.\d+)*")
-_PATHS = re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*/)+([\w.-]+)")
-_SPACE = re.compile(r"\s+")
+# Patterns as text: ``re`` compiles each on first use (and caches it), so a call that needs none of
+# them, such as an edit, pays nothing for them at start-up.
+NUMBERS = r"0x[0-9a-fA-F]+|\b[0-9a-f]{8,}\b|\d+(?:\.\d+)*"
+DIRECTORIES = r"(?:[A-Za-z]:)?(?:[\w.~-]*/)+([\w.-]+)"
 # Lines that say a command failed, in the tools agents run (a Python exception, a test runner's
 # failure line, a compiler's error, npm, a shell): the best one becomes the failure's signature.
-_ERROR_LINE = re.compile(
-    r"^(?:E\s+)?(?:\w+\.)*\w*(?:Error|Exception|Exit)\b:?.*"  # ValueError: ..., E   AssertionError: ...
+ERROR_LINE = (
+    r"(?m)^(?:E\s+)?(?:\w+\.)*\w*(?:Error|Exception|Exit)\b:?.*"  # ValueError: ..., E   AssertionError: ...
     r"|^FAILED\s.*|^ERROR\s.*|^error(?:\[\w+\])?:.*|^.*\berror (?:TS|CS)\d+:.*"  # pytest, rustc, tsc
     r"|^npm ERR!.*|^fatal:.*|^panic:.*|^.*: command not found$|^.*: No such file or directory$"
-    r"|^FAIL\s.*|^--- FAIL:.*|^.*\b\d+ (?:failed|errors?)\b.*",
-    re.MULTILINE,
+    r"|^FAIL\s.*|^--- FAIL:.*|^.*\b\d+ (?:failed|errors?)\b.*"
 )
-_EXCEPTION = re.compile(r"^(?:E\s+)?(?:\w+\.)*\w+(?:Error|Exception)")  # the cause, where there is one
-_SUCCESS_SUMMARY = re.compile(r"^=+ .*\bpassed\b(?!.*\b(?:failed|errors?)\b).* =+$|^ok\s|^PASS\s", re.MULTILINE)
+EXCEPTION = r"^(?:E\s+)?(?:\w+\.)*\w+(?:Error|Exception)"  # the cause, where there is one
+SUCCESS_SUMMARY = r"(?m)^=+ .*\bpassed\b(?!.*\b(?:failed|errors?)\b).* =+$|^ok\s|^PASS\s"
 
 
 def settings(store: Store) -> dict[str, int]:
@@ -192,7 +192,7 @@ def _last_step(command: str) -> list[str]:
 def _input_signature(tool: str, tool_input: object) -> str:
     """The call's input with whitespace and case evened out, so a repeated call reads the same."""
     text = json.dumps(tool_input, sort_keys=True, ensure_ascii=False, default=str)
-    return f"{tool}:{_SPACE.sub(' ', text).strip().lower()}"
+    return f"{tool}:{' '.join(text.split()).lower()}"
 
 
 def _edited_files(tool: str, tool_input: object, cwd: str | None) -> list[str]:
@@ -231,7 +231,7 @@ def _failure(event: str, payload: dict[str, Any], output: str) -> str | None:
             return None  # Claude Code's shell result: a failed command would have come as post-tool-failure
     if str(payload.get("tool_name") or "") not in ("Bash", "shell", "exec_command"):
         return None
-    if _SUCCESS_SUMMARY.search(output[-2000:]):
+    if re.search(SUCCESS_SUMMARY, output[-2000:]):
         return None
     return signature(output)
 
@@ -239,16 +239,14 @@ def _failure(event: str, payload: dict[str, Any], output: str) -> str | None:
 def signature(text: str) -> str | None:
     """The most telling error line of ``text`` (the last one a runner prints is usually the cause),
     normalised: numbers, hex, addresses and directories stripped. None when no line reads as an error."""
-    lines = [m.group(0).strip() for m in _ERROR_LINE.finditer(text[-20_000:])]
+    lines = [m.group(0).strip() for m in re.finditer(ERROR_LINE, text[-20_000:])]
     lines = [line for line in lines if line and not re.match(r"^(?:0|no) (?:failed|errors?)\b", line)]
     if not lines:
         return None
-    chosen = next(
-        (line for line in reversed(lines) if re.match(r"^(?:E\s+)?(?:\w+\.)*\w+(?:Error|Exception)", line)), lines[-1]
-    )
-    chosen = _PATHS.sub(r"\1", re.sub(r"^E\s+", "", chosen))
-    chosen = _NUMBERS.sub("N", chosen)
-    return _SPACE.sub(" ", chosen).strip()[:SIGNATURE_CHARS]
+    chosen = next((line for line in reversed(lines) if re.match(EXCEPTION, line)), lines[-1])
+    chosen = re.sub(DIRECTORIES, r"\1", re.sub(r"^E\s+", "", chosen))
+    chosen = re.sub(NUMBERS, "N", chosen)
+    return " ".join(chosen.split())[:SIGNATURE_CHARS]
 
 
 # ---------------------------------------------------------------- the session so far

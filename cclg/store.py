@@ -39,7 +39,6 @@ import os
 import stat
 import time
 from collections.abc import Iterable, Iterator
-from datetime import datetime
 from pathlib import Path
 
 from cclg import format as fmt
@@ -61,6 +60,7 @@ from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Session, dumps
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
+    from datetime import datetime
     from typing import Any
 
 LAYOUT = ("raw", "nodes", "patches", "edges", "sessions", "audit", "active", "active/codegraphs", "tmp")

@@ -405,7 +405,7 @@ COMMANDS = {
         "conflicts",
         "resolve",
     },
-    "cclg.cli.inspect": {"status", "show", "log", "diff", "cite", "audit", "validate", "doctor", "scan"},
+    "cclg.cli.inspect": {"status", "show", "log", "diff", "cite", "audit", "validate", "doctor", "scan", "rules"},
     "cclg.cli.retrieval": {"search", "grep", "recall", "pack", "reindex"},
     "cclg.cli.containers": {"export", "open", "import"},
     "cclg.cli.code": {"code-index", "code-search"},

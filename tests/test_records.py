@@ -463,6 +463,18 @@ def test_is_valid_id() -> None:
     assert not is_valid_id("mem_" + "a" * 129, "mem")
 
 
+def test_now_is_the_same_text_datetime_would_write() -> None:
+    """now_iso builds its text without importing datetime (hook start-up); it must read as
+    datetime.now(UTC).isoformat(timespec="microseconds") does, and mean the same moment."""
+    from datetime import UTC, datetime
+
+    before = datetime.now(UTC)
+    stamp = now_iso()
+    after = datetime.now(UTC)
+    assert before <= datetime.fromisoformat(stamp) <= after
+    assert len(stamp) == len(before.isoformat(timespec="microseconds")) and stamp.endswith("+00:00")
+
+
 # ---------------------------------------------------------------- fixed clock
 
 START = "2026-01-02T03:04:05+00:00"
