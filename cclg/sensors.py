@@ -60,9 +60,10 @@ ESCALATION = (
 )
 
 EDIT_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch")
-READ_ONLY_COMMANDS = frozenset(
-    "cat head tail less sed awk grep rg ag ack find fd ls tree wc file stat git-status git-diff git-log git-show "
-    "git-grep".split()
+READ_ONLY_COMMANDS = frozenset(  # programs that look and change nothing: their repeats can be a loop
+    "cat nl bat head tail less more sed awk grep rg ag ack find fd ls tree wc file stat du df pwd which jq yq "
+    "sort uniq cut column diff cmp od xxd hexdump strings readlink realpath git-status git-diff git-log "
+    "git-show git-grep git-blame git-branch git-ls-files git-rev-parse".split()
 )
 WRAPPERS = frozenset("sudo time env nice timeout uv poetry pipenv npx bunx pnpx".split())
 RUNNERS = frozenset("git npm pnpm yarn bun cargo go make docker kubectl dotnet mvn gradle".split())
@@ -79,7 +80,7 @@ ERROR_LINE = (
     r"|^FAIL\s.*|^--- FAIL:.*|^.*\b\d+ (?:failed|errors?)\b.*"
 )
 EXCEPTION = r"^(?:E\s+)?(?:\w+\.)*\w+(?:Error|Exception)"  # the cause, where there is one
-SUCCESS_SUMMARY = r"(?m)^=+ .*\bpassed\b(?!.*\b(?:failed|errors?)\b).* =+$|^ok\s|^PASS\s"
+SUCCESS_SUMMARY = r"(?m)^(?!.*\b(?:failed|errors?)\b)=+ .*\bpassed\b.* =+$|^ok\s|^PASS\s"  # "1 failed, 5 passed": no
 
 
 def settings(store: Store) -> dict[str, int]:

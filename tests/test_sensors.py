@@ -281,3 +281,10 @@ def test_doctor_shows_the_thresholds_in_use(store: Store) -> None:
 )
 def test_a_command_is_known_by_what_it_runs(command: str, key: str) -> None:
     assert sensors.observe("post-tool", codex_shell("x", command, "ok")[1], REPO)["command"] == key
+
+
+def test_a_pytest_summary_with_failures_before_passes_is_a_failure() -> None:
+    output = "E   TypeError: make_user() got an unexpected keyword argument 'password'\n"
+    output += "==================== 1 failed, 5 passed in 0.40s ====================\n"
+    step = sensors.observe("post-tool", codex_shell("x", "pytest", output)[1], REPO)
+    assert step["failure"] == "TypeError: make_user() got an unexpected keyword argument 'password'"
