@@ -113,8 +113,8 @@ def observe(event: str, payload: dict[str, Any], cwd: str | None) -> dict[str, A
         "at": time.time(),
     }
     if command is not None:
-        step["command"] = _command_key(command)
-        step["read_only"] = _command_key(command).split(" ")[0] in READ_ONLY_COMMANDS
+        step["command"] = key = _command_key(command)
+        step["read_only"] = key.split(" ")[0] in READ_ONLY_COMMANDS
     else:
         step["read_only"] = tool in ("Read", "Grep", "Glob", "LS", "WebFetch", "WebSearch")
     files = _edited_files(tool, tool_input, cwd)
