@@ -6,10 +6,11 @@ The hook's promises, in order of importance:
    or truncated stdin, a huge payload, wrong types, a bug), it prints exactly one
    JSON object that the host accepts and exits 0. What went wrong goes to
    ``audit/hook_failures.jsonl`` in the store, when there is one.
-2. It is quiet: context is returned only on ``user-prompt`` and ``session-start``
-   (the events where hosts take ``hookSpecificOutput.additionalContext``), only
-   when there is something relevant, framed as reference material, under the
-   host's cap (10,000 characters for Claude Code, about 2,500 tokens for Codex).
+2. It is quiet: context is returned on ``user-prompt`` and ``session-start`` only
+   when there is something relevant, and on ``post-tool`` only when a sensor sees
+   something off or a rule's trigger is near; always framed as reference material,
+   under the host's cap (10,000 characters for Claude Code, about 2,500 tokens for
+   Codex).
 3. It is light: it imports the standard library and cclg's core modules only
    (no click, mcp, git or tree-sitter).
 
@@ -17,10 +18,12 @@ The module is an adapter: ``main`` reads the payload, ``handle`` opens the store
 and the session, and ``HANDLERS`` maps each event to one function (a test checks
 the table against the contract's events and the host templates):
 ``user-prompt`` records the prompt and returns the pack for it (``cclg.pack.fit_markdown``,
-which fits the host's cap in one pass); ``post-tool`` records the tool call (the
-full response is kept once, in raw/); ``session-start`` opens or resumes the
-session and returns the pinned memories; ``pre-compact`` / ``post-compact`` keep a
-compact record; ``stop`` / ``session-end`` close the session record. The session
+which fits the host's cap in one pass); ``post-tool`` and ``post-tool-failure`` record
+the tool call (the full response is kept once, in raw/) with what the sensors make of
+it (``cclg.sensors``) and the rules it nears or teaches (``cclg.rules``); ``session-start``
+opens or resumes the session and returns the pinned memories and the strong rules;
+``pre-compact`` / ``post-compact`` keep a compact record; ``stop`` / ``session-end``
+close the session record (and count the rules it was given that held). The session
 bookkeeping lives in ``cclg.sessions``, the code graph's part in
 ``cclg.codegraph.context``.
 """
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Sequence
     from typing import Any
 
+    from cclg.sensors import Window
     from cclg.store import Store
 
 HOST_EVENTS = {
@@ -229,7 +233,7 @@ def on_post_tool(call: Call) -> str | None:
     return sensors.awareness(signals, lines) if signals or lines else None
 
 
-def _sense(call: Call, window: Any) -> dict[str, Any]:
+def _sense(call: Call, window: Window) -> dict[str, Any]:
     """This call's step, with the signals of the sensors that deviate (see ``cclg.sensors``)."""
     from cclg import sensors
 
@@ -247,7 +251,7 @@ def _sense(call: Call, window: Any) -> dict[str, Any]:
     return step
 
 
-def _learn(call: Call, step: dict[str, Any], window: Any) -> None:
+def _learn(call: Call, step: dict[str, Any], window: Window) -> None:
     """Evidence for the rules: a detection when pain speaks about a rule's error, a new rule when a
     streak pain spoke about ends in a success."""
     from cclg import rules
