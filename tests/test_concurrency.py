@@ -254,6 +254,7 @@ KILLED_WRITER = textwrap.dedent(
         if i % 2 == 0:
             apply_patch(store, "deprecate", [node.id], reason=f"{tag} deprecates {i}")
         record_event(store, "killed", "tool_result", {"i": i, "tag": tag, "blob": "b" * 300_000})
+        print("wrote", i, flush=True)
         i += 1
     """
 )
@@ -291,6 +292,8 @@ def test_sigkill_mid_write_leaves_a_store_doctor_can_repair(store: Store) -> Non
         )
         assert proc.stdout is not None
         assert proc.stdout.readline() == b"ready\n", proc.stderr.read() if proc.stderr else b""
+        if round_ == 5:  # the last writer is killed only after a whole round of writes, however slow the machine
+            assert proc.stdout.readline().startswith(b"wrote"), proc.stderr.read() if proc.stderr else b""
         time.sleep(delay)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()  # reaped: its pid is dead, so its temp files are orphans
