@@ -161,7 +161,30 @@ def on_user_prompt(call: Call) -> str | None:
         raise ValueError("user-prompt payload has no prompt string")
     given = sessions.deliveries(call.store, call.session_id).in_context
     summary = {"prompt": _text(prompt), "cwd": call.payload.get("cwd"), "at": time.time()}
-    return _record_and_answer(call, summary, query=prompt, skip=given)
+    turn = _previous_turn(call)
+    if turn:
+        summary["previous_turn_given"] = True
+    return _record_and_answer(call, summary, query=prompt, skip=given, appendix=turn)
+
+
+def _previous_turn(call: Call) -> str:
+    """The previous turn's entry, compact (``cclg.turns.compact``); "" on any failure, which is logged:
+    the pack still goes out."""
+    try:
+        from cclg import turns
+
+        return turns.compact(call.store, call.session_id)
+    except Exception:
+        import traceback
+
+        _log_failure(str(call.store.root), f"{call.logged_as} (previous turn)", traceback.format_exc())
+        return ""
+
+
+def _turn_context_emptied(call: Call) -> None:
+    from cclg import turns
+
+    turns.context_emptied(call.store, call.session_id)
 
 
 def on_session_start(call: Call) -> str | None:
@@ -179,11 +202,10 @@ def on_session_start(call: Call) -> str | None:
     lines: list[str] = []
     if source != "resume":  # a resumed context holds the rules it was given already
         lines, summary["rules_given"] = _rules_given(call)
-    context = _record_and_answer(call, summary, query="", offer=offer, skip=skip)
-    if lines:
-        rules = RULES_FRAME + "\n".join(lines)
-        context = f"{context}\n\n{rules}" if context else rules
-    return context
+    if source in ("compact", "clear"):
+        _turn_context_emptied(call)
+    rules = RULES_FRAME + "\n".join(lines) if lines else ""
+    return _record_and_answer(call, summary, query="", offer=offer, skip=skip, appendix=rules)
 
 
 RULES_FRAME = (
@@ -271,6 +293,7 @@ def on_compact(call: Call) -> None:
     from cclg import sessions
 
     events = call.store.session_events(call.session_id)
+    _turn_context_emptied(call)
     call.record(
         {
             "trigger": call.payload.get("trigger"),
@@ -282,8 +305,17 @@ def on_compact(call: Call) -> None:
 
 
 def on_stop(call: Call) -> None:
-    """Record the end of a turn."""
-    call.record({"reason": call.payload.get("reason")})
+    """Record the end of a turn, with its entry (``cclg.turns``: what happened, and the agent's reading
+    of it if it wrote one), which becomes the session's current entry."""
+    from cclg import sensors, turns
+
+    summary: dict[str, Any] = {"reason": call.payload.get("reason")}
+    try:
+        summary["turn"] = turns.seal(
+            call.store, call.session_id, call.payload, sensors.recent_events(call.store, call.session_id)
+        )
+    finally:  # the stop is recorded even when the entry cannot be made
+        call.record(summary)
 
 
 def on_session_end(call: Call) -> None:
@@ -291,7 +323,7 @@ def on_session_end(call: Call) -> None:
     it was given whose failure did not come gets a suppression (``cclg.rules``)."""
     from cclg import rules, sessions
 
-    on_stop(call)
+    call.record({"reason": call.payload.get("reason")})
     loaded = list(sessions.deliveries(call.store, call.session_id).ever)
     sessions.end_session(call.store, call.session_id, loaded_memory_ids=loaded)
     rules.close_session(call.store, call.session_id, call.store.session_events(call.session_id))
@@ -317,6 +349,7 @@ def _record_and_answer(
     query: str,
     offer: Sequence[str] = (),
     skip: Collection[str] = (),
+    appendix: str = "",
 ) -> str | None:
     """Compile the pack for ``query``, record the event with the ids it loaded, return the context.
 
@@ -327,7 +360,8 @@ def _record_and_answer(
 
     max_chars, max_tokens = context_limits(call.store, call.agent)
     codegraph = _codegraph(call, query, max_chars, max_tokens) if call.include_codegraph else ""
-    extra = FRAME + codegraph
+    appendix = f"\n\n{appendix}" if appendix else ""  # after the pack, within the same cap
+    extra = FRAME + codegraph + appendix
     nodes: list[dict[str, Any]] = []
     retired: list[dict[str, Any]] = []
     context = None
@@ -344,9 +378,9 @@ def _record_and_answer(
         )
         nodes, retired = fitted["memory_nodes"], fitted["suppressed_nodes"]
         if nodes or retired:
-            context = FRAME + rendered + codegraph
-        elif codegraph.startswith("\n## Code graph"):
-            context = codegraph.lstrip("\n")
+            context = FRAME + rendered + codegraph + appendix
+        elif codegraph.startswith("\n## Code graph") or appendix:
+            context = (codegraph + appendix).lstrip("\n")
     finally:
         summary["loaded_memory_ids"] = [node["id"] for node in nodes]
         summary["listed_retired_ids"] = [node["id"] for node in retired]

@@ -55,14 +55,24 @@ LAYERS: list[list[str]] = [
     # the ledger and its projections
     ["lattice", "view", "index", "staging", "ledger", "undo"],
     # reading and compiling
-    ["search", "semantic", "relevance", "pack", "sessions", "sensors"],
+    ["search", "semantic", "relevance", "pack", "sessions", "sensors", "turns"],
     # operations
     ["intake", "container", "importing", "redaction", "doctor", "demo", "rules"],
     # the library
     ["api"],
     # the surfaces
-    ["hook", "mcp_server"],
-    ["cli.common", "cli.memory", "cli.inspect", "cli.retrieval", "cli.containers", "cli.code", "cli.hosts", "cli"],
+    ["hook", "mcp_tools", "mcp_server"],
+    [
+        "cli.common",
+        "cli.memory",
+        "cli.inspect",
+        "cli.retrieval",
+        "cli.containers",
+        "cli.code",
+        "cli.hosts",
+        "cli.turns",
+        "cli",
+    ],
     ["cli.__main__", "__main__"],
 ]
 ORDER = [f"cclg.{name}" if name else "cclg" for layer in LAYERS for name in layer]

@@ -410,6 +410,7 @@ COMMANDS = {
     "cclg.cli.containers": {"export", "open", "import"},
     "cclg.cli.code": {"code-index", "code-search"},
     "cclg.cli.hosts": {"install", "uninstall", "demo-store"},
+    "cclg.cli.turns": {"turn"},
 }
 
 

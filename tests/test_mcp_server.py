@@ -40,7 +40,8 @@ from cclg.cli import cli
 from cclg.errors import UsageError
 from cclg.files import read_jsonl
 from cclg.ledger import apply_patch, create_nodes
-from cclg.mcp_server import allowed_repository, main
+from cclg.mcp_server import main
+from cclg.mcp_tools import allowed_repository
 from cclg.pack import compile_pack
 from cclg.store import Store
 
@@ -282,7 +283,10 @@ def test_lists_every_verb_under_both_names_with_schemas_and_annotations(served: 
     assert sorted(code_tools) == ["cclg_code_index", "cclg_code_search"]
     assert code_tools["cclg_code_search"].annotations.read_only_hint is True  # type: ignore[union-attr]
     assert code_tools["cclg_code_index"].annotations.destructive_hint is False  # type: ignore[union-attr]
-    tools = [t for t in every if t.name not in code_tools]
+    coglog = {t.name: t for t in every if t.name.startswith("coglog_")}
+    assert sorted(coglog) == ["coglog_clear", "coglog_read", "coglog_write"], "CogLog's own three names"
+    assert coglog["coglog_read"].annotations.read_only_hint is True  # type: ignore[union-attr]
+    tools = [t for t in every if t.name not in code_tools and t.name not in coglog]
     by_name = {t.name: t for t in tools}
     assert len(tools) == 2 * len(VERBS) == 28 and len(by_name) == 28
     instructions = served.client.instructions or ""
@@ -362,7 +366,8 @@ def dotted(served: Served) -> DottedServer:
 
 def test_dotted_names_serve_the_standard_names_instead(served: Served, dotted: DottedServer) -> None:
     expected = [f"{prefix}.{verb}" for prefix in ("cclg", "memory") for verb in VERBS]
-    assert sorted(dotted.names) == sorted([*expected, *(f"cclg.{verb}" for verb in CODE_VERBS)])
+    coglog = ["coglog_read", "coglog_write", "coglog_clear"]  # CogLog's own names, in either mode
+    assert sorted(dotted.names) == sorted([*expected, *(f"cclg.{verb}" for verb in CODE_VERBS), *coglog])
     assert dotted.instructions and not dotted.search.is_error and not dotted.alias.is_error
     assert dotted.search.structured_content == dotted.want == dotted.alias.structured_content
     assert served.ids["new"] in [r["id"] for r in dotted.want["results"]]

@@ -29,6 +29,7 @@ COMMAND_MODULES = {  # module of cclg.cli -> the commands it defines (in its COM
     "containers": ["export", "open", "import"],
     "code": ["code-index", "code-search"],
     "hosts": ["install", "uninstall", "demo-store"],
+    "turns": ["turn"],
 }
 
 

@@ -1,0 +1,422 @@
+"""The MCP tools' functions: each one a module-level function over the store and a thin call into
+the library (``cclg.api`` only), with its arguments' types and limits; ``cclg.mcp_server`` serves
+them from its table (``TOOLS``). A caller is not the user, and the limits below say what it may
+send and do.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from cclg import api, guard
+from cclg import format as fmt
+from cclg.errors import UsageError
+from cclg.repository import git_root
+from cclg.store import Store
+
+# Limits on what a caller may send: generous for real use, small enough that a
+# runaway argument is refused with a clear message instead of filling the store.
+MAX_QUERY_CHARS = 10_000
+MAX_CONTENT_CHARS = 100_000
+MAX_RAW_CHARS = 8 * 1024 * 1024
+MAX_LIMIT = 200
+MAX_TARGETS = 100
+
+# The pack's formats beside json, whose text the pack tool adds under "rendered".
+RENDERED_FORMATS = " or ".join(f for f in api.FORMATS if f != "json")
+# The trust an MCP caller may give: never trusted (only the user can, through the CLI).
+CALLER_TRUST = ("untrusted", "quarantined")
+# The retention an MCP caller may give: never required, which pins a memory into every pack.
+CALLER_RETENTION = tuple(r for r in guard.RETENTION if r != "required")
+
+Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for.")]
+Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description="At most this many results.")]
+SessionId = Annotated[str | None, Field(max_length=200, description="Include this session's overlay memories.")]
+Project = Annotated[str | None, Field(max_length=200, description="Only memories of this project (or of none).")]
+Workspace = Annotated[str | None, Field(max_length=200, description="Only memories of this workspace (or of none).")]
+MemoryId = Annotated[str, Field(min_length=4, max_length=100, description="A memory id (mem_...) or a unique prefix.")]
+Content = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS, description="One self-contained statement.")]
+Reason = Annotated[
+    str, Field(min_length=1, max_length=2_000, description="Why; kept in the patch for the audit trail.")
+]
+SourceLabel = Annotated[
+    str, Field(min_length=1, max_length=200, description="Where it came from: user, doc:README.md, session:ID, ...")
+]
+
+
+def _where(session_id: str | None, project: str | None, workspace: str | None) -> api.Where:
+    return api.Where(session_id=session_id, project=project, workspace=workspace)
+
+
+# ---------------------------------------------------------------- reading
+
+
+def memory_search(
+    store: Store,
+    query: Query,
+    mode: Annotated[
+        str,
+        Field(
+            json_schema_extra={"enum": list(api.MODES)},
+            description="bm25: ranked words; grep: exact text; graph: hits and what they relate to; "
+            "temporal: newest first; auto: all fused.",
+        ),
+    ] = "auto",
+    limit: Limit = 10,
+    session_id: SessionId = None,
+    project: Project = None,
+    workspace: Workspace = None,
+    status: Annotated[
+        str | None,
+        Field(
+            json_schema_extra={"enum": [None, "all", *fmt.NODE_STATUSES]},
+            description="Search memories of this status instead of current ones ('all' for every one).",
+        ),
+    ] = None,
+) -> dict[str, Any]:
+    hits = api.search_memories(
+        store, query, mode=mode, limit=limit, where=_where(session_id, project, workspace), status=status
+    )
+    return {"results": [h.to_dict() for h in hits]}
+
+
+def memory_bm25(
+    store: Store,
+    query: Query,
+    limit: Limit = 10,
+    session_id: SessionId = None,
+    project: Project = None,
+    workspace: Workspace = None,
+) -> dict[str, Any]:
+    hits = api.search_memories(store, query, mode="bm25", limit=limit, where=_where(session_id, project, workspace))
+    return {"results": [h.to_dict() for h in hits]}
+
+
+def memory_grep(
+    store: Store,
+    pattern: Annotated[str, Field(min_length=1, max_length=1_000, description="Text (or regex) to find.")],
+    regex: Annotated[bool, Field(description="The pattern is a regular expression.")] = False,
+    ignore_case: bool = False,
+    raw: Annotated[bool, Field(description="Also search raw evidence.")] = False,
+    limit: Limit = 50,
+    session_id: SessionId = None,
+    project: Project = None,
+    workspace: Workspace = None,
+) -> dict[str, Any]:
+    where = _where(session_id, project, workspace)
+    matches = api.grep(store, pattern, regex=regex, ignore_case=ignore_case, raw=raw, where=where, limit=limit)
+    return {"matches": [m.to_dict() for m in matches]}
+
+
+def memory_pack(
+    store: Store,
+    query: Annotated[
+        str, Field(max_length=MAX_QUERY_CHARS, description="The task at hand; empty for pinned memories only.")
+    ] = "",
+    session_id: SessionId = None,
+    project: Project = None,
+    workspace: Workspace = None,
+    max_nodes: Annotated[int, Field(ge=0, le=MAX_LIMIT)] = api.DEFAULT_MAX_NODES,
+    max_chars: Annotated[int, Field(ge=0, le=1_000_000)] = api.DEFAULT_MAX_CHARS,
+    max_tokens: Annotated[int | None, Field(ge=0, le=250_000)] = None,
+    format: Annotated[
+        str,
+        Field(
+            json_schema_extra={"enum": list(api.FORMATS)},
+            description=f"json: the pack alone; {RENDERED_FORMATS}: the pack plus its text in that format "
+            "under rendered.",
+        ),
+    ] = "json",
+) -> dict[str, Any]:
+    pack = api.compile_pack(
+        store,
+        query,
+        session_id=session_id,
+        project=project,
+        workspace=workspace,
+        max_nodes=max_nodes,
+        max_chars=max_chars,
+        max_tokens=max_tokens,
+    )
+    if format == "json":
+        return pack
+    return {**pack, "rendered": api.render(pack, format)}
+
+
+def memory_recall(
+    store: Store,
+    query: Query,
+    limit: Annotated[int, Field(ge=1, le=50)] = 5,
+    session_id: SessionId = None,
+    project: Project = None,
+    workspace: Workspace = None,
+) -> dict[str, Any]:
+    return {"results": api.recall(store, query, where=_where(session_id, project, workspace), limit=limit)}
+
+
+def memory_cite(store: Store, memory_id: MemoryId) -> dict[str, Any]:
+    return api.cite(store, memory_id)
+
+
+def memory_conflicts(store: Store) -> dict[str, Any]:
+    return {"conflicts": api.conflicts(store)}
+
+
+def memory_audit(
+    store: Store,
+    limit: Annotated[int, Field(ge=1, le=1_000)] = 50,
+    event: Annotated[str | None, Field(json_schema_extra={"enum": [None, *fmt.AUDIT_EVENTS]})] = None,
+    memory_id: Annotated[str | None, Field(max_length=100, description="Only records naming this memory.")] = None,
+) -> dict[str, Any]:
+    return {"records": api.audit_log(store, limit=limit, event=event, memory_id=memory_id)}
+
+
+# ---------------------------------------------------------------- writing
+
+
+def memory_add(
+    store: Store,
+    content: Content,
+    source: SourceLabel = "mcp",
+    type: Annotated[str, Field(json_schema_extra={"enum": list(fmt.NODE_TYPES)})] = "memory",
+    key: Annotated[
+        str | None,
+        Field(max_length=200, description="Stable key: same-key memories collapse to the narrowest scope."),
+    ] = None,
+    quote: Annotated[str | None, Field(max_length=10_000, description="The words of the source this rests on.")] = None,
+    confidence: Annotated[float, Field(ge=0, le=1)] = 1.0,
+    scope: Annotated[
+        dict[str, str | None] | None, Field(description=f"Scope keys: {', '.join(fmt.SCOPE_KEYS)}.")
+    ] = None,
+    global_scope: Annotated[
+        bool,
+        Field(
+            description="A memory of every project. Without it, when the server runs inside a git repository "
+            "and scope names no project, the memory belongs to that repository's project."
+        ),
+    ] = False,
+    tags: Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=50)] = [],  # noqa: B006
+    trust: Annotated[
+        str,
+        Field(
+            json_schema_extra={"enum": list(CALLER_TRUST)},
+            description="An MCP caller cannot mark a memory trusted; only the user can (cclg add).",
+        ),
+    ] = "untrusted",
+    sensitivity: Annotated[
+        str,
+        Field(
+            json_schema_extra={"enum": list(guard.SENSITIVITY)},
+            description="confidential is packed only where the store allows; restricted never.",
+        ),
+    ] = guard.DEFAULT_SENSITIVITY,
+    retention: Annotated[
+        str,
+        Field(
+            json_schema_extra={"enum": list(CALLER_RETENTION)},
+            description="An MCP caller cannot pin a memory (retention required); only the user can (cclg label).",
+        ),
+    ] = guard.DEFAULT_RETENTION,
+) -> dict[str, Any]:
+    result = api.add_memory(
+        store,
+        content,
+        source=source,
+        type=type,
+        key=key,
+        quote=quote,
+        confidence=confidence,
+        scope=api.scope_for(scope, folder=Path.cwd(), global_scope=global_scope),
+        tags=list(tags),
+        trust=trust,
+        sensitivity=sensitivity,
+        retention=retention,
+        max_trust="untrusted",
+    )
+    return result.to_dict()
+
+
+def memory_patch(
+    store: Store,
+    operation: Annotated[str, Field(json_schema_extra={"enum": list(fmt.PATCH_OPERATIONS)})],
+    reason: Reason,
+    targets: Annotated[
+        list[Annotated[str, Field(max_length=100)]],
+        Field(max_length=MAX_TARGETS, description="Memory ids to change; for rollback, the patch id."),
+    ] = [],  # noqa: B006
+    contents: Annotated[
+        list[Annotated[str, Field(max_length=MAX_CONTENT_CHARS)]],
+        Field(max_length=MAX_TARGETS, description="New content (several for split)."),
+    ] = [],  # noqa: B006
+    source: SourceLabel = "mcp",
+    confidence: Annotated[float, Field(ge=0, le=1)] = 1.0,
+) -> dict[str, Any]:
+    result = api.patch(
+        store,
+        operation,
+        list(targets),
+        contents=list(contents),
+        reason=reason,
+        source=source,
+        confidence=confidence,
+        max_trust="untrusted",
+    )
+    return result.to_dict()
+
+
+def memory_raw(
+    store: Store,
+    content: Annotated[str, Field(max_length=MAX_RAW_CHARS, description="The evidence, verbatim.")],
+    name: Annotated[
+        str, Field(min_length=1, max_length=200, description="File name to keep it under, such as notes.md.")
+    ] = "mcp.txt",
+) -> dict[str, Any]:
+    return api.keep_raw(store, content.encode("utf-8"), name)
+
+
+def memory_resolve(
+    store: Store,
+    memory_ids: Annotated[
+        list[Annotated[str, Field(max_length=100)]],
+        Field(min_length=1, max_length=MAX_TARGETS, description="The memories in conflict."),
+    ],
+    content: Content,
+    reason: Reason,
+    source: SourceLabel = "mcp",
+) -> dict[str, Any]:
+    return api.resolve(
+        store, list(memory_ids), content=content, reason=reason, source=source, max_trust="untrusted"
+    ).to_dict()
+
+
+def memory_label(
+    store: Store,
+    memory_id: MemoryId,
+    reason: Reason,
+    trust: Annotated[
+        str | None,
+        Field(
+            json_schema_extra={"enum": [None, *CALLER_TRUST]},
+            description="quarantined keeps it out of every pack. An MCP caller cannot mark a memory trusted; "
+            "only the user can (cclg label).",
+        ),
+    ] = None,
+    sensitivity: Annotated[
+        str | None,
+        Field(
+            json_schema_extra={"enum": [None, *guard.SENSITIVITY]},
+            description="confidential is packed only where the store allows; restricted never.",
+        ),
+    ] = None,
+    retention: Annotated[
+        str | None,
+        Field(
+            json_schema_extra={"enum": [None, *CALLER_RETENTION]},
+            description="An MCP caller only makes labels stricter: it cannot pin (retention required) or unpin a "
+            "memory, raise its trust or lower its sensitivity; the user can (cclg label).",
+        ),
+    ] = None,
+) -> dict[str, Any]:
+    return api.label(
+        store,
+        memory_id,
+        reason=reason,
+        trust=trust,
+        sensitivity=sensitivity,
+        retention=retention,
+        max_trust="untrusted",
+    ).to_dict()
+
+
+def memory_reindex(store: Store) -> dict[str, Any]:
+    return api.reindex(store)
+
+
+# ---------------------------------------------------------------- the code graph
+
+
+def code_index(
+    store: Store,
+    repo: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=4_096,
+            description="The repository folder to index: the server's own repository, or one the user allowed.",
+        ),
+    ],
+) -> dict[str, Any]:
+    return api.code_index(store, allowed_repository(store, repo))
+
+
+def allowed_repository(store: Store, repo: str) -> Path:
+    """``repo`` as a folder, when it lies in a git repository the user allowed an MCP caller to index:
+    the one the server runs in, or one listed under ``"mcp": {"code_index_repos": [...]}`` in the
+    store's ``config.json`` (read at each call). Anything else (``/etc``, another repository) is refused."""
+    folder = Path(repo).expanduser()
+    if not folder.is_dir():
+        raise UsageError(f"no such folder: {folder}")
+    folder = folder.resolve()
+    root = git_root(folder)
+    settings = Store.open(store.root).config.get("mcp")
+    listed = settings.get("code_index_repos") if isinstance(settings, dict) else None
+    allowed = {git_root(Path.cwd().resolve())}
+    if isinstance(listed, list):
+        allowed |= {git_root(Path(p).expanduser().resolve()) for p in listed if isinstance(p, str) and p}
+    if root is None or root not in allowed:
+        where = "is not in a git repository" if root is None else f"is in {root}, a repository not allowed here"
+        raise UsageError(
+            f"{folder} {where}: an MCP caller indexes only the server's own repository and those listed under "
+            f'"mcp": {{"code_index_repos": [...]}} in {store.root / "config.json"}; `cclg code-index` has no limit'
+        )
+    return folder
+
+
+def code_search(
+    store: Store,
+    query: Query,
+    repo: Annotated[str, Field(min_length=1, max_length=4_096, description="The indexed repository's folder.")],
+    limit: Annotated[int, Field(ge=1, le=100)] = 10,
+) -> dict[str, Any]:
+    return api.code_search(store, query, repo, limit=limit)
+
+
+# ---------------------------------------------------------------- the previous turn (CogLog)
+
+TurnSession = Annotated[
+    str | None, Field(max_length=128, description="The session; default: the one whose turn ended last.")
+]
+Interpretation = Annotated[str | None, Field(max_length=20_000)]
+
+
+def coglog_read(store: Store, session_id: TurnSession = None) -> dict[str, Any]:
+    from cclg import turns
+
+    return turns.read(store, session_id, coglog=True)
+
+
+def coglog_write(
+    store: Store,
+    current_focus: Annotated[str | None, Field(max_length=20_000, description="Present: what am I working on?")] = None,
+    theory_of_mind: Annotated[str | None, Field(max_length=20_000, description="Other: the user's state?")] = None,
+    self_narrative: Annotated[str | None, Field(max_length=20_000, description="Self: who am I now?")] = None,
+    annotation: Annotated[str | None, Field(max_length=20_000, description="Future: what to do next?")] = None,
+    user: Interpretation = None,
+    thinking: Interpretation = None,
+    assistant: Interpretation = None,
+    session_id: TurnSession = None,
+) -> dict[str, Any]:
+    from cclg import turns
+
+    given = dict(current_focus=current_focus, theory_of_mind=theory_of_mind, self_narrative=self_narrative)
+    given.update(annotation=annotation, user=user, thinking=thinking, assistant=assistant)
+    return turns.write(store, {k: v for k, v in given.items() if v is not None}, session_id)
+
+
+def coglog_clear(store: Store, session_id: TurnSession = None) -> dict[str, Any]:
+    from cclg import turns
+
+    return {"cleared": turns.clear(store, session_id)}

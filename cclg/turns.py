@@ -1,0 +1,301 @@
+"""Turn reflection: what happened in the previous turn, and how the agent read it (CogLog).
+
+An entry has two layers, with CogLog's field names so that it reads as CogLog's
+``current.json`` does:
+
+- the **fact layer** (``layers``: ``user``, ``thinking``, ``assistant``), recorded by the
+  hook at ``stop``: the user's prompt (the raw evidence of the session's last
+  ``user-prompt``), the thinking where the host exposes it (Claude Code's transcript;
+  Codex's is not readable) and the assistant's last output (the payload's
+  ``last_assistant_message``, else the transcript), redacted by the guard like every
+  hook write;
+- the **interpretation layer** (``current_focus``, ``theory_of_mind``,
+  ``self_narrative``, ``annotation``), each a string, empty allowed (choosing not to
+  write is itself meaningful), written by the agent (MCP ``coglog_write``, ``cclg turn
+  write``) during its turn; the ``stop`` that ends the turn seals it into the entry.
+  A write that carries the fact layer too is a whole entry at once (CogLog's own
+  write), for clients without hooks.
+
+Each entry carries ``_schema``, the contract it was written under, so the file alone
+says how to read it. The window is one turn: the session's current entry
+(``active/turns/<session>.json``) is replaced at each ``stop``; every entry is also
+kept verbatim in ``raw/`` and named by the session log's ``stop`` event, so nothing
+is lost. At the next ``user-prompt`` a compact form of the entry comes with the
+pack when the agent wrote an interpretation, or when the context was emptied since
+(a compaction or a clear) and the conversation no longer holds the turn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+
+from cclg import guard
+from cclg.errors import NotFoundError, UsageError
+from cclg.ids import is_valid_session_id, now_iso
+from cclg.store import Store
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+FACTS = ("user", "thinking", "assistant")
+INTERPRETATION = ("current_focus", "theory_of_mind", "self_narrative", "annotation")
+FACT_CHARS = 200_000  # of each fact kept in an entry (the raw transcript keeps everything)
+COMPACT_CHARS = 1_200  # the form that comes with the next prompt
+SCHEMA: dict[str, Any] = {
+    "version": "0.9.1",
+    "writer": "cclg (cclg.turn.v0.1)",
+    "fact_layer": {
+        "user": "string — the user's utterance, verbatim (secrets redacted)",
+        "thinking": "string — the assistant's thinking, verbatim; empty when the host does not expose it",
+        "assistant": "string — the assistant's output, verbatim (secrets redacted)",
+    },
+    "interpretation_layer": {
+        "current_focus": "string required, empty OK — present: what am I working on?",
+        "theory_of_mind": "string required, empty OK — other: what is the user's state?",
+        "self_narrative": "string required, empty OK — self: who am I in this moment?",
+        "annotation": "string required, empty OK — future: what should I do next?",
+    },
+    "constraints": {
+        "window_size": "1 turn (overwritten each turn; every entry is kept in raw/ and the session log)",
+        "interpretation_empty": "choosing not to write is itself a metacognitive act",
+        "turn_id": "the turn's number in its session, from 1",
+    },
+}
+
+
+def _folder(store: Store) -> str:
+    return os.path.join(store.root, "active", "turns")
+
+
+def _path(store: Store, session_id: str, pending: bool = False) -> str:
+    if not is_valid_session_id(session_id):
+        raise UsageError(f"not a session id: {session_id!r}")
+    return os.path.join(_folder(store), f"{session_id}{'.pending' if pending else ''}.json")
+
+
+def _load(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, "rb") as handle:
+            value = json.loads(handle.read())
+    except (FileNotFoundError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _save(store: Store, path: str, value: dict[str, Any]) -> None:
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    store.write_file(Path(path), (json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
+
+
+def latest_session(store: Store) -> str:
+    """The session whose current entry was written last (``--session`` is optional on the CLI and MCP)."""
+    try:
+        names = [n for n in os.listdir(_folder(store)) if n.endswith(".json") and not n.endswith(".pending.json")]
+    except FileNotFoundError:
+        names = []
+    if not names:
+        raise NotFoundError("no turn has been recorded yet")
+    newest = max(names, key=lambda n: (os.stat(os.path.join(_folder(store), n)).st_mtime_ns, n))
+    return newest[: -len(".json")]
+
+
+# ---------------------------------------------------------------- the fact layer, at stop
+
+
+def seal(store: Store, session_id: str, payload: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
+    """At ``stop``: the entry of the turn that just ended (its facts, and the interpretation written
+    during it), made the session's current entry and kept in ``raw/``. Returns what the session log
+    records of it."""
+    previous = _load(_path(store, session_id)) or {}
+    pending = _load(_path(store, session_id, pending=True)) or {}
+    layers = facts(payload, events, store)
+    entry = _entry(int(previous.get("turn_id") or 0) + 1, layers, pending, session_id, payload.get("turn_id"))
+    raw_path = _keep(store, session_id, entry)
+    _save(store, _path(store, session_id), entry)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(_path(store, session_id, pending=True))
+    return {"turn_id": entry["turn_id"], "raw": raw_path, "interpreted": any(entry[k] for k in INTERPRETATION)}
+
+
+def _entry(
+    turn: int, layers: dict[str, str], interpretation: dict[str, Any], session_id: str, host_turn: object
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {"_schema": SCHEMA, "turn_id": turn, "timestamp": now_iso(), "layers": layers}
+    entry.update({k: str(interpretation.get(k) or "") for k in INTERPRETATION})
+    entry["session_id"] = session_id  # cclg's additions, left out of the CogLog form
+    if isinstance(host_turn, str):
+        entry["host_turn_id"] = host_turn
+    redacted, _ = guard.redact_value(entry)
+    return dict(redacted)
+
+
+def _keep(store: Store, session_id: str, entry: dict[str, Any]) -> str:
+    data = (json.dumps(entry, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    raw_path, _ = store.write_raw(data, f"{session_id}-turn-{entry['turn_id']}.json")
+    return raw_path
+
+
+def facts(payload: dict[str, Any], events: list[dict[str, Any]], store: Store) -> dict[str, str]:
+    """The turn's fact layer: the last prompt of the session log, and the transcript's (or the
+    payload's) thinking and output after it."""
+    user = _last_prompt(events, store)
+    thinking, assistant = _from_transcript(payload.get("transcript_path"), user)
+    last = payload.get("last_assistant_message")
+    if isinstance(last, str) and last.strip():
+        assistant = last
+    return {"user": user[:FACT_CHARS], "thinking": thinking[:FACT_CHARS], "assistant": assistant[:FACT_CHARS]}
+
+
+def _last_prompt(events: list[dict[str, Any]], store: Store) -> str:
+    """The session's last prompt, verbatim from its raw evidence (the log keeps a summary)."""
+    for event in reversed(events):
+        if event.get("event") != "user_prompt":
+            continue
+        raw = event.get("raw")
+        if isinstance(raw, str):
+            evidence = _load(os.path.join(store.root, raw))
+            prompt = ((evidence or {}).get("payload") or {}).get("prompt")
+            if isinstance(prompt, str):
+                return prompt
+        summary = event.get("summary") or {}
+        return str(summary.get("prompt") or "")
+    return ""
+
+
+def _from_transcript(path: object, prompt: str) -> tuple[str, str]:
+    """(thinking, assistant text) after the last user prompt of a Claude Code transcript (JSON lines
+    of ``{"type": "user"|"assistant", "message": {"content": ...}}``); ("", "") when there is none."""
+    if not isinstance(path, str) or not os.path.isfile(path):
+        return "", ""
+    messages = []
+    with open(path, "rb") as handle:
+        for line in handle:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("type") in ("user", "assistant"):
+                messages.append(record)
+    start = max((i for i, r in enumerate(messages) if _is_prompt(r)), default=-1)
+    thinking, text = [], []
+    for record in messages[start + 1 :]:
+        content = (record.get("message") or {}).get("content")
+        for block in content if isinstance(content, list) and record.get("type") == "assistant" else []:
+            if isinstance(block, dict) and block.get("type") == "thinking":
+                thinking.append(str(block.get("thinking") or ""))
+            elif isinstance(block, dict) and block.get("type") == "text":
+                text.append(str(block.get("text") or ""))
+    return "\n\n".join(t for t in thinking if t), "\n\n".join(t for t in text if t)
+
+
+def _is_prompt(record: dict[str, Any]) -> bool:
+    """A user message that is a prompt, not a tool result the host sends back as a user message."""
+    if record.get("type") != "user":
+        return False
+    content = (record.get("message") or {}).get("content")
+    if isinstance(content, str):
+        return True
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "text" for b in content)
+
+
+# ---------------------------------------------------------------- read, write, clear
+
+
+def read(store: Store, session_id: str | None = None, *, coglog: bool = False) -> dict[str, Any]:
+    """The session's current entry (of the latest session when none is named). ``coglog``: exactly
+    CogLog's shape (``_schema``, ``turn_id``, ``timestamp``, ``layers`` and the four fields)."""
+    session_id = session_id or latest_session(store)
+    entry = _load(_path(store, session_id))
+    if entry is None:
+        raise NotFoundError(f"no turn recorded for session {session_id}")
+    if coglog:
+        keys = ("_schema", "turn_id", "timestamp", "layers", *INTERPRETATION)
+        return {k: entry[k] for k in keys if k in entry}
+    pending = _load(_path(store, session_id, pending=True))
+    return {**entry, "pending_interpretation": pending} if pending else entry
+
+
+def write(store: Store, fields: dict[str, Any], session_id: str | None = None) -> dict[str, Any]:
+    """The agent's reading of its turn. The four interpretation fields (strings, empty allowed)
+    wait for the ``stop`` that ends the turn; with the fact layer too (``user``, ``thinking``,
+    ``assistant``) it is a whole entry at once. Unknown fields or wrong types: ``UsageError``."""
+    unknown = sorted(set(fields) - set(FACTS) - set(INTERPRETATION))
+    if unknown:
+        raise UsageError(f"unknown field(s) {', '.join(unknown)}; use {', '.join(FACTS + INTERPRETATION)}")
+    wrong = sorted(k for k, v in fields.items() if not isinstance(v, str))
+    if wrong:
+        raise UsageError(f"field(s) {', '.join(wrong)} must be strings (empty allowed)")
+    session_id = session_id or _session_for_write(store)
+    if any(k in fields for k in FACTS):
+        missing = [k for k in ("user", "assistant") if not fields.get(k, "").strip()]
+        if missing:
+            raise UsageError(f"a whole entry needs a non-empty {' and '.join(missing)} (thinking may be empty)")
+        previous = _load(_path(store, session_id)) or {}
+        layers = {k: fields.get(k, "") for k in FACTS}
+        entry = _entry(int(previous.get("turn_id") or 0) + 1, layers, fields, session_id, None)
+        _keep(store, session_id, entry)
+        _save(store, _path(store, session_id), entry)
+        return entry
+    pending = _load(_path(store, session_id, pending=True)) or {}
+    pending.update({k: v for k, v in guard.redact_value(fields)[0].items()})
+    _save(store, _path(store, session_id, pending=True), pending)
+    return {"session_id": session_id, "pending_interpretation": pending}
+
+
+def _session_for_write(store: Store) -> str:
+    try:
+        return latest_session(store)
+    except NotFoundError:
+        raise UsageError("no session to write for yet; name one (--session, or session_id)") from None
+
+
+def clear(store: Store, session_id: str | None = None) -> bool:
+    """Drop the session's current entry and pending interpretation (the history stays in ``raw/``
+    and the session log); whether there was anything to drop."""
+    session_id = session_id or latest_session(store)
+    dropped = False
+    for pending in (False, True):
+        try:
+            os.unlink(_path(store, session_id, pending=pending))
+            dropped = True
+        except FileNotFoundError:
+            pass
+    return dropped
+
+
+# ---------------------------------------------------------------- the next prompt
+
+
+def compact(store: Store, session_id: str) -> str:
+    """The previous turn, compact, for the next prompt's context, once; "" when there is nothing worth
+    the tokens: no entry, an entry given already, or one the conversation still holds whole (no
+    interpretation written, and the context not emptied since)."""
+    path = _path(store, session_id)
+    entry = _load(path)
+    if entry is None or entry.get("delivered"):
+        return ""
+    interpreted = [(k, str(entry.get(k) or "")) for k in INTERPRETATION if entry.get(k)]
+    if not interpreted and not entry.get("context_emptied"):
+        return ""
+    layers = entry.get("layers") or {}
+    lines = [f"## The previous turn (cclg turn {entry.get('turn_id')}, CogLog's fields)"]
+    lines += [f"- {k}: {json.dumps(v[:300], ensure_ascii=False)}" for k, v in interpreted]
+    for fact in ("user", "assistant"):
+        text = " ".join(str(layers.get(fact) or "").split())
+        if text:
+            shown = text[:240] + ("…" if len(text) > 240 else "")
+            lines.append(f"- {fact}: {json.dumps(shown, ensure_ascii=False)}")
+    _save(store, path, {**entry, "delivered": True})
+    return "\n".join(lines)[:COMPACT_CHARS]
+
+
+def context_emptied(store: Store, session_id: str) -> None:
+    """The host emptied the context (a compaction, a clear): the current entry may be given again."""
+    path = _path(store, session_id)
+    entry = _load(path)
+    if entry is not None and (entry.get("delivered") or not entry.get("context_emptied")):
+        _save(store, path, {**entry, "delivered": False, "context_emptied": True})
