@@ -12,7 +12,8 @@ primitives). Its promises:
   finishes what a killed writer left in ``tmp/`` (names the staged records of a
   patch on disk, deletes the rest): one listing of a folder nearly always empty.
 - Appends to logs (the audit log, session event logs) are one ``write`` per call
-  under an exclusive ``flock``. A last line without its newline (left by a killed
+  under an exclusive ``flock`` (``locked_log``, which follows a log rewritten whole
+  by a purge or a redaction). A last line without its newline (left by a killed
   writer) is never parsed: readers skip it and report it, and the next append or
   ``recover()`` moves it to ``<log>.torn`` before writing.
 - Changes to the ledger (nodes, patches, edges) happen under the store lock
@@ -207,9 +208,8 @@ class Store:
         return self.root / CODEGRAPHS
 
     def drop_index(self, *, vectors: bool = True) -> None:
-        """Delete the search index, the memories' vectors (unless ``vectors`` is false) and their
-        SQLite side files (the next reader rebuilds the index; the semantic helper embeds the
-        memories again)."""
+        """Delete the search index, the memories' vectors (unless ``vectors`` is false) and their SQLite
+        side files (the next reader rebuilds the index; the semantic helper embeds the memories again)."""
         for name in (INDEX_FILE, SEMANTIC_FILE) if vectors else (INDEX_FILE,):
             for leftover in self.root.glob(name + "*"):
                 leftover.unlink(missing_ok=True)
@@ -303,11 +303,8 @@ class Store:
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
-        """Defer fsyncs: many files are written, then one ``os.sync()`` makes them durable.
-
-        Atomicity is unchanged (every file still appears whole by rename); only the
-        durability point moves to the end of the batch.
-        """
+        """Defer fsyncs: many files are written, then one ``os.sync()`` makes them durable. Atomicity is
+        unchanged (every file still appears whole by rename); only the durability point moves to the end."""
         self._batch_depth += 1
         try:
             yield
@@ -377,9 +374,7 @@ class Store:
         data = b"".join(jsonl_line(r) for r in records)
         if not data:
             return
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with self.locked_log(path) as fd:
             torn = set_aside_torn_tail(fd, path)
             if torn:
                 note = {"event": "torn_tail_set_aside", "path": self.relative(path), "bytes": torn}
@@ -389,6 +384,19 @@ class Store:
                 view = view[os.write(fd, view) :]
             if not self._batch_depth:
                 os.fsync(fd)
+
+    @contextlib.contextmanager
+    def locked_log(self, path: Path) -> Iterator[int]:
+        """The log ``path`` open to append, under its exclusive ``flock``. A log replaced while this waited
+        (rewritten whole by ``cclg.redaction``) is opened again: no append goes to the replaced file."""
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                break
+            os.close(fd)
+        try:
+            yield fd
         finally:
             os.close(fd)  # also releases the flock
 
@@ -572,12 +580,8 @@ class Store:
                 path.unlink(missing_ok=True)
                 actions.append(f"removed orphan temp file {self.relative(path)}")
             for log in self.logs():
-                fd = os.open(log, os.O_RDWR)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX)
+                with self.locked_log(log) as fd:
                     torn = set_aside_torn_tail(fd, log)
-                finally:
-                    os.close(fd)
                 if torn:
                     where = self.relative(log)
                     actions.append(f"set aside a torn last line of {where} ({torn} bytes) in {where}.torn")

@@ -262,3 +262,15 @@ def test_a_repeated_failure_reaches_the_model_as_pain(
         "post_tool_failure"
     ] * 3
     _assert_store_clean(host)
+
+
+def test_the_turn_is_recorded_from_the_real_transcript(
+    claude_bin: Path, host: Host, fake_anthropic: FakeAnthropic
+) -> None:
+    """Stop reads Claude Code's own transcript: the prompt, and the model's answer (issue 19)."""
+    fake_anthropic.responder = lambda body: [{"type": "text", "text": "Through the blue-green script."}]
+    result = _run_claude(claude_bin, host)
+    entry = json.loads(_cclg(host, "turn", "read", "--session", result["session_id"], "--json").stdout)
+    assert entry["turn_id"] == 1
+    assert entry["layers"]["user"] == PROMPT
+    assert entry["layers"]["assistant"] == "Through the blue-green script."

@@ -240,3 +240,13 @@ def test_a_repeated_failure_reaches_the_model_as_pain(
     events = _events(host, _thread_id(result))
     assert [e["event"] for e in events if e["event"].startswith("post_tool")] == ["post_tool"] * 3
     _assert_store_clean(host)
+
+
+def test_the_turn_is_recorded_from_the_stop_payload(codex_bin: Path, host: Host, fake_responses: FakeResponses) -> None:
+    """Codex's Stop carries the last assistant message; the prompt comes from the session's log (issue 19)."""
+    fake_responses.responder = lambda body: [{"type": "message", "text": "Through the blue-green script."}]
+    result = _run_codex(codex_bin, host)
+    entry = json.loads(_cclg(host, "turn", "read", "--session", _thread_id(result), "--json").stdout)
+    assert entry["layers"]["user"] == PROMPT
+    assert entry["layers"]["assistant"] == "Through the blue-green script."
+    assert entry["layers"]["thinking"] == "" and entry["host_turn_id"]
