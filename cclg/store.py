@@ -11,11 +11,10 @@ primitives). Its promises:
   named once the patch is durable. The next process that takes the store lock
   finishes what a killed writer left in ``tmp/`` (names the staged records of a
   patch on disk, deletes the rest): one listing of a folder nearly always empty.
-- Appends to logs (the audit log, session event logs) are one ``write`` per call
-  under an exclusive ``flock`` (``locked_log``, which follows a log rewritten whole
-  by a purge or a redaction). A last line without its newline (left by a killed
-  writer) is never parsed: readers skip it and report it, and the next append or
-  ``recover()`` moves it to ``<log>.torn`` before writing.
+- Appends to logs (the audit log, session event logs) are one ``write`` per call under an
+  exclusive ``flock`` (``locked_log``, which follows a log a purge or a redaction rewrote whole).
+  A last line without its newline (left by a killed writer) is never parsed: readers skip it
+  and report it, and the next append or ``recover()`` moves it to ``<log>.torn`` before writing.
 - Changes to the ledger (nodes, patches, edges) happen under the store lock
   (``Store.lock()``), so two processes never interleave patches.
 - Every file and folder of the store is its owner's only (0600 and 0700), SQLite
