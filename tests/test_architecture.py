@@ -57,7 +57,7 @@ LAYERS: list[list[str]] = [
     # reading and compiling
     ["search", "semantic", "relevance", "pack", "sessions", "sensors", "turns"],
     # operations
-    ["intake", "container", "importing", "redaction", "doctor", "demo", "rules"],
+    ["intake", "container", "importing", "redaction", "doctor", "demo", "rules", "distill"],
     # the library
     ["api"],
     # the surfaces
@@ -71,6 +71,7 @@ LAYERS: list[list[str]] = [
         "cli.code",
         "cli.hosts",
         "cli.turns",
+        "cli.sessions",
         "cli",
     ],
     ["cli.__main__", "__main__"],
