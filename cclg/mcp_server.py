@@ -7,7 +7,8 @@ structured result are the same records. One table, ``TOOLS``, names each tool's
 verb, function, description and annotations; ``build_server`` walks it.
 
 The tools: search, grep, bm25, pack, add, patch, raw, recall, cite, conflicts,
-resolve, audit, label, reindex; the code graph's code_index, code_search; and the
+resolve, audit, label, reindex; the code graph's code_index, code_search; distill
+(proposals only); and the
 previous turn's coglog_read, coglog_write, coglog_clear (CogLog's names).
 
 Each tool is served under two names: ``cclg_<verb>`` and the standard's
@@ -57,6 +58,7 @@ from cclg.mcp_tools import (
     memory_bm25,
     memory_cite,
     memory_conflicts,
+    memory_distill,
     memory_grep,
     memory_label,
     memory_pack,
@@ -147,6 +149,14 @@ TOOLS: tuple[ToolSpec, ...] = (
         "code_search",
         code_search,
         "Which files of an indexed repository to read first for a task, with key symbols and why.",
+        READ_ONLY,
+        prefixes=("cclg",),
+    ),
+    ToolSpec(
+        "distill",
+        memory_distill,
+        "Propose memories from a session: the user's corrections and decisions, each with its evidence and what "
+        "accepting it would do. Writes nothing: the user accepts with `cclg distill SESSION --accept N`.",
         READ_ONLY,
         prefixes=("cclg",),
     ),

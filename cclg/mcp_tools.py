@@ -420,3 +420,15 @@ def coglog_clear(store: Store, session_id: TurnSession = None) -> dict[str, Any]
     from cclg import turns
 
     return {"cleared": turns.clear(store, session_id)}
+
+
+# ---------------------------------------------------------------- distilling a session
+
+
+def memory_distill(
+    store: Store,
+    session_id: Annotated[str, Field(min_length=1, max_length=128, description="The session to read.")],
+) -> dict[str, Any]:
+    from cclg import distill
+
+    return {"proposals": distill.propose(store, session_id)}

@@ -96,3 +96,12 @@ def test_the_cli_lists_then_accepts(store: Store, session: dict[str, Any]) -> No
     assert accepted.exit_code == 0, accepted.output
     (done,) = json.loads(accepted.output)["accepted"]
     assert api.show(store, done["memory"]).content == "From now on always run ruff before committing."
+
+
+def test_the_mcp_tool_proposes_and_writes_nothing(store: Store, session: dict[str, Any]) -> None:
+    from cclg import mcp_tools
+
+    before = len(store.load_nodes()), len(store.load_patches())
+    proposals = mcp_tools.memory_distill(store, SESSION)["proposals"]
+    assert [p["kind"] for p in proposals] == ["correction", "decision"]
+    assert (len(store.load_nodes()), len(store.load_patches())) == before
