@@ -53,7 +53,7 @@ LAYERS: list[list[str]] = [
         "codegraph.build",
     ],
     # the ledger and its projections
-    ["lattice", "view", "index", "staging", "ledger", "undo"],
+    ["lattice", "view", "index", "staging", "ledger", "undo", "lineage"],
     # reading and compiling
     ["search", "semantic", "relevance", "pack", "sessions", "sensors", "turns"],
     # operations

@@ -40,14 +40,18 @@ def show(ctx: click.Context, memory_id: str, as_json: bool) -> None:
 
 @click.command()
 @click.option("--memory", "memory_id", help="Only patches touching this memory.")
+@click.option("--lineage", "lineage_id", help="The whole chain of versions this memory belongs to, oldest first.")
 @click.option("--limit", type=count(1), help="At most this many patches.")
 @json_option
 @click.pass_context
-def log(ctx: click.Context, memory_id: str | None, limit: int | None, as_json: bool) -> None:
-    """The patch ledger, newest first.
+def log(ctx: click.Context, memory_id: str | None, lineage_id: str | None, limit: int | None, as_json: bool) -> None:
+    """The patch ledger, newest first; or, with --lineage, one memory's whole chain of versions.
 
     Example: cclg log --memory mem_01... --limit 5
     """
+    if lineage_id is not None:
+        _lineage(store_of(ctx), lineage_id, as_json)
+        return
     patches = api.history(store_of(ctx), node_id=memory_id, limit=limit)
     if as_json:
         emit([p.to_dict() for p in patches], True)
@@ -57,6 +61,21 @@ def log(ctx: click.Context, memory_id: str | None, limit: int | None, as_json: b
         if p.new_node_ids:
             line += f" -> {', '.join(p.new_node_ids[:3])}{' ...' if len(p.new_node_ids) > 3 else ''}"
         click.echo(f"{line}\n    {p.reason}")
+
+
+def _lineage(store: api.Store, memory_id: str, as_json: bool) -> None:
+    from cclg.lineage import lineage
+
+    chain = lineage(store, api.resolve_node_id(store, memory_id))
+    if as_json:
+        emit(chain, True)
+        return
+    for step in chain["steps"]:
+        undone = "  (undone)" if step["undone"] else ""
+        made = f"{', '.join(step['targets']) or '-'} -> {', '.join(step['new']) or '-'}"
+        click.echo(f"{step['created_at']}  {step['operation']:<16} {made}{undone}\n    {step['reason']}")
+    for member in chain["members"]:
+        click.echo(f"{member['id']}  [{member['status']}]  {member['content'][:100]}")
 
 
 @click.command()

@@ -1,0 +1,68 @@
+"""A memory's lineage: every version of it, from the first to the current ones, through the patches
+that replaced one with another (``cclg log --lineage ID``).
+
+``cclg log --memory ID`` shows the patches that touch one memory: one hop. The lineage follows the
+links those patches make (a target and the new memories of the same patch) in both directions
+until there are no more, so that from any member, an old version or the current one, the whole
+chain shows: which memory came from which, by what operation and why, and where each stands now.
+A patch undone by a rollback is shown, marked undone.
+"""
+
+from __future__ import annotations
+
+from cclg.lattice import undone_patches
+from cclg.store import Store
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from cclg.records import MemoryPatch
+
+
+def lineage(store: Store, node_id: str) -> dict[str, Any]:
+    """``{"memory": node_id, "steps": [...], "members": [...]}``: the patches of the chain in ledger
+    order (each with its operation, reason, targets, new memories and whether it stands undone), and
+    every member with its status and content, oldest first. ``node_id`` must be a full id."""
+    store.read_node(node_id)  # NotFoundError for an unknown id
+    every = store.load_patches()
+    patches = [p for p in every if p.operation != "rollback"]  # a rollback links no versions
+    undone = undone_patches((p.id, p.rollback_of) for p in every if p.rollback_of)
+    links: dict[str, list[MemoryPatch]] = {}
+    for patch in patches:
+        for member in [*patch.target_ids, *patch.new_node_ids]:
+            links.setdefault(member, []).append(patch)
+    members, chain, frontier = {node_id}, {}, [node_id]
+    while frontier:
+        current = frontier.pop()
+        for patch in links.get(current, ()):
+            chain[patch.id] = patch
+            if patch.operation == "create":
+                continue  # a create links nothing: its new memories came from no other
+            for other in [*patch.target_ids, *patch.new_node_ids]:
+                if other not in members:
+                    members.add(other)
+                    frontier.append(other)
+    steps = [_step(patch, patch.id in undone) for patch in chain.values()]
+    steps.sort(key=lambda s: (s["created_at"], s["patch"]))
+    return {"memory": node_id, "steps": steps, "members": _members(store, members)}
+
+
+def _step(patch: MemoryPatch, undone: bool) -> dict[str, Any]:
+    return {
+        "patch": patch.id,
+        "operation": patch.operation,
+        "created_at": patch.created_at,
+        "reason": patch.reason,
+        "targets": list(patch.target_ids),
+        "new": list(patch.new_node_ids),
+        "undone": undone,
+    }
+
+
+def _members(store: Store, ids: set[str]) -> list[dict[str, Any]]:
+    found = []
+    for member in ids:
+        node = store.read_node(member)
+        found.append({"id": node.id, "status": node.status, "created_at": node.created_at, "content": node.content})
+    return sorted(found, key=lambda m: (m["created_at"], m["id"]))
