@@ -320,13 +320,16 @@ def on_stop(call: Call) -> None:
 
 def on_session_end(call: Call) -> None:
     """Record the end of the session and close its record with the memories it was given; each rule
-    it was given whose failure did not come gets a suppression (``cclg.rules``)."""
-    from cclg import rules, sessions
+    it was given whose failure did not come gets a suppression (``cclg.rules``), and each memory it
+    was given a verdict, used or ignored (``cclg.usage``)."""
+    from cclg import rules, sessions, usage
 
     call.record({"reason": call.payload.get("reason")})
     loaded = list(sessions.deliveries(call.store, call.session_id).ever)
     sessions.end_session(call.store, call.session_id, loaded_memory_ids=loaded)
-    rules.close_session(call.store, call.session_id, call.store.session_events(call.session_id))
+    events = call.store.session_events(call.session_id)
+    rules.close_session(call.store, call.session_id, events)
+    usage.record_session(call.store, call.session_id, events)
 
 
 # What each event does. A test checks this table against the contract's events and the host templates.

@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 
 from cclg import format as fmt
-from cclg import guard, semantic
+from cclg import guard, semantic, usage
 from cclg.errors import UsageError
 from cclg.ids import now_iso
 from cclg.index import Index, read_fresh
@@ -233,7 +233,9 @@ def select(
     chosen, found, retired, replaced_by, runner_up = read_fresh(store, read, served)
     seen = set(skip)
     kept = []
-    for hit in [*chosen, *sorted(found, key=lambda h: -float(f"{h.score:.9g}"))]:  # stable: ties keep their order
+    prior = usage.priors(store)  # how often each was used when delivered, within +-10% (cclg.usage)
+    found.sort(key=lambda h: -float(f"{h.score * prior.get(h.id, 1.0):.9g}"))  # stable: ties keep their order
+    for hit in [*chosen, *found]:
         if hit.id not in seen:
             kept.append(hit)
             seen.add(hit.id)

@@ -411,7 +411,7 @@ COMMANDS = {
     "cclg.cli.code": {"code-index", "code-search"},
     "cclg.cli.hosts": {"install", "uninstall", "demo-store"},
     "cclg.cli.turns": {"turn"},
-    "cclg.cli.sessions": {"distill"},
+    "cclg.cli.sessions": {"distill", "stats"},
 }
 
 

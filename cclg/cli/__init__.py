@@ -30,7 +30,7 @@ COMMAND_MODULES = {  # module of cclg.cli -> the commands it defines (in its COM
     "code": ["code-index", "code-search"],
     "hosts": ["install", "uninstall", "demo-store"],
     "turns": ["turn"],
-    "sessions": ["distill"],
+    "sessions": ["distill", "stats"],
 }
 
 

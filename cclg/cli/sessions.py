@@ -1,7 +1,9 @@
-"""Commands about what a session taught: ``distill`` (corrections and decisions proposed as
-memories); ``cclg.distill`` does the work."""
+"""Commands about what sessions taught and used: ``distill`` (corrections and decisions proposed as
+memories, ``cclg.distill``) and ``stats`` (which delivered memories were used, ``cclg.usage``)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import click
 
@@ -42,4 +44,44 @@ def distill(ctx: click.Context, session_id: str, numbers: tuple[int, ...], accep
         click.echo(f"accept with: cclg distill {session_id} --accept N (or --accept-all)")
 
 
-COMMANDS = [distill]
+@click.command("stats")
+@click.option("--dead-weight", is_flag=True, help="Only memories delivered often and never used.")
+@click.option("--min-delivered", type=click.IntRange(1), default=10, show_default=True, help="For --dead-weight.")
+@json_option
+@click.pass_context
+def stats(ctx: click.Context, dead_weight: bool, min_delivered: int, as_json: bool) -> None:
+    """How often each memory was delivered to a session, and used or ignored there.
+
+    A memory counts as used in a session when its code spans or rarest words show up in what the
+    agent did after it was delivered (tool calls, edits, answers). --dead-weight lists those
+    delivered at least --min-delivered times and never used, with the commands to narrow or forget
+    each: they cost tokens in every pack they join.
+
+    Example: cclg stats --dead-weight
+    """
+    from cclg import api, usage
+
+    store = store_of(ctx)
+    rows: list[dict[str, Any]] = []
+    for node_id, (delivered, used) in sorted(usage.counts(store).items(), key=lambda kv: (-kv[1][0], kv[0])):
+        if dead_weight and (used or delivered < min_delivered):
+            continue
+        node = api.show(store, node_id)
+        rows.append({"id": node_id, "delivered": delivered, "used": used, "ignored": delivered - used,
+                     "status": node.status, "content": node.content})  # fmt: skip
+    if as_json:
+        emit({"memories": rows}, True)
+        return
+    if not rows:
+        click.echo("no dead weight" if dead_weight else "no memory has been delivered to a finished session yet")
+    for row in rows:
+        click.echo(f"{row['id']}  [{row['status']}]  delivered {row['delivered']}, used {row['used']}")
+        click.echo(f"    {row['content'][:100]}")
+        if dead_weight:
+            click.echo(
+                f"    narrow it: cclg patch narrow --target {row['id']} --content ... --reason ...;"
+                f" or: cclg forget {row['id']} --reason ..."
+            )
+
+
+COMMANDS = [distill, stats]

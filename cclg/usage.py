@@ -1,0 +1,166 @@
+"""Usage: which delivered memories a session actually used, and a small, bounded say in ranking.
+
+At ``session-end`` the hook looks at what the session did after each memory was delivered (the
+tool calls' inputs and outputs, the assistant's last messages, from their raw evidence) for the
+memory's **distinctive terms**: its code spans (`` `pnpm install` ``) and its rarest words in the
+store (a port, a path, a tool's name). A memory whose terms show up was **used**; one delivered
+and never echoed was **ignored**. The verdicts are session evidence: a ``usage`` event in the
+session's log and a line in ``audit/usage.jsonl``; nodes are never rewritten for them.
+
+``active/usage.json`` is a projection of that log (memory id -> delivered, used), rebuilt at each
+session end, and ``prior`` turns it into a multiplier between 0.9 and 1.1 that the pack applies to
+the relevance score of memories that already passed the relevance check: a memory that keeps
+helping rises a little, one delivered twenty times and never used sinks a little, and neither
+ever enters or leaves a pack on usage alone. Nothing changes with time alone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from pathlib import Path
+
+from cclg.ids import now_iso
+from cclg.store import Store
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+LOG = "audit/usage.jsonl"
+SUMMARY = "active/usage.json"
+TERMS = 3  # distinctive words of a memory, besides its code spans
+EVIDENCE_CHARS = 2_000_000  # of a session's later tool calls and answers read for the terms
+PRIOR_RANGE = 0.1  # the prior moves a score by at most this share
+
+
+def _raw_payload(store: Store, event: dict[str, Any]) -> dict[str, Any]:
+    path = store.raw_file(str(event.get("raw") or "").split("/", 1)[-1])
+    if path is None:
+        return {}
+    try:
+        payload = json.loads(path.read_bytes()).get("payload")
+    except (ValueError, AttributeError):
+        return {}
+    return payload if isinstance(payload, dict) else {}
+
+
+def _evidence(store: Store, event: dict[str, Any]) -> str:
+    """What the agent did in this event, as text: a tool call's input and output, a stop's message."""
+    if event.get("event") not in ("post_tool", "post_tool_failure", "stop"):
+        return ""
+    payload = _raw_payload(store, event)
+    parts = [payload.get(k) for k in ("tool_input", "tool_response", "error", "last_assistant_message")]
+    return " ".join(p if isinstance(p, str) else json.dumps(p, ensure_ascii=False) for p in parts if p)
+
+
+def distinctive_terms(content: str, frequencies: dict[str, int]) -> list[str]:
+    """A memory's code spans and its ``TERMS`` rarest words of at least four characters (or with a
+    digit), lower-cased: what a use of the memory would echo."""
+    from cclg.text import tokens
+
+    spans = [s.strip().lower() for s in re.findall(r"`([^`\n]{3,80})`", content)]
+    words = {t for t in tokens(content) if len(t) >= 4 or any(c.isdigit() for c in t)}
+    rare = sorted(words, key=lambda t: (frequencies.get(t, 0), t))[:TERMS]
+    return [*dict.fromkeys([*spans, *rare])]
+
+
+def observe_session(store: Store, session_id: str, events: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """The session's verdicts: each memory delivered to it, used or ignored (see the module)."""
+    delivered: dict[str, int] = {}
+    for position, event in enumerate(events):
+        summary = event.get("summary")
+        for node_id in summary.get("loaded_memory_ids", ()) if isinstance(summary, dict) else ():
+            delivered.setdefault(node_id, position)
+    if not delivered:
+        return {"used": [], "ignored": []}
+    first = min(delivered.values())
+    texts, size = [], 0
+    for position, event in enumerate(events[first:], start=first):
+        text = _evidence(store, event).lower()
+        texts.append((position, text))
+        size += len(text)
+        if size > EVIDENCE_CHARS:
+            break
+    terms = _terms(store, list(delivered))
+    used = sorted(
+        node_id
+        for node_id, at in delivered.items()
+        if any(term in text for position, text in texts if position > at for term in terms.get(node_id, ()))
+    )
+    return {"used": used, "ignored": sorted(set(delivered) - set(used))}
+
+
+def _terms(store: Store, node_ids: list[str]) -> dict[str, list[str]]:
+    from cclg.index import open_index
+    from cclg.search import document_frequencies
+    from cclg.text import tokens
+
+    index = open_index(store)
+    try:
+        contents = {}
+        for node_id in node_ids:
+            row = index.db.execute("SELECT record FROM nodes WHERE id = ?", (node_id,)).fetchone()
+            if row is not None:
+                contents[node_id] = str(json.loads(row[0]).get("content") or "")
+        _, frequencies = document_frequencies(index, [t for c in contents.values() for t in tokens(c)])
+    finally:
+        index.close()
+    return {node_id: distinctive_terms(content, frequencies) for node_id, content in contents.items()}
+
+
+def record_session(store: Store, session_id: str, events: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """``observe_session``, kept: a line in the usage log and the projection rebuilt."""
+    verdicts = observe_session(store, session_id, events)
+    if verdicts["used"] or verdicts["ignored"]:
+        store.append(store.root / LOG, [{"session_id": session_id, **verdicts, "created_at": now_iso()}])
+        rebuild(store)
+    return verdicts
+
+
+def counts(store: Store) -> dict[str, list[int]]:
+    """Memory id -> [sessions delivered to, sessions that used it], from the usage log."""
+    found: dict[str, list[int]] = {}
+    try:
+        lines = (store.root / LOG).read_bytes().splitlines()
+    except FileNotFoundError:
+        return found
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        for node_id in record.get("used", ()):
+            entry = found.setdefault(node_id, [0, 0])
+            entry[0] += 1
+            entry[1] += 1
+        for node_id in record.get("ignored", ()):
+            found.setdefault(node_id, [0, 0])[0] += 1
+    return found
+
+
+def rebuild(store: Store) -> None:
+    """Write the projection ``active/usage.json`` from the log."""
+    data = json.dumps(counts(store), sort_keys=True, separators=(",", ":")).encode()
+    store.write_file(Path(store.root / SUMMARY), data)
+
+
+def prior(delivered: int, used: int) -> float:
+    """A multiplier in [0.9, 1.1]: above 1 for a memory that keeps being used, below for one
+    delivered often and never used; 1 for one never delivered."""
+    ignored = delivered - used
+    return 1.0 + PRIOR_RANGE * math.tanh((used - 0.25 * ignored) / 4)
+
+
+def priors(store: Store) -> dict[str, float]:
+    """Each delivered memory's prior, from the projection (empty when there is none)."""
+    try:
+        with open(os.path.join(store.root, SUMMARY), "rb") as handle:
+            data = json.loads(handle.read())
+    except (FileNotFoundError, ValueError):
+        return {}
+    return (
+        {k: prior(*v) for k, v in data.items() if isinstance(v, list) and len(v) == 2} if isinstance(data, dict) else {}
+    )
