@@ -63,7 +63,9 @@ def main() -> None:
             groups[f"lang {c['lang']}"].append((c["label"], guesses[c["id"]]))
             groups["near-miss" if c["near_miss"] else "plain"].append((c["label"], guesses[c["id"]]))
         for name, pairs in sorted(groups.items()):
-            print(f"  {name:<12} either: {scores(pairs)['either']}; exact label {sum(a == b for a, b in pairs)}/{len(pairs)}")
+            print(
+                f"  {name:<12} either: {scores(pairs)['either']}; exact label {sum(a == b for a, b in pairs)}/{len(pairs)}"
+            )
         if args.misses:
             for c in chosen:
                 if guesses[c["id"]] != c["label"]:

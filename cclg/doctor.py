@@ -1,18 +1,17 @@
 """`cclg doctor` and `cclg validate`: find everything wrong with a store, all at once.
 
-``diagnose`` runs every check of the contract's ``[validation]`` table, plus the
-content hashes, a replay of the patch ledger (a node whose status disagrees with
-its patches was edited around the lattice, or a patch was interrupted), memories
-that no patch accounts for (left by a write killed before its patch), creates
-killed before all their files were named, the health of the logs (unreadable
-lines, torn last lines), temp files left by killed writers, and files in the
-record folders that are no records (a sync tool's conflict copies). It never
-writes the store's files; it brings the disposable search index up to date (every
-file that changed since the index saw it is re-read, and a damaged index is
-rebuilt) and says which entries it refreshed. ``repair`` fixes what can be fixed
-without judgement: it sets torn log tails aside, removes orphan temp files, moves
-the leftovers of unfinished writes to ``recovered/``, and gives nodes the status
-their patches say they have. Each record file is read once (``Scan``).
+``diagnose`` runs every check of the contract's ``[validation]`` table, plus the content
+hashes, a replay of the patch ledger (a node whose status disagrees with its patches was
+edited around the lattice, or a patch was interrupted), memories that no patch accounts for
+(left by a write killed before its patch), creates killed before all their files were named,
+purges that did not finish (``cclg.purge``), the health of the logs (unreadable lines, torn
+last lines), temp files left by killed writers, and files in the record folders that are no
+records (a sync tool's conflict copies). It never writes the store's files; it brings the
+disposable search index up to date (every file that changed since the index saw it is re-read,
+and a damaged index is rebuilt) and says which entries it refreshed. ``repair`` fixes what can
+be fixed without judgement: it sets torn log tails aside, removes orphan temp files, finishes
+interrupted purges, moves the leftovers of unfinished writes to ``recovered/``, and gives nodes
+the status their patches say they have. Each record file is read once (``Scan``).
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cclg import format as fmt
-from cclg import sensors, staging
+from cclg import purge, sensors, staging
 from cclg.errors import CclgError, UnknownPatchOperationError, ValidationError
 from cclg.files import read_jsonl
 from cclg.ids import content_hash, parse_time
@@ -58,6 +57,7 @@ STRAY = "record folders hold only records"
 INDEX = "the search index agrees with the files"
 HOOKS = "no hook failures in the last 24 hours"
 INSTALL = "installed hooks can run"
+PURGE = "every purge finished"
 Readable = Mapping[str, Container[str]]  # the ids of the records that parse, by folder
 
 PARSERS: dict[str, Any] = {
@@ -239,6 +239,7 @@ def diagnose(store: Store) -> Report:
     findings += _node_findings(nodes)
     findings += later
     findings += scan.ledger_findings()
+    findings += [Finding(PURGE, path, message) for path, message in purge.findings(store, scan.patches)]
     scan.viewed.clear()
     findings.extend(_hook_findings(store))
     findings.extend(Finding(INSTALL, path, message) for path, message in check_installation())
@@ -497,7 +498,7 @@ def repair(store: Store) -> list[str]:
     (and ``superseded_by`` links) the ledger gives them; the search index re-reads
     what changed.
     """
-    actions = staging.finish(store) + store.recover()
+    actions = staging.finish(store) + store.recover() + purge.finish_interrupted(store)
     with store.lock():
         # Unreadable records are reported by diagnose and left as they are: repair
         # works around them rather than giving up on the rest of the store.

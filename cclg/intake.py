@@ -6,7 +6,7 @@ anything is written:
 
 - content already current in the same scope is not written again (the existing
   memory comes back);
-- content that was forgotten or discarded is refused unless forced;
+- content that was forgotten, discarded or purged (``cclg.purge``) is refused unless forced;
 - current memories with the same key or very similar text are named, since
   patching one of them is usually what was meant.
 
@@ -168,6 +168,10 @@ def cap_imported(node: MemoryNode) -> list[str]:
 
 # Statuses of content that was thrown out: adding it again needs ``force``.
 THROWN_OUT = ("forgotten", "discarded")
+# A purged memory's node file (``cclg.purge``) holds this content, and in ``metadata.purged`` the hash of the
+# content it erased ({"content_hash", "patch_id", "purged_at"}): adding that content is refused as forgotten.
+PURGED_CONTENT = "[purged]"
+PURGED = "purged"
 SIMILAR_RATIO = 0.85  # how alike two texts must be (difflib ratio, normalised) to be reported as near-duplicates
 
 
@@ -238,7 +242,7 @@ def add_memory(
         finish(store)  # an import a crash interrupted
         index = open_index(store)  # one connection for the checks and the write: closing one costs a checkpoint
         try:
-            existing, thrown_out = _content_seen(store, index, node)
+            existing, thrown_out = _content_seen(store, index, node, purged_contents(index))
             if existing is not None:
                 return AddResult(existing, duplicate_of=existing.id)
             if thrown_out is not None and not force:
@@ -254,15 +258,19 @@ def add_memory(
     return AddResult(node, result.patch, similar=similar)
 
 
-def _content_seen(store: Store, index: Index, node: MemoryNode) -> tuple[MemoryNode | None, str | None]:
+def _content_seen(
+    store: Store, index: Index, node: MemoryNode, purged: dict[str, MemoryNode]
+) -> tuple[MemoryNode | None, str | None]:
     """What the index knows of ``node``'s content: the current memory of the same scope that holds
-    it, and, if it was thrown out (forgotten, discarded), how and when."""
-    thrown_out = []
-    for node_id, status, current, record in index.same_content(content_hash(node.content)):
+    it, and, if it was thrown out (forgotten, discarded, or purged: ``purged`` is ``purged_contents``),
+    how and when."""
+    digest = content_hash(node.content)
+    thrown_out = [purged[digest]] if digest in purged else []
+    for node_id, status, current, record in index.same_content(digest):
         other = MemoryNode.from_dict(json.loads(record), where=f"nodes/{node_id}.json")
         if current and other.scope.to_dict() == node.scope.to_dict():
             return other, None
-        if status in THROWN_OUT:
+        if status in THROWN_OUT and purged_hash(other) is None:  # a tombstone stands for what it erased
             thrown_out.append(other)
     if not thrown_out:
         return None, None
@@ -270,7 +278,27 @@ def _content_seen(store: Store, index: Index, node: MemoryNode) -> tuple[MemoryN
     patches = [store.read_patch(p) for p in index.patches_targeting(other.id)]
     last = max(patches, key=lambda p: (p.created_at, p.id), default=None)
     how = "" if last is None else f" by {last.id} ({last.operation}, {last.created_at[:10]}: {last.reason})"
-    return None, f"this content was {other.status}{how} as {other.id}"
+    status = "purged (erased for good)" if purged_hash(other) is not None else other.status
+    return None, f"this content was {status}{how} as {other.id}"
+
+
+def purged_hash(node: MemoryNode) -> str | None:
+    """The hash of the content a purged memory's tombstone erased (``metadata.purged``); None for any other node."""
+    mark = node.metadata.get(PURGED)
+    digest = mark.get("content_hash") if isinstance(mark, dict) else None
+    return digest if isinstance(digest, str) else None
+
+
+def purged_contents(index: Index) -> dict[str, MemoryNode]:
+    """The tombstones of purged memories, by the hash of the content each erased. They all hold
+    ``PURGED_CONTENT``, so the index finds them by that one hash (as many as purges, a handful)."""
+    found: dict[str, MemoryNode] = {}
+    for node_id, _, _, record in index.same_content(content_hash(PURGED_CONTENT)):
+        tombstone = MemoryNode.from_dict(json.loads(record), where=f"nodes/{node_id}.json")
+        digest = purged_hash(tombstone)
+        if digest is not None:
+            found.setdefault(digest, tombstone)
+    return found
 
 
 SIMILAR_CHARS = 2_000  # the near-duplicate check looks at this much of each text
@@ -454,6 +482,7 @@ class _Lines:
         self.seen: dict[str, int] = {}  # id -> line
         self.marks: dict[tuple[str, str], str] = {}  # (content hash, scope) -> id, within the file
         self.open_relations: list[tuple[int, str, str]] = []  # (line, kind, id) not found yet
+        self.purged = purged_contents(index)  # looked up once for the whole import
 
     def fresh(self, data: bytes) -> Iterator[MemoryNode]:
         for number, raw in enumerate(_split_lines(data), start=1):
@@ -507,7 +536,7 @@ class _Lines:
     def _if_new(self, node: MemoryNode, number: int) -> MemoryNode | None:
         # Scopes repeat from line to line: one string each, not one per line.
         mark = (content_hash(node.content), sys.intern(json.dumps(node.scope.to_dict(), sort_keys=True)))
-        existing, thrown_out = _content_seen(self.store, self.index, node)
+        existing, thrown_out = _content_seen(self.store, self.index, node, self.purged)
         if existing is not None or mark in self.marks:
             self.duplicates.append({"line": number, "duplicate_of": existing.id if existing else self.marks[mark]})
             return None

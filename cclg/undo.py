@@ -2,6 +2,11 @@
 
 The rollback is itself a patch of the ledger (``operation = rollback``, ``rollback_of`` = the
 undone patch), written in the ledger's order, so a rollback can be rolled back too.
+
+A purge (``cclg.purge``) is the one patch that is never undone: its ``forget`` patch is marked
+``resolution_policy.rule = "purge"`` (``is_purge``), and the memory's content is erased for good.
+Neither it nor any patch that touched the purged memory can be rolled back: restoring that memory
+would bring back nothing but the purge marker.
 """
 
 from __future__ import annotations
@@ -16,6 +21,13 @@ from cclg.records import MemoryNode, MemoryPatch, Source, default_resolution_pol
 from cclg.store import Store, audit_record, patch_order
 from cclg.view import touched_ids, undone_patch_ids
 
+PURGE_RULE = "purge"  # the resolution_policy rule of a purge's forget patch (cclg.purge)
+
+
+def is_purge(patch: MemoryPatch) -> bool:
+    """Whether ``patch`` is the ``forget`` patch of a purge, which erased its targets' content for good."""
+    return patch.operation == "forget" and patch.resolution_policy.get("rule") == PURGE_RULE
+
 
 def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | None = None) -> PatchResult:
     """Undo a patch: restore the ``prior_states`` it recorded and discard the nodes it wrote.
@@ -29,7 +41,9 @@ def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | 
     with store.lock():
         undone = store.read_patch(patch_id)
         rule_for(undone.operation)
-        _check_undoable(undone, store.load_patches())
+        patches = store.load_patches()
+        _check_not_purged(undone, patches)
+        _check_undoable(undone, patches)
         # Patches written without prior_states (by other implementations) restore to active.
         restore = {node_id: undone.prior_states.get(node_id, "active") for node_id in undone.target_ids}
         restore.update(undone.prior_states)
@@ -68,6 +82,23 @@ def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | 
         store.audit_many(records)
         note_changes(store, list(nodes), [patch.id])
     return PatchResult(patch=patch, changed_nodes=list(nodes.values()))
+
+
+def _check_not_purged(undone: MemoryPatch, patches: list[MemoryPatch]) -> None:
+    """``IllegalPatchError`` when ``undone`` is a purge, or touched a memory a purge erased."""
+    if is_purge(undone):
+        raise IllegalPatchError(
+            f"cannot roll back {undone.id}: it purged {', '.join(undone.target_ids)}, whose content is erased "
+            "for good; a purge cannot be undone (add the memory again, with --force, if it is true after all)"
+        )
+    touched = touched_ids(undone)
+    for purge in patches:
+        erased = sorted(touched & set(purge.target_ids)) if is_purge(purge) else []
+        if erased:
+            raise IllegalPatchError(
+                f"cannot roll back {undone.id}: it touched {', '.join(erased)}, whose content {purge.id} purged "
+                "(erased for good); undoing it would restore a memory that holds nothing but the purge marker"
+            )
 
 
 def _check_undoable(undone: MemoryPatch, patches: list[MemoryPatch]) -> None:

@@ -57,7 +57,7 @@ LAYERS: list[list[str]] = [
     # reading and compiling
     ["search", "semantic", "relevance", "usage", "pack", "sessions", "sensors", "turns"],
     # operations
-    ["intake", "container", "importing", "redaction", "doctor", "demo", "rules", "distill"],
+    ["intake", "container", "importing", "redaction", "purge", "doctor", "demo", "rules", "distill"],
     # the library
     ["api"],
     # the surfaces

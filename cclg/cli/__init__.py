@@ -23,7 +23,19 @@ from cclg import __version__
 from cclg.errors import CclgError, ValidationError
 
 COMMAND_MODULES = {  # module of cclg.cli -> the commands it defines (in its COMMANDS)
-    "memory": ["init", "add", "raw", "import-jsonl", "patch", "forget", "label", "rollback", "conflicts", "resolve"],
+    "memory": [
+        "init",
+        "add",
+        "raw",
+        "import-jsonl",
+        "patch",
+        "forget",
+        "purge",
+        "label",
+        "rollback",
+        "conflicts",
+        "resolve",
+    ],
     "inspect": ["status", "show", "log", "diff", "cite", "audit", "validate", "doctor", "scan", "rules"],
     "retrieval": ["search", "grep", "recall", "pack", "reindex"],
     "containers": ["export", "open", "import"],

@@ -1,10 +1,11 @@
-"""Commands that write memories: create a store, add, keep evidence, import, patch, relabel, undo, settle.
+"""Commands that write memories: create a store, add, keep evidence, import, patch, erase, relabel, undo, settle.
 
 Every write is a recorded patch (``cclg log`` lists them, ``cclg rollback`` undoes one).
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -12,6 +13,7 @@ import click
 from cclg import api, guard
 from cclg import format as fmt
 from cclg.cli.common import emit, input_name, json_option, read_input, store_of, text_arg
+from cclg.errors import CclgError, UsageError
 
 
 @click.command()
@@ -206,6 +208,52 @@ def forget(ctx: click.Context, memory_id: str, reason: str, as_json: bool) -> No
     emit(api.forget(store_of(ctx), memory_id, reason=reason).to_dict(), as_json)
 
 
+@click.command()
+@click.argument("memory_id")
+@click.option("--reason", default="purged at the user's request", show_default=True, help="Kept in the purge patch.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation (required when stdin is not a terminal).")
+@json_option
+@click.pass_context
+def purge(ctx: click.Context, memory_id: str, reason: str, yes: bool, as_json: bool) -> None:
+    """Erase a memory's content for good, from every file of the store and its indexes.
+
+    Unlike `forget`, nothing of the text stays: its node file, the patches,
+    session logs, raw evidence and audit lines that quote it verbatim are
+    rewritten without it (raw evidence keeps its length: a marker of the same
+    size), code graphs holding it are deleted, and the search index and vectors
+    are rebuilt. A tombstone keeps only the content's hash, so adding the same
+    content again is refused (as forgotten content is; --force adds it anyway).
+    It cannot be rolled back, nor can any earlier patch that touched the memory.
+
+    Only this memory's content is erased: other versions in its lineage (the
+    memory it superseded, the one that replaced it) and any other memory holding
+    the same text keep theirs; they are listed (held_elsewhere) so you can purge
+    each. Asks for confirmation unless --yes. If it is interrupted, run it again
+    (or `cclg doctor --repair`) to finish.
+
+    Example: cclg purge mem_01... --yes
+    """
+    from cclg.purge import preview, purge_memory
+
+    store = store_of(ctx)
+    node = store.read_node(api.resolve_node_id(store, memory_id))
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UsageError("purge erases for good and asks for confirmation: run it in a terminal, or add --yes")
+        question = f"Erase the content of {node.id} ({node.status}: {preview(node)!r}) for good? It cannot be undone"
+        if not click.confirm(question, default=False):
+            raise CclgError("not confirmed: nothing was erased")
+    result = purge_memory(store, node.id, reason=reason)
+    emit(result.to_dict(), as_json)
+    if result.status == "already purged":
+        click.echo(f"{node.id} was purged by {result.patch_id} already: nothing left to erase", err=True)
+    else:
+        erased = ", ".join(f"{count} in {folder}/" for folder, count in result.counts().items())
+        click.echo(f"{result.status}: {node.id} (files rewritten: {erased}; indexes rebuilt)", err=True)
+    for other in result.held_elsewhere:
+        click.echo(f"note: {other} holds the same text as its own; purge it too to erase every copy", err=True)
+
+
 @click.command("label")
 @click.argument("memory_id")
 @click.option("--trust", type=click.Choice(guard.TRUST), help="trusted: you have checked it.")
@@ -276,4 +324,4 @@ def resolve(
     emit(result.to_dict(), as_json)
 
 
-COMMANDS = [init, add, raw, import_jsonl, patch, forget, label, rollback, conflicts, resolve]
+COMMANDS = [init, add, raw, import_jsonl, patch, forget, purge, label, rollback, conflicts, resolve]

@@ -1,0 +1,369 @@
+"""Real erasure: ``cclg purge ID`` takes one memory's content out of every file of the store.
+
+A ``forget`` retires a memory and keeps its text: in its node file, in the patch that wrote
+it (``new_content``), in the session logs and raw evidence of the prompt that said it, in the
+audit log, the search index (rows, FTS tables, free pages, WAL) and the vectors. A purge
+erases it from all of them, under the store lock, in this order:
+
+1. **The purge patch** (the commit point). A ``forget`` patch marked
+   ``resolution_policy.rule = "purge"`` (``cclg.undo.is_purge``) is written durably and the
+   memory set to ``forgotten``, as any forget does. From here on the content is refused by
+   ``cclg add`` and ``import-jsonl`` (it is forgotten), and ``cclg rollback`` refuses to undo the
+   purge or any patch that touched the memory (``cclg.undo``): nothing could be restored.
+2. **Every other file** that holds the text verbatim is rewritten without it, one atomic write
+   each (``cclg.redaction.rewrite_store``, the machinery ``scan --store --redact`` runs on):
+   patches, edges, sessions and logs get ``[purged]`` in its place and stay valid JSON; raw
+   evidence and other files get a marker of the same length (``[purged----]``), so raw spans
+   still point at the right characters; a code graph holding it is deleted (a cache that
+   ``cclg code-index`` builds again).
+3. **The tombstone.** The memory's own node file is written last: its content becomes
+   ``[purged]`` (``intake.PURGED_CONTENT``), its source quote goes, its retrieval keys and
+   ``metadata.content_hash`` follow the marker, and ``metadata.purged`` keeps the one thing left
+   of the content, its ``sha256:`` hash, with the purge patch and time. ``cclg.intake`` finds
+   tombstones by the marker's hash and refuses the content they stand for, also after
+   ``cclg reindex`` (the tombstone is a file; the index is rebuilt from the files).
+4. **The projections.** The search index and the vectors are deleted, the index is rebuilt
+   from the files and compacted (``VACUUM``), and a ``node_purged`` audit record (the memory,
+   the patch, the content hash, how many files of each folder were rewritten) says the purge
+   is complete.
+
+Why a tombstone and not a deleted file: patches, edges and other memories name the memory,
+and a store must still load in a reader that knows nothing of purges (the reference
+implementation, a ``.cclg`` container). Every record stays plain ``cclg.format.v0.1``: a
+``forget`` patch, a ``forgotten`` memory whose content is ``[purged]`` and whose metadata (a
+free map) holds the hash. Such a reader sees a forgotten memory, which is what it is.
+
+Interrupted (killed, a full disk), a purge leaves a consistent store: the memory is forgotten
+(step 1) and its text stays in its own node file until step 3, so running ``cclg purge ID``
+again finds the purge patch and finishes (step 2 only rewrites what still holds the text),
+and so does ``cclg doctor --repair``; ``cclg doctor`` reports a purge without its
+``node_purged`` record or its tombstone (``findings``). Purging a purged memory again does
+nothing.
+
+Only this memory's content is erased. Other memories are never changed, not even the versions
+before or after it in its lineage, nor a memory holding the same text: their node files and
+the ``new_content`` of the patches that wrote them keep it, and they are listed as
+``held_elsewhere``, to be purged one by one. The text is matched as written, NFC with ``\\n``
+newlines, with ``\\r\\n``, trimmed, and JSON-escaped, as a whole (never inside a longer ASCII
+word); its key, tags, scope and source pointers stay (they say what it was about, not what it
+said). A writer that does not take the store lock (a hook recording a prompt that repeats the
+text while the purge runs) can still write it again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from cclg import guard, staging
+from cclg.errors import CclgError, IllegalPatchError, UsageError, ValidationError
+from cclg.ids import content_hash, new_id, normalize_text, now_iso
+from cclg.index import note_changes, open_index
+from cclg.intake import PURGED, PURGED_CONTENT, purged_hash
+from cclg.ledger import patch_audit, set_status
+from cclg.records import MemoryNode, MemoryPatch, Record, Source, default_resolution_policy, dumps, retrieval_for
+from cclg.redaction import rebuild_projections, rewrite_store
+from cclg.store import Store, audit_record
+from cclg.undo import PURGE_RULE, is_purge
+
+DEFAULT_REASON = "purged at the user's request"
+PURGED_EVENT = "node_purged"  # the audit record of a finished purge
+
+
+class PurgeResult(Record):
+    """What ``purge_memory`` did: ``status`` is ``purged``, ``finished`` (an interrupted purge run again) or
+    ``already purged``; ``files`` lists each file rewritten ({file, action}); ``held_elsewhere`` names the
+    other memories whose own records hold the same text (left as they are)."""
+
+    def __init__(
+        self,
+        node_id: str,
+        patch_id: str,
+        digest: str,
+        status: str,
+        files: list[dict[str, Any]] | None = None,
+        held_elsewhere: list[str] | None = None,
+    ) -> None:
+        self.node_id = node_id
+        self.patch_id = patch_id
+        self.content_hash = digest
+        self.status = status
+        self.files = [] if files is None else files
+        self.held_elsewhere = [] if held_elsewhere is None else held_elsewhere
+
+    def counts(self) -> dict[str, int]:
+        """How many files of each folder were rewritten (code graphs removed count as ``codegraphs``)."""
+        counts: dict[str, int] = {}
+        for entry in self.files:
+            folder = "codegraphs" if entry["action"] == "removed" else entry["file"].split("/")[0]
+            if entry["action"] != "rebuilt":  # the projections: all rebuilt, whatever they held
+                counts[folder] = counts.get(folder, 0) + 1
+        return dict(sorted(counts.items()))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node_id": self.node_id,
+            "patch_id": self.patch_id,
+            "status": self.status,
+            "content_hash": self.content_hash,
+            "erased": self.counts(),
+            "files": self.files,
+            "rebuilt": [] if self.status == "already purged" else ["index.sqlite"],  # and semantic.sqlite dropped
+            "held_elsewhere": self.held_elsewhere,
+        }
+
+
+def purge_memory(store: Store, node_id: str, *, reason: str = DEFAULT_REASON, source: str = "manual") -> PurgeResult:
+    """``cclg purge``: erase the content of the memory ``node_id`` from every file of the store and its
+    indexes, leaving a tombstone that keeps only the content's hash (see the module docstring).
+
+    Run again on a memory whose purge was interrupted, it finishes it; on a purged memory, it does
+    nothing (``status = "already purged"``). ``NotFoundError`` for an unknown id, before anything
+    is written; ``reason`` goes into the purge patch (secrets are refused, as in every patch)."""
+    if not reason.strip():
+        raise UsageError("a purge needs a reason")
+    guard.refuse_secrets({"reason": reason, "source": source}, "the purge")
+    with store.lock():
+        staging.finish(store)  # an import a crash interrupted: its records are the store's too
+        node = store.read_node(node_id)
+        patch = _standing_purge(store, node)
+        kept = purged_hash(node)
+        if patch is not None and kept is not None and patch.id in _completed(store):
+            return PurgeResult(node.id, patch.id, kept, "already purged")
+        if patch is None and kept is not None:
+            raise IllegalPatchError(
+                f"{node.id} is a purge tombstone whose purge patch is missing; run `cclg doctor` and restore it"
+            )
+        status = "purged" if patch is None else "finished"
+        patch = patch or _write_purge_patch(store, node, reason, source)
+        digest = kept or content_hash(node.content)
+        files, elsewhere = ([], []) if kept is not None else _erase(store, node, patch)
+        rebuild_projections(store)
+        result = PurgeResult(node.id, patch.id, digest, status, files, elsewhere)
+        store.audit(PURGED_EVENT, node_id=node.id, patch_id=patch.id, content_hash=digest, files=result.counts())
+    return result
+
+
+def _standing_purge(store: Store, node: MemoryNode) -> MemoryPatch | None:
+    """The purge patch of ``node`` already on disk (an interrupted or finished purge), or None."""
+    mark = node.metadata.get(PURGED)
+    ids = [mark["patch_id"]] if isinstance(mark, dict) and isinstance(mark.get("patch_id"), str) else []
+    index = open_index(store)
+    try:
+        ids += index.patches_targeting(node.id)
+    finally:
+        index.close()
+    for patch_id in ids:
+        with contextlib.suppress(CclgError):
+            patch = store.read_patch(patch_id)
+            if is_purge(patch) and node.id in patch.target_ids:
+                return patch
+    return None
+
+
+def _write_purge_patch(store: Store, node: MemoryNode, reason: str, source: str) -> MemoryPatch:
+    """Step 1: the purge's ``forget`` patch, then the memory's status, as the ledger writes a forget."""
+    stamp = now_iso()
+    patch = MemoryPatch(
+        id=new_id("patch"),
+        operation="forget",
+        target_ids=[node.id],
+        new_node_ids=[],
+        reason=reason,
+        new_content=None,
+        source=Source(label=source),
+        confidence=1.0,
+        resolution_policy={**default_resolution_policy(), "rule": PURGE_RULE},
+        prior_states={node.id: node.status},
+        created_at=stamp,
+        applied_at=stamp,
+    )
+    store.write_patch(patch)  # durable: the commit point of the purge
+    set_status(node, "forgotten", stamp)
+    store.write_node(node)
+    status = audit_record("node_status_changed", node_id=node.id, status=node.status, patch_id=patch.id)
+    store.audit_many([patch_audit(patch), status])
+    note_changes(store, [node.id], [patch.id])
+    return patch
+
+
+def _erase(store: Store, node: MemoryNode, patch: MemoryPatch) -> tuple[list[dict[str, Any]], list[str]]:
+    """Steps 2 and 3: every other file without the text, then the tombstone. Returns the files rewritten
+    and the other memories that hold the text."""
+    erasure = _Erasure(node.content, node.id)
+    own = store.relative(store.node_path(node.id))
+    files = rewrite_store(store, erasure, skip={own})
+    store.write_node(_tombstone(node, patch.id, erasure))
+    files.append({"file": own, "action": erasure.verb})
+    return files, sorted(erasure.elsewhere)
+
+
+def _tombstone(node: MemoryNode, patch_id: str, erasure: _Erasure) -> MemoryNode:
+    """``node`` with its content erased: the marker, its hash, and the erased content's hash in ``metadata.purged``."""
+    stamp = now_iso()
+    digest = content_hash(node.content)
+    set_status(node, "forgotten", stamp)
+    node.content = PURGED_CONTENT
+    node.key = erasure.value(node.key)
+    node.tags = erasure.value(node.tags)
+    node.source.quote = None  # the words the memory rested on
+    node.retrieval = retrieval_for(PURGED_CONTENT)
+    node.metadata = erasure.value(node.metadata)
+    node.metadata["content_hash"] = content_hash(PURGED_CONTENT)
+    node.metadata[PURGED] = {"content_hash": digest, "patch_id": patch_id, "purged_at": stamp}
+    return node
+
+
+def preview(node: MemoryNode, chars: int = 60) -> str:
+    """The start of a memory's content on one line, for a confirmation prompt."""
+    text = " ".join(node.content.split())
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
+# ---------------------------------------------------------------- what the text looks like in a file
+
+_WORD = "A-Za-z0-9_"  # an ASCII word character: a match never starts or ends inside an ASCII word
+
+
+class _Erasure:
+    """The ``cclg.redaction.Rewrite`` of a purge: every form of one memory's text, replaced by the marker."""
+
+    verb = "erased"
+
+    def __init__(self, text: str, node_id: str) -> None:
+        self.node_id = node_id
+        forms = _forms(text)
+        self.needles = [form.encode("utf-8") for form in forms]
+        self.pattern = re.compile("|".join(_bounded(form) for form in forms))
+        self.elsewhere: set[str] = set()  # other memories whose records hold the text
+
+    def found(self, data: bytes) -> dict[str, Any] | None:
+        return {} if any(needle in data for needle in self.needles) else None
+
+    def text(self, data: bytes) -> bytes:
+        text = data.decode("utf-8", "surrogateescape")  # bytes that are no UTF-8 are kept as they are
+        return self.pattern.sub(lambda m: _filler(len(m.group())), text).encode("utf-8", "surrogateescape")
+
+    def value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.pattern.sub(PURGED_CONTENT, value)
+        if isinstance(value, list):
+            return [self.value(item) for item in value]
+        if isinstance(value, dict):
+            return {self.value(key): self.value(item) for key, item in value.items()}
+        return value
+
+    def record(self, relative: str, data: bytes) -> bytes:
+        value = json.loads(data)
+        if relative.startswith("nodes/") and isinstance(value, dict):
+            if value.get("id") == self.node_id:  # a copy of the purged memory (a sync tool's): erased
+                return self.text(data)
+            if self.pattern.search(data.decode("utf-8", "surrogateescape")):
+                self.elsewhere.add(str(value.get("id")))
+            return data  # another memory: its own text, never changed here
+        new = self.value(value)
+        if relative.startswith("patches/") and isinstance(value, dict) and "new_content" in value:
+            wrote = value.get("new_node_ids")
+            if not (isinstance(wrote, list) and self.node_id in wrote):  # it wrote other memories: their content
+                new["new_content"] = value["new_content"]
+        return data if new == value else dumps(new)
+
+
+def _forms(text: str) -> list[str]:
+    """The forms ``text`` may be held in: as written, NFC with ``\\n`` newlines, with ``\\r\\n``, trimmed,
+    and each JSON-escaped (non-ASCII kept or escaped), longest first."""
+    forms = {text, text.strip(), normalize_text(text), normalize_text(text).strip()}
+    forms |= {normalize_text(form).replace("\n", "\r\n") for form in forms if "\n" in form}
+    forms |= {json.dumps(form, ensure_ascii=ascii)[1:-1] for form in list(forms) for ascii in (False, True)}
+    return sorted((form for form in forms if form.strip()), key=lambda form: (-len(form), form))
+
+
+def _bounded(form: str) -> str:
+    """A pattern for ``form`` as a whole: not inside a longer ASCII word, nor right after a backslash (in
+    JSON text that would cut an escape in two); after an escaped newline or tab it may start."""
+    start = rf"(?:(?<![{_WORD}\\])|(?<=\\[nrt]))" if re.match(f"[{_WORD}]", form) else r"(?<!\\)"
+    end = f"(?![{_WORD}])" if re.match(f"[{_WORD}]", form[-1]) else ""
+    return start + re.escape(form) + end
+
+
+def _filler(length: int) -> str:
+    """The marker as long as the text it replaces (``[purged---]``), so positions in the file stay."""
+    return "[purged" + "-" * (length - 8) + "]" if length >= 8 else "-" * length
+
+
+# ---------------------------------------------------------------- interrupted purges (cclg doctor)
+
+
+def interrupted(store: Store, patches: Iterable[MemoryPatch]) -> list[tuple[str, str]]:
+    """(memory id, purge patch id) of each purge in ``patches`` that did not finish: no ``node_purged``
+    audit record, or its memory's file is no tombstone of it (killed mid-way, or restored from a backup).
+    Reads the audit log only when there is a purge."""
+    purges = [patch for patch in patches if is_purge(patch)]
+    done = _completed(store) if purges else set()
+    found = []
+    for patch in purges:
+        for node_id in patch.target_ids:
+            try:
+                node = store.read_node(node_id)
+            except CclgError:  # gone or unreadable: doctor reports it as such
+                continue
+            mark = node.metadata.get(PURGED)
+            if patch.id not in done or not (isinstance(mark, dict) and mark.get("patch_id") == patch.id):
+                found.append((node_id, patch.id))
+    return found
+
+
+def findings(store: Store, patches: Iterable[MemoryPatch]) -> list[tuple[str, str]]:
+    """``cclg doctor``'s findings about purges: (file, message) for each purge that did not finish."""
+    return [
+        (
+            f"nodes/{node_id}.json",
+            f"the purge {patch_id} did not finish: the content may still be in the store's files or indexes; "
+            f"`cclg purge {node_id} --yes` or `cclg doctor --repair` finishes it",
+        )
+        for node_id, patch_id in interrupted(store, patches)
+    ]
+
+
+def finish_interrupted(store: Store) -> list[str]:
+    """``cclg doctor --repair``: finish every purge that did not; returns what was done (audited)."""
+    done = []
+    with store.lock():
+        for node_id, patch_id in interrupted(store, _purge_patches(store)):
+            result = purge_memory(store, node_id)
+            done.append(f"finished the interrupted purge {patch_id} of {node_id} ({len(result.files)} file(s) erased)")
+        if done:
+            store.audit("repair_applied", actions=done)
+    return done
+
+
+def _purge_patches(store: Store) -> list[MemoryPatch]:
+    """Every purge patch of the store (only the patch files that name the rule are parsed)."""
+    found = []
+    for path in store.record_files("patches"):
+        data = path.read_bytes()
+        if f'"{PURGE_RULE}"'.encode() not in data:
+            continue
+        with contextlib.suppress(ValueError, ValidationError):
+            patch = MemoryPatch.from_dict(json.loads(data), where=store.relative(path))
+            if is_purge(patch):
+                found.append(patch)
+    return found
+
+
+def _completed(store: Store) -> set[str]:
+    """The purge patches a ``node_purged`` audit record says finished (the log read line by line)."""
+    done = set()
+    marker = f'"{PURGED_EVENT}"'.encode()
+    with contextlib.suppress(FileNotFoundError), open(store.audit_path, "rb") as log:
+        for line in log:
+            if marker not in line:
+                continue
+            with contextlib.suppress(ValueError):
+                record = json.loads(line)
+                if isinstance(record, dict) and record.get("event") == PURGED_EVENT:
+                    done.add(str(record.get("patch_id")))
+    return done
