@@ -63,9 +63,8 @@ def main() -> None:
             groups[f"lang {c['lang']}"].append((c["label"], guesses[c["id"]]))
             groups["near-miss" if c["near_miss"] else "plain"].append((c["label"], guesses[c["id"]]))
         for name, pairs in sorted(groups.items()):
-            print(
-                f"  {name:<12} either: {scores(pairs)['either']}; exact label {sum(a == b for a, b in pairs)}/{len(pairs)}"
-            )
+            exact = sum(a == b for a, b in pairs)
+            print(f"  {name:<12} either: {scores(pairs)['either']}; exact label {exact}/{len(pairs)}")
         if args.misses:
             for c in chosen:
                 if guesses[c["id"]] != c["label"]:
