@@ -7,7 +7,7 @@ structured result are the same records. One table, ``TOOLS``, names each tool's
 verb, function, description and annotations; ``build_server`` walks it.
 
 The tools: search, grep, bm25, pack, add, patch, raw, recall, cite, conflicts,
-resolve, audit, label, reindex; the code graph's code_index, code_search; distill
+resolve, audit, label, purge (off unless allowed), reindex; the code graph's code_index, code_search; distill
 (proposals only); and the
 previous turn's coglog_read, coglog_write, coglog_clear (CogLog's names).
 
@@ -63,6 +63,7 @@ from cclg.mcp_tools import (
     memory_label,
     memory_pack,
     memory_patch,
+    memory_purge,
     memory_raw,
     memory_recall,
     memory_reindex,
@@ -133,6 +134,13 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Change a memory's trust (untrusted or quarantined, never trusted), sensitivity or retention, with a "
         "reason: an update patch, same content, new labels.",
         DESTRUCTIVE,
+    ),
+    ToolSpec(
+        "purge",
+        memory_purge,
+        "Erase a memory's content for good from every file and index, leaving a tombstone with its hash; cannot be "
+        "undone. Off unless the user allowed it in config.json; confirm_id must repeat the full id.",
+        ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False),
     ),
     ToolSpec(
         "reindex", memory_reindex, "Rebuild the search index from the store's files (safe at any time).", IDEMPOTENT

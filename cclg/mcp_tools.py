@@ -432,3 +432,30 @@ def memory_distill(
     from cclg import distill
 
     return {"proposals": distill.propose(store, session_id)}
+
+
+# ---------------------------------------------------------------- erasure
+
+
+def memory_purge(
+    store: Store,
+    memory_id: MemoryId,
+    reason: Reason,
+    confirm_id: Annotated[
+        str, Field(min_length=4, max_length=100, description="The memory's full id again: the purge cannot be undone.")
+    ],
+) -> dict[str, Any]:
+    """Only where the user allowed it (``"mcp": {"allow_purge": true}`` in config.json): an MCP caller
+    is not the user, and a purge cannot be undone."""
+    from cclg.purge import purge_memory
+
+    settings = Store.open(store.root).config.get("mcp")
+    if not (isinstance(settings, dict) and settings.get("allow_purge") is True):
+        raise UsageError(
+            f'purging through MCP is off: the user can run `cclg purge ID`, or allow it with "mcp": '
+            f'{{"allow_purge": true}} in {store.root / "config.json"}'
+        )
+    node_id = api.resolve_node_id(store, memory_id)
+    if confirm_id != node_id:
+        raise UsageError(f"confirm_id must be the memory's full id, {node_id}: nothing was erased")
+    return purge_memory(store, node_id, reason=reason, source="mcp").to_dict()

@@ -60,6 +60,7 @@ VERBS = (
     "resolve",
     "audit",
     "label",
+    "purge",
     "reindex",
 )
 READ_ONLY_VERBS = {"search", "grep", "bm25", "pack", "recall", "cite", "conflicts", "audit"}
@@ -288,7 +289,7 @@ def test_lists_every_verb_under_both_names_with_schemas_and_annotations(served: 
     assert coglog["coglog_read"].annotations.read_only_hint is True  # type: ignore[union-attr]
     tools = [t for t in every if t.name not in code_tools and t.name not in coglog]
     by_name = {t.name: t for t in tools}
-    assert len(tools) == 2 * len(VERBS) == 28 and len(by_name) == 28
+    assert len(tools) == 2 * len(VERBS) == 30 and len(by_name) == 30
     instructions = served.client.instructions or ""
     named = set(re.findall(r"\b(?:cclg|memory)[._][a-z0-9]+\b", instructions))
     assert named and named <= set(by_name), "the instructions name only tools the server serves"

@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from cclg import hook
+from cclg import api, hook
 from cclg.cli import cli
 from cclg.doctor import PURGE, diagnose
+from cclg.errors import UsageError
 from cclg.files import read_jsonl
 from cclg.ids import content_hash
 from cclg.intake import PURGED, PURGED_CONTENT
@@ -278,3 +279,18 @@ def test_a_forgotten_memory_is_purged_and_its_forget_can_no_longer_be_undone(tmp
     assert undo.exit_code == 6 and "purged (erased for good)" in undo.stderr
     forced = cclg(root, "add", "--content", TEXT, "--source", "user", "--force", "--json")
     assert forced.exit_code == 0, "the user may still add it again on purpose"
+
+
+def test_the_mcp_tool_is_off_until_the_user_allows_it_and_needs_the_id_twice(store: Store) -> None:
+    from cclg import mcp_tools
+
+    node = api.add_memory(store, "The vault token rotates on Tuesdays via kestrelrotate", source="user").node
+    with pytest.raises(UsageError, match="purging through MCP is off"):
+        mcp_tools.memory_purge(store, node.id, "asked to erase", node.id)
+    config = json.loads((store.root / "config.json").read_text())
+    (store.root / "config.json").write_text(json.dumps({**config, "mcp": {"allow_purge": True}}))
+    with pytest.raises(UsageError, match="confirm_id must be the memory's full id"):
+        mcp_tools.memory_purge(store, node.id, "asked to erase", node.id[:10])
+    assert api.show(store, node.id).content.startswith("The vault token"), "nothing was erased"
+    mcp_tools.memory_purge(store, node.id, "asked to erase", node.id)
+    assert api.show(store, node.id).content == "[purged]"
