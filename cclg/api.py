@@ -18,7 +18,6 @@ memories need, the rest on first use (``_LAZY``, or inside the operation): ``ccl
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import json
 import time
@@ -221,30 +220,10 @@ def history(store: Store, *, node_id: str | None = None, limit: int | None = Non
 
 
 def patch_diff(store: Store, patch_id: str) -> dict[str, Any]:
-    """What a patch changed: each target's status move and a content diff old -> new."""
-    patch = store.read_patch(resolve_patch_id(store, patch_id))
-    nodes = {node_id: _read_optional(store, node_id) for node_id in [*patch.target_ids, *patch.new_node_ids]}
-    changes = []
-    for node_id in patch.target_ids:
-        node = nodes[node_id]
-        changes.append({"id": node_id, "before": patch.prior_states.get(node_id), "now": node.status if node else None})
-    diffs = []
-    for new_id_ in patch.new_node_ids:
-        new = nodes[new_id_]
-        for old_id in patch.target_ids:
-            old = nodes[old_id]
-            if old is None or new is None:
-                continue
-            lines = difflib.unified_diff(
-                old.content.splitlines(), new.content.splitlines(), fromfile=old_id, tofile=new_id_, lineterm=""
-            )
-            diffs.append("\n".join(lines))
-    return {
-        "patch": patch.to_dict(),
-        "status_changes": changes,
-        "new_nodes": [node.to_dict() for n in patch.new_node_ids if (node := nodes[n]) is not None],
-        "content_diff": diffs,
-    }
+    """What a patch (id or prefix) changed: each target's status move and a content diff (``cclg.lineage``)."""
+    from cclg.lineage import patch_diff as diff
+
+    return diff(store, resolve_patch_id(store, patch_id))
 
 
 def _read_optional(store: Store, node_id: str) -> MemoryNode | None:
@@ -288,6 +267,8 @@ def patch(
     source: str = "manual",
     confidence: float = 1.0,
     max_trust: str = "trusted",
+    valid_from: str | None = None,
+    valid_until: str | None = None,
 ) -> PatchResult:
     """``cclg patch``: one patch operation. For ``rollback`` the one target is a patch id;
     ``create`` takes one content and no target; the others take memory ids (or prefixes).
@@ -301,7 +282,8 @@ def patch(
     if operation == "create":
         if len(contents) != 1 or targets:
             raise UsageError("create takes one content and no target")
-        added = add_memory(store, contents[0], source=source, reason=reason, confidence=confidence, trust=max_trust)
+        added = add_memory(store, contents[0], source=source, reason=reason, confidence=confidence,
+                           trust=max_trust, valid_from=valid_from, valid_until=valid_until)  # fmt: skip
         if added.patch is None:
             raise UsageError(f"{added.duplicate_of} already holds this content; nothing was written")
         return PatchResult(patch=added.patch, new_nodes=added.new_nodes)
@@ -315,6 +297,8 @@ def patch(
         source=Source(label=source),
         confidence=confidence,
         max_trust=max_trust,
+        valid_from=valid_from,
+        valid_until=valid_until,
     )
 
 

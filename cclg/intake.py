@@ -112,6 +112,8 @@ def build_node(
     trust: str = guard.DEFAULT_TRUST,
     sensitivity: str = guard.DEFAULT_SENSITIVITY,
     retention: str = guard.DEFAULT_RETENTION,
+    valid_from: str | None = None,
+    valid_until: str | None = None,
 ) -> MemoryNode:
     """A new node from user-level arguments, checked like a record read from disk.
 
@@ -126,6 +128,7 @@ def build_node(
     if type not in fmt.NODE_TYPES:
         raise UsageError(f"unknown type {type!r}; use one of {', '.join(fmt.NODE_TYPES)}")
     guard.check_labels(trust, sensitivity, retention)
+    effective_from, effective_until = ledger.validity(valid_from, valid_until)
     metadata: dict[str, Any] = {
         "created_by": created_by,
         "trust": trust,
@@ -142,6 +145,8 @@ def build_node(
         tags=tags,
         source=Source(label=source, quote=quote),
         metadata=metadata,
+        effective_from=effective_from,
+        effective_until=effective_until,
     )
 
 

@@ -27,7 +27,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cclg import guard, lattice
 from cclg.errors import IllegalPatchError, NotFoundError, UsageError, ValidationError
@@ -45,6 +45,9 @@ from cclg.records import (
     new_node,
 )
 from cclg.store import TEMP, Store, audit_record
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 
 class PatchResult(Record):
@@ -207,12 +210,15 @@ def apply_patch(
     confidence: float = 1.0,
     max_trust: str = "trusted",
     labels: dict[str, str] | None = None,
+    valid_from: str | None = None,
+    valid_until: str | None = None,
 ) -> PatchResult:
     """Apply one patch (any operation but ``create`` and ``rollback``, which have their own functions).
 
     New nodes inherit the first target's trust, sensitivity and retention, changed by
     ``labels`` where given; their trust is at most ``max_trust`` (an MCP caller cannot
-    raise trust by rewording a memory).
+    raise trust by rewording a memory). ``valid_from`` / ``valid_until`` (``validity``)
+    bound when the new nodes are in effect.
 
     Refuses, before writing anything, an unknown target, a target whose status
     the lattice does not let the operation move, and content that is missing
@@ -230,6 +236,9 @@ def apply_patch(
         {"reason": reason, "content": contents, "source": source.to_dict() if source else {}}, "the patch"
     )
     _check_shape(operation, rule, target_ids, contents)
+    valid_from, valid_until = validity(valid_from, valid_until)
+    if (valid_from or valid_until) and not contents:
+        raise UsageError(f"{operation} writes no new memory: a validity window applies to new memories only")
 
     with store.lock():
         targets = [read_target(store, node_id) for node_id in target_ids]
@@ -241,6 +250,8 @@ def apply_patch(
             _replacement(targets, rule, index, content, patch_id, stamp, confidence, reason, source, inherited)
             for index, content in enumerate(contents)
         ]
+        for node in new_nodes:  # the window the caller gave, else the node's own (from now, no end)
+            node.effective_from, node.effective_until = valid_from or node.effective_from, valid_until
         patch = MemoryPatch(
             id=patch_id,
             operation=operation,
@@ -284,6 +295,27 @@ def _inherited_labels(first: MemoryNode, labels: dict[str, str] | None, max_trus
     chosen = {"trust": trust, "sensitivity": sensitivity, "retention": retention, **(labels or {})}
     guard.check_labels(**chosen)
     return {**chosen, "trust": guard.least_trusted(chosen["trust"], max_trust)}
+
+
+def validity(valid_from: str | None, valid_until: str | None) -> tuple[str | None, str | None]:
+    """A validity window as ISO 8601 texts (a date means its midnight; no offset means UTC): from when,
+    until when a memory is in effect. A ``UsageError`` for a time that does not parse or an empty window."""
+    start, end = _moment(valid_from, "valid_from"), _moment(valid_until, "valid_until")
+    if start is not None and end is not None and end <= start:
+        raise UsageError(f"valid_until ({valid_until}) must come after valid_from ({valid_from})")
+    return (start.isoformat() if start else None), (end.isoformat() if end else None)
+
+
+def _moment(value: str | None, name: str) -> datetime | None:
+    from datetime import UTC, datetime
+
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise UsageError(f"{name} must be an ISO 8601 date or time, got {value!r}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _replacement(

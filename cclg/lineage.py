@@ -1,15 +1,19 @@
-"""A memory's lineage: every version of it, from the first to the current ones, through the patches
+"""A memory's history: its lineage, every version of it, from the first to the current ones, through the patches
 that replaced one with another (``cclg log --lineage ID``).
 
 ``cclg log --memory ID`` shows the patches that touch one memory: one hop. The lineage follows the
 links those patches make (a target and the new memories of the same patch) in both directions
 until there are no more, so that from any member, an old version or the current one, the whole
 chain shows: which memory came from which, by what operation and why, and where each stands now.
-A patch undone by a rollback is shown, marked undone.
+A patch undone by a rollback is shown, marked undone. ``patch_diff`` is one patch's change
+(``cclg diff PATCH_ID``).
 """
 
 from __future__ import annotations
 
+import difflib
+
+from cclg.errors import NotFoundError
 from cclg.lattice import undone_patches
 from cclg.store import Store
 
@@ -17,7 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from cclg.records import MemoryPatch
+    from cclg.records import MemoryNode, MemoryPatch
 
 
 def lineage(store: Store, node_id: str) -> dict[str, Any]:
@@ -66,3 +70,37 @@ def _members(store: Store, ids: set[str]) -> list[dict[str, Any]]:
         node = store.read_node(member)
         found.append({"id": node.id, "status": node.status, "created_at": node.created_at, "content": node.content})
     return sorted(found, key=lambda m: (m["created_at"], m["id"]))
+
+
+def patch_diff(store: Store, patch_id: str) -> dict[str, Any]:
+    """What the patch ``patch_id`` (a full id) changed: each target's status move and a content diff old -> new."""
+    patch = store.read_patch(patch_id)
+    nodes = {node_id: _read_optional(store, node_id) for node_id in [*patch.target_ids, *patch.new_node_ids]}
+    changes = []
+    for node_id in patch.target_ids:
+        node = nodes[node_id]
+        changes.append({"id": node_id, "before": patch.prior_states.get(node_id), "now": node.status if node else None})
+    diffs = []
+    for new_id_ in patch.new_node_ids:
+        new = nodes[new_id_]
+        for old_id in patch.target_ids:
+            old = nodes[old_id]
+            if old is None or new is None:
+                continue
+            lines = difflib.unified_diff(
+                old.content.splitlines(), new.content.splitlines(), fromfile=old_id, tofile=new_id_, lineterm=""
+            )
+            diffs.append("\n".join(lines))
+    return {
+        "patch": patch.to_dict(),
+        "status_changes": changes,
+        "new_nodes": [node.to_dict() for n in patch.new_node_ids if (node := nodes[n]) is not None],
+        "content_diff": diffs,
+    }
+
+
+def _read_optional(store: Store, node_id: str) -> MemoryNode | None:
+    try:
+        return store.read_node(node_id)
+    except NotFoundError:
+        return None

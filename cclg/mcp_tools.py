@@ -42,6 +42,7 @@ Content = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS, descr
 Reason = Annotated[
     str, Field(min_length=1, max_length=2_000, description="Why; kept in the patch for the audit trail.")
 ]
+ValidTime = Annotated[str | None, Field(max_length=40, description="ISO 8601 date or time (UTC unless it says).")]
 SourceLabel = Annotated[
     str, Field(min_length=1, max_length=200, description="Where it came from: user, doc:README.md, session:ID, ...")
 ]
@@ -220,6 +221,10 @@ def memory_add(
             description="An MCP caller cannot pin a memory (retention required); only the user can (cclg label).",
         ),
     ] = guard.DEFAULT_RETENTION,
+    valid_from: ValidTime = None,
+    valid_until: Annotated[
+        str | None, Field(max_length=40, description="ISO 8601: a temporary fact expires by itself then.")
+    ] = None,
 ) -> dict[str, Any]:
     result = api.add_memory(
         store,
@@ -235,6 +240,8 @@ def memory_add(
         sensitivity=sensitivity,
         retention=retention,
         max_trust="untrusted",
+        valid_from=valid_from,
+        valid_until=valid_until,
     )
     return result.to_dict()
 

@@ -76,3 +76,10 @@ session_option = click.option(
 )
 project_option = click.option("--project", help="Only memories of this project (or of no project).")
 workspace_option = click.option("--workspace", help="Only memories of this workspace (or of no workspace).")
+
+valid_from_option = click.option(
+    "--valid-from", help="In effect from this ISO 8601 date or time (UTC unless it says), not before."
+)
+valid_until_option = click.option(
+    "--valid-until", help="In effect until this ISO 8601 date or time: a temporary fact expires by itself."
+)

@@ -12,7 +12,16 @@ import click
 
 from cclg import api, guard
 from cclg import format as fmt
-from cclg.cli.common import emit, input_name, json_option, read_input, store_of, text_arg
+from cclg.cli.common import (
+    emit,
+    input_name,
+    json_option,
+    read_input,
+    store_of,
+    text_arg,
+    valid_from_option,
+    valid_until_option,
+)
 from cclg.errors import CclgError, UsageError
 
 
@@ -63,6 +72,8 @@ def init(ctx: click.Context) -> None:
     help="required memories are packed first, whatever the query.",
 )
 @click.option("--force", is_flag=True, help="Add it even if the same content was forgotten or discarded before.")
+@valid_from_option
+@valid_until_option
 @json_option
 @click.pass_context
 def add(
@@ -81,6 +92,8 @@ def add(
     sensitivity: str,
     retention: str,
     force: bool,
+    valid_from: str | None,
+    valid_until: str | None,
     as_json: bool,
 ) -> None:
     """Add a memory (written with its `create` patch).
@@ -109,6 +122,8 @@ def add(
         sensitivity=sensitivity,
         retention=retention,
         force=force,
+        valid_from=valid_from,
+        valid_until=valid_until,
     )
     emit(result.to_dict(), as_json)
     if result.duplicate_of:
@@ -163,6 +178,8 @@ def import_jsonl(ctx: click.Context, path: str, force: bool, as_json: bool) -> N
 @click.option("--reason", required=True, help="Why: kept in the patch for the audit trail.")
 @click.option("--source", default="manual", show_default=True, help="Source label of the change.")
 @click.option("--confidence", type=click.FloatRange(0, 1), default=1.0, show_default=True)
+@valid_from_option
+@valid_until_option
 @json_option
 @click.pass_context
 def patch(
@@ -173,6 +190,8 @@ def patch(
     reason: str,
     source: str,
     confidence: float,
+    valid_from: str | None,
+    valid_until: str | None,
     as_json: bool,
 ) -> None:
     """Change memories through the ledger: OPERATION is one of the thirteen patch operations.
@@ -191,6 +210,8 @@ def patch(
         reason=reason,
         source=source,
         confidence=confidence,
+        valid_from=valid_from,
+        valid_until=valid_until,
     )
     emit(result.to_dict(), as_json)
 
