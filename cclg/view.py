@@ -142,6 +142,11 @@ def expected_statuses(nodes: dict[str, MemoryNode], patches: list[MemoryPatch]) 
             for node_id in patch.prior_states:
                 expected[node_id] = frozenset({"conflict_pending"})
         if rule.target_status is not None:
+            policy = patch.resolution_policy if isinstance(patch.resolution_policy, dict) else {}
+            # A promotion is an update marked "promote" (cclg.promotion): its target is promoted.
+            moved = (
+                "promoted" if patch.operation == "update" and policy.get("rule") == "promote" else rule.target_status
+            )
             for node_id in patch.target_ids:
-                expected[node_id] = frozenset({rule.target_status})
+                expected[node_id] = frozenset({moved})
     return expected

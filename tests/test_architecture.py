@@ -53,7 +53,7 @@ LAYERS: list[list[str]] = [
         "codegraph.build",
     ],
     # the ledger and its projections
-    ["lattice", "view", "index", "staging", "ledger", "undo", "lineage"],
+    ["lattice", "view", "index", "staging", "ledger", "undo", "lineage", "promotion"],
     # reading and compiling
     ["search", "semantic", "relevance", "usage", "pack", "sessions", "sensors", "turns"],
     # operations

@@ -400,6 +400,7 @@ COMMANDS = {
         "import-jsonl",
         "patch",
         "forget",
+        "promote",
         "purge",
         "label",
         "rollback",

@@ -30,6 +30,7 @@ COMMAND_MODULES = {  # module of cclg.cli -> the commands it defines (in its COM
         "import-jsonl",
         "patch",
         "forget",
+        "promote",
         "purge",
         "label",
         "rollback",

@@ -231,6 +231,23 @@ def forget(ctx: click.Context, memory_id: str, reason: str, as_json: bool) -> No
 
 @click.command()
 @click.argument("memory_id")
+@click.option("--reason", default="kept beyond its session at the user's request", show_default=True)
+@json_option
+@click.pass_context
+def promote(ctx: click.Context, memory_id: str, reason: str, as_json: bool) -> None:
+    """Make a session memory durable: a copy for the project (or wherever it was scoped, without the
+    session) becomes active, and the session memory is marked promoted (undo with `cclg rollback`).
+
+    Example: cclg promote mem_01... --reason "true beyond this session"
+    """
+    from cclg.promotion import promote as promote_memory
+
+    store = store_of(ctx)
+    emit(promote_memory(store, api.resolve_node_id(store, memory_id), reason=reason).to_dict(), as_json)
+
+
+@click.command()
+@click.argument("memory_id")
 @click.option("--reason", default="purged at the user's request", show_default=True, help="Kept in the purge patch.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation (required when stdin is not a terminal).")
 @json_option
@@ -345,4 +362,4 @@ def resolve(
     emit(result.to_dict(), as_json)
 
 
-COMMANDS = [init, add, raw, import_jsonl, patch, forget, purge, label, rollback, conflicts, resolve]
+COMMANDS = [init, add, raw, import_jsonl, patch, forget, promote, purge, label, rollback, conflicts, resolve]

@@ -1,0 +1,79 @@
+"""Promotion: a session memory made durable (``cclg promote ID``).
+
+A memory scoped to one session (``active_session``, or ``pending_promotion`` for one proposed for
+promotion) lives and dies with that session. When the user promotes it, one patch writes a durable
+copy (the same content, type, key, tags and labels, the scope without the session, status
+``active``), links it to the session memory with a ``derived_from`` edge and relation, and moves
+the session memory to ``promoted``: the lattice's only way into that status.
+
+The format's thirteen operations name no promotion, so the patch is an ``update`` (same content,
+new home) whose ``resolution_policy.rule`` is ``"promote"``: a reader that knows nothing of
+promotion sees an update; cclg's ledger replay (``cclg.view.expected_statuses``) expects the
+target ``promoted``, and a rollback restores the session memory and discards the copy, as for
+any patch.
+"""
+
+from __future__ import annotations
+
+from cclg import guard
+from cclg.errors import IllegalPatchError, UsageError
+from cclg.ids import new_id, now_iso
+from cclg.ledger import PatchResult, _new_node_source, _write_retiring_patch, flag_instructions, read_target
+from cclg.records import MemoryEdge, MemoryPatch, Scope, Source, default_resolution_policy, new_node
+from cclg.store import Store
+
+PROMOTE_RULE = "promote"
+PROMOTABLE = ("active_session", "pending_promotion")
+
+
+def promote(store: Store, node_id: str, *, reason: str, source: str = "manual") -> PatchResult:
+    """Make the session memory ``node_id`` durable (see the module). An ``IllegalPatchError`` for a
+    memory that is not a session memory (or not one waiting for promotion)."""
+    if not reason.strip():
+        raise UsageError("a promotion needs a reason")
+    guard.refuse_secrets({"reason": reason, "source": source}, "the promotion")
+    with store.lock():
+        target = read_target(store, node_id)
+        if target.status not in PROMOTABLE:
+            raise IllegalPatchError(
+                f"{target.id} is {target.status}: only a session memory ({' or '.join(PROMOTABLE)}) can be promoted"
+            )
+        stamp, patch_id = now_iso(), new_id("patch")
+        scope = Scope(**{**target.scope.to_dict(), "session": None})
+        durable = new_node(
+            target.content,
+            type=target.type,
+            scope=scope,
+            key=target.key,
+            priority=target.priority,
+            tags=list(target.tags),
+            confidence=target.confidence,
+            source=_new_node_source(patch_id, reason, target.source),
+            created_at=stamp,
+            status="active",
+            metadata={**_labels(target), "created_by": "promotion", "patch_id": patch_id},
+        )
+        durable.relations["derived_from"] = [target.id]
+        flag_instructions(durable)
+        policy = {**default_resolution_policy(), "rule": PROMOTE_RULE}
+        patch = MemoryPatch(
+            id=patch_id, operation="update", target_ids=[target.id], new_node_ids=[durable.id], reason=reason,
+            new_content=target.content, source=Source(label=source), confidence=target.confidence,
+            resolution_policy=policy, prior_states={target.id: target.status}, created_at=stamp, applied_at=stamp,
+        )  # fmt: skip
+        edge = MemoryEdge(
+            id=new_id("edge"), from_id=durable.id, to_id=target.id, type="derived_from", created_at=stamp,
+            source_patch_id=patch_id,
+        )  # fmt: skip
+        _write_retiring_patch(store, patch, [durable], [edge], [target], "promoted")
+    return PatchResult(patch=patch, new_nodes=[durable], edges=[edge], changed_nodes=[target])
+
+
+def _labels(node: object) -> dict[str, object]:
+    metadata = getattr(node, "metadata", {})
+    return {k: metadata[k] for k in ("trust", "sensitivity", "retention") if k in metadata}
+
+
+def is_promotion(patch: MemoryPatch) -> bool:
+    policy = patch.resolution_policy if isinstance(patch.resolution_policy, dict) else {}
+    return patch.operation == "update" and policy.get("rule") == PROMOTE_RULE
