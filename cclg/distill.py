@@ -128,35 +128,59 @@ def detect(prompt: str) -> dict[str, Any] | None:
 
 def propose(store: Store, session_id: str) -> list[dict[str, Any]]:
     """``cclg distill SESSION``: a candidate memory for each prompt of the session that carries a
-    correction or a decision, numbered from 1, each with its evidence (the raw span of the sentence
-    in the prompt's raw evidence), its scope (the session's project) and what accepting it would do:
-    a correction supersedes the current memory it contradicts when there is one (so it does not add
-    a duplicate beside it), else it is added; a decision is added. Nothing is written."""
+    correction or a decision, and for each statement the user made in two prompts or more (a
+    repeated fact), numbered from 1, each with its evidence (the raw span of the sentence in the
+    prompt's raw evidence), its scope (the session's project) and what accepting it would do: a
+    correction supersedes the current memory it contradicts when there is one (so it does not add a
+    duplicate beside it); the rest are added. Nothing is written."""
     session = store.read_session(session_id)
+    prompts = [
+        (event["raw"], prompt)
+        for event in store.session_events(session_id)
+        if event.get("event") == "user_prompt" and isinstance(event.get("raw"), str)
+        if (prompt := _raw_prompt(store, event["raw"]))
+    ]
+    found = [(raw, prompt, hit) for raw, prompt in prompts if (hit := detect(prompt)) is not None]
+    found += _repeated(prompts, {hit["sentence"] for _, _, hit in found})
     proposals: list[dict[str, Any]] = []
-    for event in store.session_events(session_id):
-        if event.get("event") != "user_prompt" or not isinstance(event.get("raw"), str):
-            continue
-        prompt = _raw_prompt(store, event["raw"])
-        found = detect(prompt) if prompt else None
-        if found is None:
-            continue
-        sentence = found["sentence"]
+    for raw, prompt, hit in found:
+        kind, sentence = hit["kind"], hit["sentence"]
         proposal: dict[str, Any] = {
             "number": len(proposals) + 1,
-            "kind": found["kind"],
+            "kind": kind,
             "content": sentence,
-            "type": "correction" if found["kind"] == "correction" else "project_decision",
+            "type": {"correction": "correction", "decision": "project_decision"}.get(kind, "project_fact"),
             "scope": {"project": session.project},
-            "evidence": {"prompt": prompt[:2000], "raw_span": _span(store, event["raw"], sentence)},
+            "evidence": {"prompt": prompt[:2000], "raw_span": _span(store, raw, sentence)},
             "action": "add",
         }
-        if found["kind"] == "correction":
+        if kind == "correction":
             target = _contradicted(store, sentence, session.project)
             if target is not None:
                 proposal.update(action="supersede", target=target.id, target_content=target.content)
         proposals.append(proposal)
     return proposals
+
+
+REPEATED_WORDS = 4  # a statement shorter than this ("ok", "thanks") is not a fact, however often said
+
+
+def _repeated(prompts: list[tuple[str, str]], known: set[str]) -> list[tuple[str, str, dict[str, Any]]]:
+    """Statements (not questions) the user wrote in two prompts or more, the first occurrence of each."""
+    seen: dict[str, tuple[str, str, str]] = {}
+    counts: dict[str, int] = {}
+    for raw, prompt in prompts:
+        for sentence in dict.fromkeys(s for s in sentences(own_words(prompt)) if not _QUESTION.search(s)):
+            normal = " ".join(sentence.lower().rstrip(".!。").split())
+            if (len(normal.split()) < REPEATED_WORDS and len(normal) < 12) or sentence in known:
+                continue
+            counts[normal] = counts.get(normal, 0) + 1
+            seen.setdefault(normal, (raw, prompt, sentence))
+    return [
+        (raw, prompt, {"kind": "repeated", "sentence": sentence})
+        for normal, (raw, prompt, sentence) in seen.items()
+        if counts[normal] >= 2
+    ]
 
 
 def _raw_prompt(store: Store, raw: str) -> str:

@@ -105,3 +105,16 @@ def test_the_mcp_tool_proposes_and_writes_nothing(store: Store, session: dict[st
     proposals = mcp_tools.memory_distill(store, SESSION)["proposals"]
     assert [p["kind"] for p in proposals] == ["correction", "decision"]
     assert (len(store.load_nodes()), len(store.load_patches())) == before
+
+
+def test_a_fact_stated_in_two_prompts_is_proposed_once(store: Store) -> None:
+    for text in (
+        "The billing service reads its config from /etc/billing.toml. Can you check the parser?",
+        "ok that works. The billing service reads its config from /etc/billing.toml.",
+        "thanks",
+        "thanks",
+    ):
+        prompt_event(store, text)
+    (proposal,) = distill.propose(store, SESSION)
+    assert proposal["kind"] == "repeated" and proposal["type"] == "project_fact" and proposal["action"] == "add"
+    assert proposal["content"] == "The billing service reads its config from /etc/billing.toml."

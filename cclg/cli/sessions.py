@@ -17,7 +17,7 @@ from cclg.cli.common import emit, json_option, store_of
 @json_option
 @click.pass_context
 def distill(ctx: click.Context, session_id: str, numbers: tuple[int, ...], accept_all: bool, as_json: bool) -> None:
-    """Propose memories from a session: the prompts where you corrected the agent or decided something.
+    """Propose memories from a session: your corrections, your decisions, and what you said twice.
 
     Each proposal shows its evidence (the sentence, in the prompt's raw evidence) and what accepting
     it does: a correction supersedes the current memory it contradicts, if there is one; the rest
