@@ -8,7 +8,7 @@ verb, function, description and annotations; ``build_server`` walks it.
 
 The tools: search, grep, bm25, pack, add, patch, raw, recall, cite, conflicts,
 resolve, audit, label, purge (off unless allowed), reindex; the code graph's code_index, code_search; distill
-(proposals only); and the
+(proposals only), stats; and the
 previous turn's coglog_read, coglog_write, coglog_clear (CogLog's names).
 
 Each tool is served under two names: ``cclg_<verb>`` and the standard's
@@ -69,6 +69,7 @@ from cclg.mcp_tools import (
     memory_reindex,
     memory_resolve,
     memory_search,
+    memory_stats,
 )
 from cclg.store import Store
 
@@ -165,6 +166,14 @@ TOOLS: tuple[ToolSpec, ...] = (
         memory_distill,
         "Propose memories from a session: the user's corrections and decisions, each with its evidence and what "
         "accepting it would do. Writes nothing: the user accepts with `cclg distill SESSION --accept N`.",
+        READ_ONLY,
+        prefixes=("cclg",),
+    ),
+    ToolSpec(
+        "stats",
+        memory_stats,
+        "How often each memory was delivered to a session and used or ignored there; dead_weight lists those "
+        "delivered often and never used.",
         READ_ONLY,
         prefixes=("cclg",),
     ),

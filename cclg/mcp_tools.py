@@ -466,3 +466,13 @@ def memory_purge(
     if confirm_id != node_id:
         raise UsageError(f"confirm_id must be the memory's full id, {node_id}: nothing was erased")
     return purge_memory(store, node_id, reason=reason, source="mcp").to_dict()
+
+
+def memory_stats(
+    store: Store,
+    dead_weight: Annotated[bool, Field(description="Only memories delivered often and never used.")] = False,
+    min_delivered: Annotated[int, Field(ge=1, le=1_000_000)] = 10,
+) -> dict[str, Any]:
+    from cclg import usage
+
+    return {"memories": usage.table(store, dead_weight=dead_weight, min_delivered=min_delivered)}

@@ -164,3 +164,16 @@ def priors(store: Store) -> dict[str, float]:
     return (
         {k: prior(*v) for k, v in data.items() if isinstance(v, list) and len(v) == 2} if isinstance(data, dict) else {}
     )
+
+
+def table(store: Store, *, dead_weight: bool = False, min_delivered: int = 10) -> list[dict[str, Any]]:
+    """``cclg stats``: each delivered memory with its counts, the most delivered first; with
+    ``dead_weight``, only those delivered at least ``min_delivered`` times and never used."""
+    rows = []
+    for node_id, (delivered, used) in sorted(counts(store).items(), key=lambda kv: (-kv[1][0], kv[0])):
+        if dead_weight and (used or delivered < min_delivered):
+            continue
+        node = store.read_node(node_id)
+        rows.append({"id": node_id, "delivered": delivered, "used": used, "ignored": delivered - used,
+                     "status": node.status, "content": node.content})  # fmt: skip
+    return rows

@@ -86,3 +86,14 @@ def test_a_memory_that_keeps_helping_rises_and_one_never_used_sinks(store: Store
     after = event(store, "later", "user-prompt", prompt="how do I install dependencies?") or ""
     assert second in after and first in after
     assert after.index(second) < after.index(first)
+
+
+def test_the_mcp_tool_gives_the_same_table(store: Store) -> None:
+    from cclg import mcp_tools
+
+    memories(store)
+    session(store, "s1", "pnpm install --frozen-lockfile")
+    assert mcp_tools.memory_stats(store)["memories"] == usage.table(store)
+    assert [r["content"] for r in mcp_tools.memory_stats(store, dead_weight=True, min_delivered=1)["memories"]] == [
+        YARN
+    ]

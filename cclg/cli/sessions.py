@@ -3,8 +3,6 @@ memories, ``cclg.distill``) and ``stats`` (which delivered memories were used, `
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from cclg.cli.common import emit, json_option, store_of
@@ -59,16 +57,9 @@ def stats(ctx: click.Context, dead_weight: bool, min_delivered: int, as_json: bo
 
     Example: cclg stats --dead-weight
     """
-    from cclg import api, usage
+    from cclg import usage
 
-    store = store_of(ctx)
-    rows: list[dict[str, Any]] = []
-    for node_id, (delivered, used) in sorted(usage.counts(store).items(), key=lambda kv: (-kv[1][0], kv[0])):
-        if dead_weight and (used or delivered < min_delivered):
-            continue
-        node = api.show(store, node_id)
-        rows.append({"id": node_id, "delivered": delivered, "used": used, "ignored": delivered - used,
-                     "status": node.status, "content": node.content})  # fmt: skip
+    rows = usage.table(store_of(ctx), dead_weight=dead_weight, min_delivered=min_delivered)
     if as_json:
         emit({"memories": rows}, True)
         return
