@@ -30,13 +30,13 @@ from cclg import format as fmt
 from cclg import guard, ledger
 from cclg.errors import NotFoundError, UsageError
 from cclg.files import read_jsonl
-from cclg.ids import is_valid_id
+from cclg.ids import is_valid_id, parse_moment
 from cclg.index import rebuild_index
 from cclg.intake import AddResult, ImportResult, add_memory, build_node, import_jsonl, parse_scope, scope_for
 from cclg.lattice import LIVE_STATUSES
 from cclg.ledger import PatchResult
 from cclg.records import MemoryNode, MemoryPatch, Source
-from cclg.search import MODES, GrepMatch, Hit, Where, grep, parse_moment
+from cclg.search import MODES, GrepMatch, Hit, Where, grep
 from cclg.search import search as search_memories  # the package's ``search`` attribute is the module
 from cclg.staging import finish
 from cclg.store import Store, resolve_root

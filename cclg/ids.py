@@ -20,7 +20,7 @@ import time
 import unicodedata
 from collections.abc import Iterator
 
-from cclg.errors import ValidationError
+from cclg.errors import UsageError, ValidationError
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -131,6 +131,20 @@ def is_valid_session_id(value: object) -> bool:
 def now_iso() -> str:
     """The current UTC time as ISO 8601 with microseconds and ``+00:00``."""
     return _clock.now() if _clock is not None else _system_now()
+
+
+def parse_moment(value: str | None, name: str) -> datetime | None:
+    """A time a user gives (``--since``, ``--valid-until``, ...): ISO 8601, a date or a date-time,
+    UTC when it names no offset; a ``UsageError`` naming ``name`` when it does not parse."""
+    from datetime import UTC, datetime
+
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise UsageError(f"{name} must be an ISO 8601 date or time, got {value!r}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def parse_time(value: str) -> datetime:

@@ -27,11 +27,11 @@ import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cclg import guard, lattice
 from cclg.errors import IllegalPatchError, NotFoundError, UsageError, ValidationError
-from cclg.ids import new_id, now_iso
+from cclg.ids import new_id, now_iso, parse_moment
 from cclg.index import Index, note_changes
 from cclg.lattice import rule_for
 from cclg.records import (
@@ -45,9 +45,6 @@ from cclg.records import (
     new_node,
 )
 from cclg.store import TEMP, Store, audit_record
-
-if TYPE_CHECKING:
-    from datetime import datetime
 
 
 class PatchResult(Record):
@@ -300,22 +297,10 @@ def _inherited_labels(first: MemoryNode, labels: dict[str, str] | None, max_trus
 def validity(valid_from: str | None, valid_until: str | None) -> tuple[str | None, str | None]:
     """A validity window as ISO 8601 texts (a date means its midnight; no offset means UTC): from when,
     until when a memory is in effect. A ``UsageError`` for a time that does not parse or an empty window."""
-    start, end = _moment(valid_from, "valid_from"), _moment(valid_until, "valid_until")
+    start, end = parse_moment(valid_from, "valid_from"), parse_moment(valid_until, "valid_until")
     if start is not None and end is not None and end <= start:
         raise UsageError(f"valid_until ({valid_until}) must come after valid_from ({valid_from})")
     return (start.isoformat() if start else None), (end.isoformat() if end else None)
-
-
-def _moment(value: str | None, name: str) -> datetime | None:
-    from datetime import UTC, datetime
-
-    if value is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise UsageError(f"{name} must be an ISO 8601 date or time, got {value!r}") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _replacement(

@@ -584,14 +584,3 @@ def _time_filter(hits: list[Hit], since: datetime | None, until: datetime | None
         return (since is None or created >= since) and (until is None or created < until)
 
     return [h for h in hits if inside(h.node)]
-
-
-def parse_moment(value: str | None, name: str) -> datetime | None:
-    """A CLI time: ISO 8601 (date or date-time, UTC if no offset)."""
-    if value is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise UsageError(f"{name} must be an ISO 8601 date or time, got {value!r}") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -21,10 +21,10 @@ from cclg import search as search_module
 from cclg.api import add_memory, import_jsonl
 from cclg.cli import cli
 from cclg.errors import UsageError
-from cclg.ids import FixedClock, fixed_clock, parse_time
+from cclg.ids import FixedClock, fixed_clock, parse_moment, parse_time
 from cclg.ledger import apply_patch, create_nodes
 from cclg.records import MemoryNode, Scope, dumps, new_node
-from cclg.search import MODES, Hit, Where, grep, parse_moment, search
+from cclg.search import MODES, Hit, Where, grep, search
 from cclg.store import Store
 from cclg.undo import rollback
 
