@@ -19,8 +19,12 @@ from cclg import guard
 from cclg.errors import IllegalPatchError, UsageError
 from cclg.ids import new_id, now_iso
 from cclg.ledger import PatchResult, _new_node_source, _write_retiring_patch, flag_instructions, read_target
-from cclg.records import MemoryEdge, MemoryPatch, Scope, Source, default_resolution_policy, new_node
+from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Scope, Source, default_resolution_policy, new_node
 from cclg.store import Store
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 PROMOTE_RULE = "promote"
 PROMOTABLE = ("active_session", "pending_promotion")
@@ -69,9 +73,9 @@ def promote(store: Store, node_id: str, *, reason: str, source: str = "manual") 
     return PatchResult(patch=patch, new_nodes=[durable], edges=[edge], changed_nodes=[target])
 
 
-def _labels(node: object) -> dict[str, object]:
-    metadata = getattr(node, "metadata", {})
-    return {k: metadata[k] for k in ("trust", "sensitivity", "retention") if k in metadata}
+def _labels(node: MemoryNode) -> dict[str, Any]:
+    """The labels a promoted copy keeps: the session memory's trust, sensitivity and retention."""
+    return {k: node.metadata[k] for k in ("trust", "sensitivity", "retention") if k in node.metadata}
 
 
 def is_promotion(patch: MemoryPatch) -> bool:
