@@ -11,9 +11,7 @@ a long write such as an import.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
-import os
 
 from cclg.errors import NotFoundError
 from cclg.ids import now_iso
@@ -89,13 +87,10 @@ def record_event(
 @contextlib.contextmanager
 def _session_lock(store: Store, session_id: str) -> Iterator[None]:
     """Serialise rewrites of one session's record: the lock its event log's appends take, never the
-    store lock, which a long write (an import) may hold while a hook ends its session."""
-    fd = os.open(store.session_events_path(session_id), os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    store lock, which a long write (an import) may hold while a hook ends its session. Taken through
+    ``store.locked_log``, so a log rewritten whole meanwhile (``cclg purge``) is locked anew."""
+    with store.locked_log(store.session_events_path(session_id)):
         yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 def end_session(store: Store, session_id: str, loaded_memory_ids: list[str] | None = None) -> Session:
