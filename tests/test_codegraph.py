@@ -291,7 +291,7 @@ def test_churn_authors_last_commit_exclude_merges(store: Store, tmp_path: Path) 
     co_change = [e for e in graph["edges"] if e["type"] == "co_change"]
     assert co_change == [{"type": "co_change", "from": "a.py", "to": "b.py", "weight": 3}]
 
-    per_file, pairs, commits = Repository(repo.root).churn()
+    per_file, pairs, commits, _ = Repository(repo.root).churn()
     assert commits == 5
     assert per_file["README.md"] == {"commits": 1, "last_commit": T0, "authors": 1}  # listed, not a source file
     assert pairs[("a.py", "b.py")] == 3 and pairs[("a.py", "c.py")] == 2 and pairs[("b.py", "c.py")] == 2
@@ -566,7 +566,7 @@ def test_a_plain_folder_honours_gitignore_and_skips_vendored_trees(store: Store,
     repository = Repository(folder)
     assert repository.git is None and repository.root == folder.resolve()
     assert repository.files() == ["main.py", "pkg/keep.go", "venv/__init__.py"]
-    assert repository.churn() == ({}, Counter(), 0)
+    assert repository.churn() == ({}, Counter(), 0, [])
     assert graph["summary"]["languages"] == {"go": 1, "python": 2}
 
 
@@ -1144,3 +1144,24 @@ def test_a_very_large_repository_is_not_indexed_behind_the_users_back(
     root = python_repo.root.resolve()
     note = prompt_context(store, str(root), "load the User model", max_tokens=400)
     assert started == [] and "cclg code-index" in note
+
+
+def test_past_commits_like_the_task_point_at_the_files_they_changed(store: Store, tmp_path: Path) -> None:
+    """History as experience: a task worded like old commits ranks the files those commits changed,
+    even when the file's own text shares no word with the task; and it says why."""
+    from cclg.codegraph.rank import rank_files
+    from cclg.codegraph.stored import search_index_path
+
+    repo = GitRepo(tmp_path / "shop")
+    repo.commit({"billing/money.py": "def q(v):\n    return round(v, 2)\n", "web/views.py": "def page():\n    pass\n"})
+    repo.commit(
+        {"billing/money.py": "def q(v):\n    return round(v + 0.0, 2)\n"}, message="Fix invoice totals off by a cent"
+    )
+    repo.commit({"web/views.py": "def page():\n    return 1\n"}, message="Show the landing page")
+    repo.commit(
+        {"billing/money.py": "def q(v):\n    return round(v, 2) or 0\n"}, message="invoice totals: cent rounding again"
+    )
+    build_graph(store, repo.root)
+    (first, *_) = rank_files(search_index_path(store, repo.root), "invoice totals are a cent off")
+    assert first["path"] == "billing/money.py"
+    assert any(why.startswith("changed by past commits like this task") for why in first["why"]), first["why"]

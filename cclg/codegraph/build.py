@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 from cclg import guard
 from cclg.codegraph.languages import language_of, missing_grammars, query
@@ -135,15 +135,11 @@ class Repository:
         match = re.search(r"^module\s+(\S+)", go_mod.read_text("utf-8", errors="replace"), re.MULTILINE)
         return match.group(1) if match else None
 
-    def churn(
-        self, max_commits: int = CHURN_COMMITS
-    ) -> tuple[dict[str, dict[str, Any]], Counter[tuple[str, str]], int]:
-        """Per-file churn (commits, last commit time, authors) and co-change counts, from one ``git log``.
-
-        Merges are left out. Returns (per file, co-change pair counts, commits read).
-        """
+    def churn(self, max_commits: int = CHURN_COMMITS) -> Churn:
+        """Per-file churn (commits, last commit time, authors), co-change counts and the commits' messages
+        with the files each changed, from one ``git log``. Merges are left out."""
         if self.git is None or not self.git.head.is_valid():  # no git, or no commit yet
-            return {}, Counter(), 0
+            return Churn({}, Counter(), 0, [])
         output = self.git.git.execute(
             [
                 "git",
@@ -156,23 +152,41 @@ class Repository:
                 f"--max-count={max_commits}",
                 "--no-merges",
                 "--no-renames",
-                "--format=%x00%at%x09%aE",
+                f"--format={LOG_FORMAT}",
                 "--name-only",
             ]
         )
         return _tally(output)
 
 
-def _tally(log: str) -> tuple[dict[str, dict[str, Any]], Counter[tuple[str, str]], int]:
-    """Per-file churn and co-change counts from ``git log --format=%x00%at%x09%aE --name-only``."""
+LOG_FORMAT = "%x00%at%x09%aE%x09%s%x1f%b%x1f"  # time, author, subject; the body; then the file names
+HISTORY_MAX_FILES = 20  # a commit touching more files says little about any one of them
+HISTORY_BODY_CHARS = 600
+
+
+class Churn(NamedTuple):
+    per_file: dict[str, dict[str, Any]]  # path -> {"commits", "last_commit", "authors"}
+    pairs: Counter[tuple[str, str]]  # co-change counts
+    commits: int  # commits read
+    history: list[tuple[str, list[str]]]  # (message, files) of the commits that changed a few files
+
+
+def _tally(log: str) -> Churn:
+    """Churn, co-change counts and history from ``git log --format=LOG_FORMAT --name-only``."""
     per_file: dict[str, dict[str, Any]] = {}
     authors: dict[str, set[str]] = defaultdict(set)
     pairs: Counter[tuple[str, str]] = Counter()
+    history: list[tuple[str, list[str]]] = []
     commits = 0
     for chunk in log.split("\0")[1:]:
-        header, _, names = chunk.partition("\n")
-        stamp, _, author = header.partition("\t")
+        meta, _, names = chunk.rpartition("\x1f")
+        header, _, body = meta.partition("\x1f")
+        stamp, _, rest = header.partition("\t")
+        author, _, subject = rest.partition("\t")
         files = sorted({n for n in names.split("\n") if n})
+        if 1 <= len(files) <= HISTORY_MAX_FILES and subject.strip():
+            message = f"{subject.strip()}\n{body.strip()[:HISTORY_BODY_CHARS]}".strip()
+            history.append((guard.redact(message)[0], files))  # a message is text of the repository too
         commits += 1
         when = int(stamp) if stamp.isdigit() else 0
         for name in files:
@@ -186,7 +200,7 @@ def _tally(log: str) -> tuple[dict[str, dict[str, Any]], Counter[tuple[str, str]
                     pairs[(a, b)] += 1
     for name, entry in per_file.items():
         entry["authors"] = len(authors[name])
-    return per_file, pairs, commits
+    return Churn(per_file, pairs, commits, history)
 
 
 def _in_vendored_folder(path: str) -> bool:
@@ -360,13 +374,13 @@ def build_graph(
                     store.write_file(cache_file, _cache_bytes(scan.cache))
                 _mark_current(graph_path(store, repo.root))
             return previous
-        per_file_churn, pairs, commits = repo.churn(max_commits)
-        graph = _assemble(repo, scan.listed, scan.cache, per_file_churn, pairs)
-        graph["git"] = None if git_info is None else {**git_info, "commits_read": commits}
+        churn = repo.churn(max_commits)
+        graph = _assemble(repo, scan.listed, scan.cache, churn.per_file, churn.pairs)
+        graph["git"] = None if git_info is None else {**git_info, "commits_read": churn.commits}
     except BaseException:
         writer.abandon()
         raise
-    writer.finish(graph)
+    writer.finish(graph, churn.history)
     with store.lock():
         store.write_file(cache_file, _cache_bytes(scan.cache))
         store.write_file(graph_path(store, repo.root), graph_bytes(graph))

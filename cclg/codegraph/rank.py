@@ -10,7 +10,8 @@ A file's score combines, for the words of the task:
 - files the task mentions by path or file name;
 - a personalised PageRank over import and reference edges, seeded by the files
   above, so that what they lean on rises too;
-- a small prior for files that changed often and lately (git churn).
+- a small prior for files that changed often and lately (git churn);
+- history as experience: the files that the past commits most like the task changed.
 
 The order is deterministic: equal scores tie on the path. Everything the ranking
 reads is in the graph's search index (``cclg.codegraph.search_index`` owns its
@@ -47,6 +48,8 @@ SEEDS = 30
 RESTART = 0.3
 ITERATIONS = 4
 FRONTIER = 100
+HISTORY_COMMITS = 50  # past commits most like the task that vote for the files they changed
+HISTORY_WEIGHT = 1.0  # a file the history points at most strongly gets as much as the best text match
 
 
 # ---------------------------------------------------------------- ranking
@@ -125,6 +128,11 @@ def _base_scores(
         base[path] += 2.0
         why[path].append("named in the task")
 
+    history, examples = _history_scores(db, words)
+    for path, score in history.items():
+        base[path] += HISTORY_WEIGHT * score
+        why[path].append(f"changed by past commits like this task ({quoted(examples[path][:60])})")
+
     components = subject_components(query)
     if components:
         for path in _in_components(db, components):
@@ -155,6 +163,33 @@ def _final_scores(
             why[path].append("imported or referenced by the matching files")
         scores[path] = score * _prior(*history[path], newest)
     return scores
+
+
+def _history_scores(db: sqlite3.Connection, words: list[str]) -> tuple[dict[str, float], dict[str, str]]:
+    """Per file, how much the past commits most like the task changed it (BM25 of each commit's message,
+    shared among the files it changed, summed, the best file at 1); and for each, the best commit's
+    subject. Empty for an index built before history was kept."""
+    match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+    try:
+        rows = db.execute(
+            "SELECT c.rowid, -bm25(commits_text) AS score, c.message FROM commits_text c WHERE commits_text MATCH ?"
+            " ORDER BY score DESC, c.rowid LIMIT ?",
+            (match, HISTORY_COMMITS),
+        ).fetchall()
+    except sqlite3.OperationalError:  # no commits_text table: an index of an older schema
+        return {}, {}
+    scores: dict[str, float] = defaultdict(float)
+    examples: dict[str, tuple[float, str]] = {}
+    for commit, score, message in rows:
+        files = [row[0] for row in db.execute("SELECT path FROM commit_files WHERE commit_id = ?", (commit,))]
+        for path in files:
+            scores[path] += score / math.sqrt(len(files))
+            if path not in examples or score > examples[path][0]:
+                examples[path] = (score, message.split("\n", 1)[0])
+    top = max(scores.values(), default=0.0)
+    if top <= 0:
+        return {}, {}
+    return {p: v / top for p, v in scores.items()}, {p: examples[p][1] for p in scores}
 
 
 def _key_symbols(db: sqlite3.Connection, path: str, names: list[str]) -> list[dict[str, Any]]:

@@ -12,6 +12,8 @@ needs instead of parsing the whole graph. The tables:
   how many words that is and how many files define the name;
 - ``links``: import and reference edges, weighted, both ways;
 - ``imports``: which file imports which (the sensors' reach asks who imports a file);
+- ``commits_text`` (FTS5) and ``commit_files``: each past commit's message and the files it changed
+  (history as experience: a task like an old commit is likely about the same files);
 - ``meta``: the schema version, the newest commit time and the file count.
 
 ``build_graph`` writes it through one ``SearchIndexWriter`` per build; the index
@@ -33,7 +35,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-TEXT_SCHEMA = 2  # 2: the imports table
+TEXT_SCHEMA = 3  # 2: the imports table; 3: the commits' messages and files
 MAX_TEXT_CHARS = 300_000  # of a file's contents are searchable
 
 _SCHEMA_SQL = """
@@ -50,6 +52,9 @@ CREATE TABLE IF NOT EXISTS symbol_words (word TEXT, symbol INTEGER);
 CREATE INDEX IF NOT EXISTS symbol_words_word ON symbol_words (word);
 CREATE TABLE IF NOT EXISTS links (source TEXT, target TEXT, weight REAL);
 CREATE INDEX IF NOT EXISTS links_source ON links (source);
+CREATE VIRTUAL TABLE IF NOT EXISTS commits_text USING fts5(message, tokenize='porter unicode61');
+CREATE TABLE IF NOT EXISTS commit_files (commit_id INTEGER, path TEXT);
+CREATE INDEX IF NOT EXISTS commit_files_commit ON commit_files (commit_id);
 CREATE TABLE IF NOT EXISTS imports (source TEXT, target TEXT);
 CREATE INDEX IF NOT EXISTS imports_target ON imports (target);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
@@ -104,10 +109,11 @@ class SearchIndexWriter:
             ),
         )
 
-    def finish(self, graph: dict[str, Any] | None) -> None:
+    def finish(self, graph: dict[str, Any] | None, history: list[tuple[str, list[str]]] | None = None) -> None:
         try:
             if graph is not None:
                 _write_structure(self.db, graph)
+                _write_history(self.db, history or [])
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (TEXT_SCHEMA,))
             self.db.execute("COMMIT")
         finally:
@@ -137,6 +143,15 @@ def _write_structure(db: sqlite3.Connection, graph: dict[str, Any]) -> None:
     newest = max((f.get("last_commit") or 0 for f in graph["files"]), default=0)
     db.execute("INSERT OR REPLACE INTO meta VALUES ('newest', ?)", (newest,))
     db.execute("INSERT OR REPLACE INTO meta VALUES ('files', ?)", (len(graph["files"]),))
+
+
+def _write_history(db: sqlite3.Connection, history: list[tuple[str, list[str]]]) -> None:
+    """Replace the commits' messages (identifiers split, as the file text is) and their files."""
+    db.execute("DELETE FROM commits_text")
+    db.execute("DELETE FROM commit_files")
+    for number, (message, files) in enumerate(history, 1):
+        db.execute("INSERT INTO commits_text (rowid, message) VALUES (?, ?)", (number, split_identifiers(message)))
+        db.executemany("INSERT INTO commit_files VALUES (?, ?)", ((number, path) for path in files))
 
 
 def _write_symbols(db: sqlite3.Connection, symbols: list[dict[str, Any]]) -> None:
