@@ -864,7 +864,7 @@ def test_cli_code_index_and_code_search(store: Store, python_repo: GitRepo) -> N
     assert data["query"] == "load the User model" and data["root"] == str(python_repo.root.resolve())
     assert data["files"] and data["files"][0]["path"] == "app/models.py"
     for entry in data["files"]:
-        assert set(entry) == {"path", "score", "symbols", "why"}
+        assert set(entry) == {"path", "score", "symbols", "why", "signals"}
         assert isinstance(entry["score"], float) and entry["why"] and all(isinstance(w, str) for w in entry["why"])
         for item in entry["symbols"]:
             assert set(item) == {"name", "kind", "line", "signature"}
@@ -1165,3 +1165,20 @@ def test_past_commits_like_the_task_point_at_the_files_they_changed(store: Store
     (first, *_) = rank_files(search_index_path(store, repo.root), "invoice totals are a cent off")
     assert first["path"] == "billing/money.py"
     assert any(why.startswith("changed by past commits like this task") for why in first["why"]), first["why"]
+
+
+def test_code_search_explain_shows_what_each_signal_added(store: Store, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from cclg.cli import cli
+
+    repo = GitRepo(tmp_path / "shop")
+    repo.commit({"billing/money.py": "def invoice_total(v):\n    return round(v, 2)\n"})
+    repo.commit(
+        {"billing/money.py": "def invoice_total(v):\n    return round(v, 2) or 0\n"}, message="invoice total rounding"
+    )
+    build_graph(store, repo.root)
+    args = ["--root", str(store.root), "code-search", "invoice total rounding", "--repo", str(repo.root), "--explain"]
+    output = CliRunner().invoke(cli, args).output
+    assert "1. billing/money.py" in output
+    assert "signals: text" in output and "history" in output and "churn prior (times)" in output

@@ -44,10 +44,16 @@ def code_index_command(ctx: click.Context, repo: str, commits: int, as_json: boo
 @click.argument("query")
 @click.option("--repo", default=".", type=click.Path(exists=True, file_okay=False), show_default=True)
 @click.option("--limit", type=click.IntRange(min=1, max=200), default=10, show_default=True)
+@click.option("--explain", is_flag=True, help="Show what each signal added to each file's score.")
 @json_option
 @click.pass_context
-def code_search_command(ctx: click.Context, query: str, repo: str, limit: int, as_json: bool) -> None:
+def code_search_command(ctx: click.Context, query: str, repo: str, limit: int, explain: bool, as_json: bool) -> None:
     """Rank a repository's files for a task: which to read first, with their key symbols.
+
+    The signals: the task's words in a file's text, path and names (text), the names it defines
+    (symbols), the file named in the task (named), the part of the code the task names (component),
+    the past commits most like the task (history), what the matching files import or reference
+    (graph), all times a small prior for files that changed often and lately. --explain shows each.
 
     Needs `cclg code-index` first. Example: cclg code-search "fix the retry in the upload client" --repo .
     """
@@ -61,6 +67,9 @@ def code_search_command(ctx: click.Context, query: str, repo: str, limit: int, a
         click.echo(f"{rank:>3}. {entry['path']}  ({entry['score']:.3f}; {'; '.join(entry['why'])})")
         if symbols:
             click.echo(f"     {symbols}")
+        if explain:
+            shares = ", ".join(f"{name} {value:.3f}" for name, value in entry["signals"].items())
+            click.echo(f"     signals: {shares}")
     if not files:
         click.echo("no matching files")
 

@@ -89,10 +89,11 @@ def rank_files(index: Path, query: str, *, limit: int = 10) -> list[dict[str, An
 
 def _rank(db: sqlite3.Connection, query: str, words: list[str], limit: int) -> list[dict[str, Any]]:
     why: dict[str, list[str]] = defaultdict(list)
-    base, matched_symbols = _base_scores(db, query, words, why)
+    signals: dict[str, dict[str, float]] = defaultdict(dict)  # per file, what each signal added
+    base, matched_symbols = _base_scores(db, query, words, why, signals)
     seeds = dict(sorted(base.items(), key=lambda item: (-item[1], item[0]))[:SEEDS])
     spread = _personalised_pagerank(db, seeds)
-    scores = _final_scores(db, base, spread, why)
+    scores = _final_scores(db, base, spread, why, signals)
     ranked = sorted(scores, key=lambda p: (-round(scores[p], 9), p))[:limit]
     return [
         {
@@ -100,49 +101,59 @@ def _rank(db: sqlite3.Connection, query: str, words: list[str], limit: int) -> l
             "score": round(scores[path], 4),
             "symbols": _key_symbols(db, path, matched_symbols.get(path, (0.0, []))[1]),
             "why": why[path] or ["related to the matching files"],
+            "signals": {name: round(value, 4) for name, value in signals[path].items()},
         }
         for path in ranked
     ]
 
 
 def _base_scores(
-    db: sqlite3.Connection, query: str, words: list[str], why: dict[str, list[str]]
+    db: sqlite3.Connection,
+    query: str,
+    words: list[str],
+    why: dict[str, list[str]],
+    signals: dict[str, dict[str, float]],
 ) -> tuple[dict[str, float], dict[str, tuple[float, list[str]]]]:
     """Per file, what the task says of it directly (text, names it defines, its path, the part of the
-    code it is in), with the reasons added to ``why``; and the matching names per file."""
+    code it is in, the past commits like it), with the reasons added to ``why`` and each signal's
+    share to ``signals``; and the matching names per file."""
     base: dict[str, float] = defaultdict(float)
-    text = _text_scores(db, words)
-    if text:
-        top = max(text.values())
-        for path, score in text.items():
-            base[path] += score / top
-            why[path].append("its text matches the task")
 
+    def add(path: str, signal: str, score: float, reason: str) -> None:
+        base[path] += score
+        signals[path][signal] = signals[path].get(signal, 0.0) + score
+        why[path].append(reason)
+
+    text = _text_scores(db, words)
+    top = max(text.values(), default=1.0)
+    for path, score in text.items():
+        add(path, "text", score / top, "its text matches the task")
     subject = without_component_prefix(query)  # "fix(parser): ..." calls nothing named fix
     matched_symbols = _symbol_matches(db, words, code_names(subject))
     for path, (score, names) in matched_symbols.items():
-        base[path] += score
-        why[path].append(f"defines {', '.join(names[:3])}")
-
+        add(path, "symbols", score, f"defines {', '.join(names[:3])}")
     for path in _mentioned(db, query):
-        base[path] += 2.0
-        why[path].append("named in the task")
-
+        add(path, "named", 2.0, "named in the task")
     history, examples = _history_scores(db, words)
     for path, score in history.items():
-        base[path] += HISTORY_WEIGHT * score
-        why[path].append(f"changed by past commits like this task ({quoted(examples[path][:60])})")
-
+        add(
+            path,
+            "history",
+            HISTORY_WEIGHT * score,
+            f"changed by past commits like this task ({quoted(examples[path][:60])})",
+        )
     components = subject_components(query)
-    if components:
-        for path in _in_components(db, components):
-            base[path] += 1.0
-            why[path].append("in the part of the code the task names")
+    for path in _in_components(db, components) if components else []:
+        add(path, "component", 1.0, "in the part of the code the task names")
     return base, matched_symbols
 
 
 def _final_scores(
-    db: sqlite3.Connection, base: dict[str, float], spread: dict[str, float], why: dict[str, list[str]]
+    db: sqlite3.Connection,
+    base: dict[str, float],
+    spread: dict[str, float],
+    why: dict[str, list[str]],
+    signals: dict[str, dict[str, float]],
 ) -> dict[str, float]:
     """The direct scores plus what the walk spread, times the churn prior, for files the graph has."""
     candidates = sorted(set(base) | set(spread))
@@ -161,7 +172,11 @@ def _final_scores(
         score = base.get(path, 0.0) + 2.0 * spread.get(path, 0.0)
         if path not in base and spread.get(path, 0.0) > 0:
             why[path].append("imported or referenced by the matching files")
-        scores[path] = score * _prior(*history[path], newest)
+        if spread.get(path, 0.0) > 0:
+            signals[path]["graph"] = 2.0 * spread[path]
+        prior = _prior(*history[path], newest)
+        signals[path]["churn prior (times)"] = prior
+        scores[path] = score * prior
     return scores
 
 
