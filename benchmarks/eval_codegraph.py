@@ -51,7 +51,9 @@ first 1 or 5), recall@5 (share of the answer files among the first 5) and MRR
 are split in two by their commit hash (last hex digit even: ``tune``, odd:
 ``held_out``) so that ranking constants can be chosen on one half and checked
 on the other; both halves and their union are reported, per repository and
-pooled over all repositories. Index time is the in-process ``build_graph`` time
+pooled over all repositories. Repositories are split in two as well
+(``repository_half``, by the first letter of the name), and the pooled figures
+are given for each half. Index time is the in-process ``build_graph`` time
 of the first (cold) index; with ``--per-commit`` the incremental re-index time
 is given too. ``--show-misses N`` prints up to N queries per repository where
 cclg misses the top 5 and BM25 hits it, for diagnosis; ``--json`` prints the
@@ -506,6 +508,12 @@ def show_misses(result: dict[str, Any], count: int) -> None:
         print(f"    bm25:   {', '.join(q.ranks['bm25'][:TOP])}")
 
 
+def repository_half(name: str) -> str:
+    """A repository's half, fixed by its name (not by its results): the first letter's code, even or odd.
+    Ranking constants are chosen on the tune repositories' tune queries only."""
+    return SPLITS[ord(name[0].lower()) % 2]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("repos", nargs="+", type=Path, metavar="REPO_PATH", help="git work tree or bare repository")
@@ -523,8 +531,14 @@ def main() -> None:
     version = cclg_version()
     results = [evaluate_repository(path, args) for path in args.repos]
     pooled = table([q for r in results for q in r["_queries"]], args.depth)
+    by_repository = {
+        half: table([q for r in results if repository_half(r["name"]) == half for q in r["_queries"]], args.depth)
+        for half in SPLITS
+    }
     clean = [{k: v for k, v in r.items() if not k.startswith("_")} for r in results]
-    document = json.dumps({"cclg": version, "repositories": clean, "overall": pooled}, indent=1)
+    document = json.dumps(
+        {"cclg": version, "repositories": clean, "overall": pooled, "by_repository_half": by_repository}, indent=1
+    )
     if args.save:
         args.save.write_text(document + "\n", encoding="utf-8")
     if args.json:
@@ -543,6 +557,9 @@ def main() -> None:
     if len(results) > 1:
         for split, cell in pooled.items():
             print(row("overall", split, cell))
+        for half, cells in by_repository.items():
+            for split, cell in cells.items():
+                print(row(f"{half} repos", split, cell))
     if args.show_misses:
         for result in results:
             if result.get("evaluated"):
