@@ -402,12 +402,26 @@ def _codegraph(call: Call, query: str, max_chars: int, max_tokens: int | None) -
         from cclg.codegraph.context import prompt_context
 
         budget = (max_tokens if max_tokens is not None else max_chars // 4) // CODEGRAPH_SHARE
-        return prompt_context(call.store, call.payload.get("cwd"), query, max_tokens=budget)
+        worked = _session_files(call)
+        return prompt_context(call.store, call.payload.get("cwd"), query, max_tokens=budget, session_files=worked)
     except Exception:
         import traceback
 
         _log_failure(str(call.store.root), f"{call.logged_as} (code graph)", traceback.format_exc())
         return ""
+
+
+def _session_files(call: Call) -> dict[str, str]:
+    """The files this session edited or read (from the sensors' steps), for code search's prior."""
+    from cclg import sensors
+
+    worked: dict[str, str] = {}
+    for step in sensors.Window(sensors.recent_events(call.store, call.session_id)).steps:
+        for path in step.get("read", ()):
+            worked.setdefault(path, "read in this session")
+        for path in step.get("files", ()):
+            worked[path] = "edited in this session"
+    return worked
 
 
 def hook_settings(store: Store) -> dict[str, Any]:

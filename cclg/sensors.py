@@ -120,6 +120,9 @@ def observe(event: str, payload: dict[str, Any], cwd: str | None) -> dict[str, A
     files = _edited_files(tool, tool_input, cwd)
     if files:
         step["files"] = files
+    read = tool_input.get("file_path") if tool == "Read" and isinstance(tool_input, dict) else None
+    if isinstance(read, str) and read:
+        step["read"] = [_relative(read, cwd)]  # for code search's session prior
     if failure:
         step["failure"] = failure
     return step

@@ -1182,3 +1182,23 @@ def test_code_search_explain_shows_what_each_signal_added(store: Store, tmp_path
     output = CliRunner().invoke(cli, args).output
     assert "1. billing/money.py" in output
     assert "signals: text" in output and "history" in output and "churn prior (times)" in output
+
+
+def test_files_the_session_edited_rise_in_the_hooks_code_graph(store: Store, tmp_path: Path) -> None:
+    """Sessions as priors: a file the agent edited, which the next prompt's words do not point at,
+    comes into that prompt's CodeGraphPack, saying why."""
+    from cclg.hook import handle
+
+    repo = GitRepo(tmp_path / "shop")
+    files = {f"pkg/mod{n}.py": f"def handler_{n}():\n    return 'invoice {n}'\n" for n in range(3)}
+    repo.commit({**files, "pkg/quiet.py": "def unrelated():\n    return 0\n"})
+    build_graph(store, repo.root)
+    base = {"session_id": "s-cg", "cwd": str(repo.root), "permission_mode": "default"}
+    prompt = {**base, "hook_event_name": "UserPromptSubmit", "prompt": "which handler builds the invoice text?"}
+    before = handle("user-prompt", prompt, "claude", str(store.root), include_codegraph=True) or ""
+    assert '"pkg/mod0.py"' in before and '"pkg/quiet.py"' not in before
+    edit = {"file_path": str(repo.root / "pkg/quiet.py"), "old_string": "0", "new_string": "1"}
+    handle("post-tool", {**base, "hook_event_name": "PostToolUse", "tool_name": "Edit", "tool_input": edit,
+                         "tool_response": {}}, "claude", str(store.root))  # fmt: skip
+    after = handle("user-prompt", prompt, "claude", str(store.root), include_codegraph=True) or ""
+    assert '"pkg/quiet.py": edited in this session' in after

@@ -27,6 +27,7 @@ and ``subprocess`` only when a re-index starts.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -46,9 +47,12 @@ REFRESH_EVERY = 600  # seconds: a re-index that has not finished by then may be 
 FIRST_INDEX_MAX_GIT_INDEX_BYTES = 8 * 1024 * 1024
 
 
-def prompt_context(store: Store, cwd: object, query: str, *, max_tokens: int) -> str:
+def prompt_context(
+    store: Store, cwd: object, query: str, *, max_tokens: int, session_files: dict[str, str] | None = None
+) -> str:
     """The CodeGraphPack for ``query`` from the repository holding ``cwd``, under ``max_tokens``
-    (see the module docstring for what comes back when)."""
+    (see the module docstring for what comes back when). ``session_files``: files the session worked
+    on (a path relative to ``cwd`` or absolute -> why), which the ranking lifts a little."""
     if not isinstance(cwd, str) or not cwd or not query.strip():
         return ""
     root = repository_root(cwd)
@@ -58,7 +62,11 @@ def prompt_context(store: Store, cwd: object, query: str, *, max_tokens: int) ->
             return "\n(No code graph for this repository yet: it is being built in the background.)\n"
         return f"\n(No code graph for this repository yet: cclg code-index {json_literal(str(root))} builds one.)\n"
     refresh_in_background(store, root)
-    text = render_pack(rank_files(index, query), max_tokens=max_tokens)
+    priors = {
+        os.path.relpath(os.path.join(cwd, path), root).replace(os.sep, "/"): why
+        for path, why in (session_files or {}).items()
+    }
+    text = render_pack(rank_files(index, query, priors=priors), max_tokens=max_tokens)
     return "\n" + text if text else ""
 
 

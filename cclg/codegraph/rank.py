@@ -11,7 +11,8 @@ A file's score combines, for the words of the task:
 - a personalised PageRank over import and reference edges, seeded by the files
   above, so that what they lean on rises too;
 - a small prior for files that changed often and lately (git churn);
-- history as experience: the files that the past commits most like the task changed.
+- history as experience: the files that the past commits most like the task changed;
+- the files the session already edited or read, when the caller (the hook) names them.
 
 The order is deterministic: equal scores tie on the path. Everything the ranking
 reads is in the graph's search index (``cclg.codegraph.search_index`` owns its
@@ -50,6 +51,7 @@ ITERATIONS = 4
 FRONTIER = 100
 HISTORY_COMMITS = 50  # past commits most like the task that vote for the files they changed
 HISTORY_WEIGHT = 1.0  # a file the history points at most strongly gets as much as the best text match
+SESSION_WEIGHT = 0.5  # a file the session edited or read: half the best text match (not tuned: no sessions in the eval)
 
 
 # ---------------------------------------------------------------- ranking
@@ -67,17 +69,21 @@ def _text_scores(db: sqlite3.Connection, words: list[str], limit: int = CANDIDAT
     return {file: -rank for file, rank in rows}
 
 
-def rank_files(index: Path, query: str, *, limit: int = 10) -> list[dict[str, Any]]:
-    """The files to read first for ``query``: ``[{"path", "score", "symbols", "why"}]`` in rank order.
+def rank_files(
+    index: Path, query: str, *, limit: int = 10, priors: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """The files to read first for ``query``: ``[{"path", "score", "symbols", "why", "signals"}]`` in
+    rank order.
 
-    ``index`` is the graph's search index (``cclg.codegraph.stored.search_index_path``).
+    ``index`` is the graph's search index (``cclg.codegraph.stored.search_index_path``). ``priors``:
+    files the session already worked on (repository-relative path -> why), which rise a little.
     """
     words = code_words(query)
     if not words or not index.is_file():
         return []
     db = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
     try:
-        return _rank(db, query, words, limit)
+        return _rank(db, query, words, limit, priors or {})
     except sqlite3.DatabaseError as exc:  # a damaged file: the next `cclg code-index` rebuilds it
         raise UsageError(
             f"the code graph's search index {index} is damaged ({exc}): run `cclg code-index` "
@@ -87,10 +93,16 @@ def rank_files(index: Path, query: str, *, limit: int = 10) -> list[dict[str, An
         db.close()
 
 
-def _rank(db: sqlite3.Connection, query: str, words: list[str], limit: int) -> list[dict[str, Any]]:
+def _rank(
+    db: sqlite3.Connection, query: str, words: list[str], limit: int, priors: dict[str, str]
+) -> list[dict[str, Any]]:
     why: dict[str, list[str]] = defaultdict(list)
     signals: dict[str, dict[str, float]] = defaultdict(dict)  # per file, what each signal added
     base, matched_symbols = _base_scores(db, query, words, why, signals)
+    for path, reason in sorted(priors.items()):
+        base[path] = base.get(path, 0.0) + SESSION_WEIGHT
+        signals[path]["session"] = SESSION_WEIGHT
+        why[path].append(reason)
     seeds = dict(sorted(base.items(), key=lambda item: (-item[1], item[0]))[:SEEDS])
     spread = _personalised_pagerank(db, seeds)
     scores = _final_scores(db, base, spread, why, signals)
