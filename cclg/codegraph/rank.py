@@ -49,6 +49,7 @@ SEEDS = 30
 RESTART = 0.3
 ITERATIONS = 4
 FRONTIER = 100
+LINKS_PER_FILE = 64  # a file's heaviest links carry its mass on (a file referencing hundreds spreads thin anyway)
 HISTORY_COMMITS = 50  # past commits most like the task that vote for the files they changed
 HISTORY_WEIGHT = 1.0  # a file the history points at most strongly gets as much as the best text match
 SESSION_WEIGHT = 0.5  # a file the session edited or read: half the best text match (not tuned: no sessions in the eval)
@@ -313,10 +314,14 @@ def _personalised_pagerank(db: sqlite3.Connection, seeds: dict[str, float]) -> d
     neighbours: dict[str, list[tuple[str, float]]] = {}
 
     def links(path: str) -> list[tuple[str, float]]:
+        """The file's heaviest ``LINKS_PER_FILE`` links, their weights as shares of one (read once)."""
         if path not in neighbours:
-            neighbours[path] = db.execute(
-                "SELECT target, weight FROM links WHERE source = ? ORDER BY target", (path,)
+            rows = db.execute(
+                "SELECT target, weight FROM links WHERE source = ? ORDER BY weight DESC, target LIMIT ?",
+                (path, LINKS_PER_FILE),
             ).fetchall()
+            total = sum(weight for _, weight in rows) or 1.0
+            neighbours[path] = [(target, weight / total) for target, weight in rows]
         return neighbours[path]
 
     total = sum(seeds.values()) or 1.0
@@ -330,9 +335,9 @@ def _personalised_pagerank(db: sqlite3.Connection, seeds: dict[str, float]) -> d
             if not out:
                 step[path] += (1 - RESTART) * mass
                 continue
-            out_total = sum(weight for _, weight in out)
-            for target, weight in out:
-                step[target] += (1 - RESTART) * mass * weight / out_total
+            moving = (1 - RESTART) * mass
+            for target, share in out:
+                step[target] += moving * share
         for path, value in restart.items():
             step[path] += RESTART * value
         rank = step
