@@ -864,7 +864,7 @@ def test_cli_code_index_and_code_search(store: Store, python_repo: GitRepo) -> N
     assert data["query"] == "load the User model" and data["root"] == str(python_repo.root.resolve())
     assert data["files"] and data["files"][0]["path"] == "app/models.py"
     for entry in data["files"]:
-        assert set(entry) == {"path", "score", "symbols", "why", "signals"}
+        assert set(entry) == {"path", "score", "symbols", "why", "reason", "signals"}
         assert isinstance(entry["score"], float) and entry["why"] and all(isinstance(w, str) for w in entry["why"])
         for item in entry["symbols"]:
             assert set(item) == {"name", "kind", "line", "signature"}

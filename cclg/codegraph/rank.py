@@ -97,13 +97,13 @@ def rank_files(
 def _rank(
     db: sqlite3.Connection, query: str, words: list[str], limit: int, priors: dict[str, str]
 ) -> list[dict[str, Any]]:
-    why: dict[str, list[str]] = defaultdict(list)
+    why: dict[str, dict[str, str]] = defaultdict(dict)  # per file, each signal's reason
     signals: dict[str, dict[str, float]] = defaultdict(dict)  # per file, what each signal added
     base, matched_symbols = _base_scores(db, query, words, why, signals)
     for path, reason in sorted(priors.items()):
         base[path] = base.get(path, 0.0) + SESSION_WEIGHT
         signals[path]["session"] = SESSION_WEIGHT
-        why[path].append(reason)
+        why[path]["session"] = reason
     seeds = dict(sorted(base.items(), key=lambda item: (-item[1], item[0]))[:SEEDS])
     spread = _personalised_pagerank(db, seeds)
     scores = _final_scores(db, base, spread, why, signals)
@@ -113,7 +113,8 @@ def _rank(
             "path": path,
             "score": round(scores[path], 4),
             "symbols": _key_symbols(db, path, matched_symbols.get(path, (0.0, []))[1]),
-            "why": why[path] or ["related to the matching files"],
+            "why": list(why[path].values()) or ["related to the matching files"],
+            "reason": _main_reason(why[path], signals[path]),
             "signals": {name: round(value, 4) for name, value in signals[path].items()},
         }
         for path in ranked
@@ -124,7 +125,7 @@ def _base_scores(
     db: sqlite3.Connection,
     query: str,
     words: list[str],
-    why: dict[str, list[str]],
+    why: dict[str, dict[str, str]],
     signals: dict[str, dict[str, float]],
 ) -> tuple[dict[str, float], dict[str, tuple[float, list[str]]]]:
     """Per file, what the task says of it directly (text, names it defines, its path, the part of the
@@ -135,7 +136,7 @@ def _base_scores(
     def add(path: str, signal: str, score: float, reason: str) -> None:
         base[path] += score
         signals[path][signal] = signals[path].get(signal, 0.0) + score
-        why[path].append(reason)
+        why[path][signal] = reason
 
     text = _text_scores(db, words)
     top = max(text.values(), default=1.0)
@@ -165,7 +166,7 @@ def _final_scores(
     db: sqlite3.Connection,
     base: dict[str, float],
     spread: dict[str, float],
-    why: dict[str, list[str]],
+    why: dict[str, dict[str, str]],
     signals: dict[str, dict[str, float]],
 ) -> dict[str, float]:
     """The direct scores plus what the walk spread, times the churn prior, for files the graph has."""
@@ -184,7 +185,7 @@ def _final_scores(
             continue  # the text index knows a file the graph no longer has
         score = base.get(path, 0.0) + 2.0 * spread.get(path, 0.0)
         if path not in base and spread.get(path, 0.0) > 0:
-            why[path].append("imported or referenced by the matching files")
+            why[path]["graph"] = "imported or referenced by the matching files"
         if spread.get(path, 0.0) > 0:
             signals[path]["graph"] = 2.0 * spread[path]
         prior = _prior(*history[path], newest)
@@ -218,6 +219,12 @@ def _history_scores(db: sqlite3.Connection, words: list[str]) -> tuple[dict[str,
     if top <= 0:
         return {}, {}
     return {p: v / top for p, v in scores.items()}, {p: examples[p][1] for p in scores}
+
+
+def _main_reason(why: dict[str, str], signals: dict[str, float]) -> str:
+    """The reason of the signal that added most to a file's score: the one the CodeGraphPack shows."""
+    given = [(value, name) for name, value in signals.items() if name in why]
+    return why[max(given)[1]] if given else "related to the matching files"
 
 
 def _key_symbols(db: sqlite3.Connection, path: str, names: list[str]) -> list[dict[str, Any]]:
@@ -358,7 +365,8 @@ def _prior(churn: int | None, last: int | None, newest: int) -> float:
 
 
 def render_pack(files: list[dict[str, Any]], *, max_tokens: int = 800) -> str:
-    """The CodeGraphPack as Markdown: files to read first, their key symbols and why, under ``max_tokens``.
+    """The CodeGraphPack as Markdown: files to read first, the main reason each is there and its key
+    symbols, under ``max_tokens``.
 
     Paths, names and signatures come from the repository, so each is shown as a
     JSON string literal, as the memory pack shows stored text: nothing in them can
@@ -377,7 +385,7 @@ def render_pack(files: list[dict[str, Any]], *, max_tokens: int = 800) -> str:
         symbols = "; ".join(
             f"{quoted(s['name'])} ({s['kind']}, line {s['line']})" for s in entry.get("symbols", [])[:4]
         )
-        line = f"{rank}. {quoted(entry['path'])}: {'; '.join(entry['why'])}" + (
+        line = f"{rank}. {quoted(entry['path'])}: {entry.get('reason') or entry['why'][0]}" + (
             f". Symbols: {symbols}" if symbols else ""
         )
         cost = estimate_tokens(line) + 1
