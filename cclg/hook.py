@@ -31,6 +31,7 @@ bookkeeping lives in ``cclg.sessions``, the code graph's part in
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -412,16 +413,33 @@ def _codegraph(call: Call, query: str, max_chars: int, max_tokens: int | None) -
 
 
 def _session_files(call: Call) -> dict[str, str]:
-    """The files this session edited or read (from the sensors' steps), for code search's prior."""
-    from cclg import sensors
+    """The files this session edited or read (from the sensors' steps) and those named in the current
+    memories it was given, for code search's prior."""
+    from cclg import sensors, sessions
 
     worked: dict[str, str] = {}
+    given = sessions.deliveries(call.store, call.session_id).ever
+    if given:
+        from cclg.index import open_index
+
+        index = open_index(call.store)
+        try:
+            marks = ",".join("?" * len(given))
+            rows = index.db.execute(f"SELECT record FROM nodes WHERE id IN ({marks}) AND current = 1", list(given))
+            for (record,) in rows:
+                for path in FILE_NAMED.findall(json.loads(record).get("content", "")):
+                    worked.setdefault(path, "named in a memory")
+        finally:
+            index.close()
     for step in sensors.Window(sensors.recent_events(call.store, call.session_id)).steps:
         for path in step.get("read", ()):
             worked.setdefault(path, "read in this session")
         for path in step.get("files", ()):
             worked[path] = "edited in this session"
     return worked
+
+
+FILE_NAMED = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,5})(?![\w/])")  # a path with a folder
 
 
 def hook_settings(store: Store) -> dict[str, Any]:

@@ -1202,3 +1202,21 @@ def test_files_the_session_edited_rise_in_the_hooks_code_graph(store: Store, tmp
                          "tool_response": {}}, "claude", str(store.root))  # fmt: skip
     after = handle("user-prompt", prompt, "claude", str(store.root), include_codegraph=True) or ""
     assert '"pkg/quiet.py": edited in this session' in after
+
+
+def test_files_named_in_the_memories_a_session_was_given_rise_in_its_code_graph(store: Store, tmp_path: Path) -> None:
+    from cclg import api
+    from cclg.hook import handle
+
+    repo = GitRepo(tmp_path / "shop")
+    files = {f"pkg/mod{n}.py": f"def handler_{n}():\n    return 'invoice {n}'\n" for n in range(3)}
+    repo.commit({**files, "pkg/quiet.py": "def unrelated():\n    return 0\n"})
+    build_graph(store, repo.root)
+    api.add_memory(store, "Refund rounding rules live in pkg/quiet.py, not in the handlers", source="user",
+                   scope=api.parse_scope({"project": "shop"}))  # fmt: skip
+    base = {"session_id": "s-mem", "cwd": str(repo.root), "permission_mode": "default"}
+    first = {**base, "hook_event_name": "UserPromptSubmit", "prompt": "where do the refund rounding rules live?"}
+    assert "pkg/quiet.py" in (handle("user-prompt", first, "claude", str(store.root)) or ""), "the memory is given"
+    second = {**base, "hook_event_name": "UserPromptSubmit", "prompt": "which handler builds the invoice text?"}
+    context = handle("user-prompt", second, "claude", str(store.root), include_codegraph=True) or ""
+    assert '"pkg/quiet.py": named in a memory' in context
