@@ -187,6 +187,14 @@ def relevant(
     evidence = _evidence(index, groups, weights, candidates, leaders, similarity)
     best = max((e.strength for e in evidence.values()), default=0.0)
     passed = {h.id for h in candidates if _passes(evidence[h.id], best)}
+    # The old version of a current memory that passed is held to the absolute bar only, not to the
+    # best: a prompt about the current fact that also matches what it replaced is told it no longer holds.
+    kept = passed & {h.id for h in current}
+    passed |= {
+        h.id
+        for h in retired
+        if evidence[h.id].strength >= 1.0 and kept.intersection(h.node.relations.get("superseded_by", ()))
+    }
     for hit in candidates:
         hit.evidence = evidence[hit.id]
     out = [(h, evidence[h.id]) for h in candidates if h.id not in passed][:1]

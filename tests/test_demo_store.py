@@ -86,3 +86,17 @@ def test_demo_store_holds_the_sample_projects_code_graph() -> None:
     newest_commit = max(f["last_commit"] for f in graph["files"])
     generated = datetime.fromisoformat(graph["generated_at"])
     assert datetime.fromtimestamp(newest_commit, UTC) < generated
+
+
+def test_the_readmes_first_command_lists_the_superseded_memory_apart(tmp_path: Path) -> None:
+    """The README's first line promises it: the pack for the demo query holds the current memory and
+    lists the one it replaced apart, never as truth."""
+    import shutil
+
+    store = tmp_path / "demo"
+    shutil.copytree(REPO / "demo-store", store)
+    query = "how do memories reach the agent prompt"
+    result = CliRunner().invoke(cli, ["--root", str(store), "pack", "--query", query, "--format", "json"])
+    pack = json.loads(result.output)
+    assert [n["id"] for n in pack["memory_nodes"]] == ["mem_demo0004"]
+    assert [n["id"] for n in pack["suppressed_nodes"]] == ["mem_demo0001"]
