@@ -17,6 +17,7 @@ import json
 import re
 
 from cclg.errors import UsageError
+from cclg.sessions import event_payload
 from cclg.store import Store
 
 TYPE_CHECKING = False
@@ -138,7 +139,7 @@ def propose(store: Store, session_id: str) -> list[dict[str, Any]]:
         (event["raw"], prompt)
         for event in store.session_events(session_id)
         if event.get("event") == "user_prompt" and isinstance(event.get("raw"), str)
-        if (prompt := _raw_prompt(store, event["raw"]))
+        if isinstance(prompt := event_payload(store, event).get("prompt"), str) and prompt
     ]
     found = [(raw, prompt, hit) for raw, prompt in prompts if (hit := detect(prompt)) is not None]
     found += _repeated(prompts, {hit["sentence"] for _, _, hit in found})
@@ -181,16 +182,6 @@ def _repeated(prompts: list[tuple[str, str]], known: set[str]) -> list[tuple[str
         for normal, (raw, prompt, sentence) in seen.items()
         if counts[normal] >= 2
     ]
-
-
-def _raw_prompt(store: Store, raw: str) -> str:
-    path = store.raw_file(raw.split("/", 1)[-1])
-    try:
-        evidence = json.loads(path.read_bytes()) if path is not None else {}
-    except ValueError:
-        return ""
-    prompt = (evidence.get("payload") or {}).get("prompt")
-    return prompt if isinstance(prompt, str) else ""
 
 
 def _span(store: Store, raw: str, sentence: str) -> dict[str, Any] | None:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Sequence
     from typing import Any
 
+    from cclg import sessions
     from cclg.sensors import Window
     from cclg.store import Store
 
@@ -106,6 +107,15 @@ class Call:
         self.agent = agent
         self.project = project_of(payload.get("cwd"))
         self.include_codegraph = include_codegraph
+        self._given: sessions.Deliveries | None = None
+
+    def given(self) -> sessions.Deliveries:
+        """What the session was given before this event (``cclg.sessions.deliveries``), read once."""
+        from cclg import sessions
+
+        if self._given is None:
+            self._given = sessions.deliveries(self.store, self.session_id)
+        return self._given
 
     def record(self, summary: dict[str, Any] | None = None) -> None:
         """Append the event to the session's log (``summary`` instead of the whole payload, if given)."""
@@ -155,12 +165,10 @@ def handle(
 
 def on_user_prompt(call: Call) -> str | None:
     """Record the prompt; answer with the pack for it, leaving out what the host's context holds already."""
-    from cclg import sessions
-
     prompt = call.payload.get("prompt")
     if not isinstance(prompt, str):
         raise ValueError("user-prompt payload has no prompt string")
-    given = sessions.deliveries(call.store, call.session_id).in_context
+    given = call.given().in_context
     summary = {"prompt": _text(prompt), "cwd": call.payload.get("cwd"), "at": time.time()}
     turn = _previous_turn(call)
     if turn:
@@ -196,7 +204,7 @@ def on_session_start(call: Call) -> str | None:
 
     source = call.payload.get("source")
     sessions.reopen_session(call.store, call.session_id)  # a resumed session that had ended is active again
-    given = sessions.deliveries(call.store, call.session_id)
+    given = call.given()
     offer = list(given.ever) if source == "compact" else []
     skip = () if source in sessions.FRESH_CONTEXT_SOURCES else given.in_context
     summary: dict[str, Any] = {"source": source, "cwd": call.payload.get("cwd")}
@@ -403,7 +411,7 @@ def _codegraph(call: Call, query: str, max_chars: int, max_tokens: int | None) -
         from cclg.codegraph.context import prompt_context
 
         budget = (max_tokens if max_tokens is not None else max_chars // 4) // CODEGRAPH_SHARE
-        worked = _session_files(call)
+        worked = _session_files(call) if query.strip() else {}  # no query (a session start): no search
         return prompt_context(call.store, call.payload.get("cwd"), query, max_tokens=budget, session_files=worked)
     except Exception:
         import traceback
@@ -415,10 +423,10 @@ def _codegraph(call: Call, query: str, max_chars: int, max_tokens: int | None) -
 def _session_files(call: Call) -> dict[str, str]:
     """The files this session edited or read (from the sensors' steps) and those named in the current
     memories it was given, for code search's prior."""
-    from cclg import sensors, sessions
+    from cclg import sensors
 
     worked: dict[str, str] = {}
-    given = sessions.deliveries(call.store, call.session_id).ever
+    given = call.given().ever
     if given:
         from cclg.index import open_index
 

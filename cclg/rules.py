@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 
 from cclg.errors import ConcurrencyError
+from cclg.files import read_jsonl
 from cclg.ids import now_iso, sha256_hex
 from cclg.store import Store
 
@@ -78,15 +79,7 @@ def rule_key(command: str, signature: str) -> str:
 def read_rules(store: Store) -> dict[str, Rule]:
     """Every rule the evidence log knows, by key, with its counts."""
     rules: dict[str, Rule] = {}
-    try:
-        lines = evidence_path(store).read_bytes().splitlines()
-    except FileNotFoundError:
-        return rules
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue  # a torn last line: set aside by the next append
+    for record in read_jsonl(evidence_path(store)).records:  # a torn last line is set aside by the next append
         key, kind = record.get("rule"), record.get("kind")
         if not isinstance(key, str) or kind not in ("learned", "detection", "suppression", "delivered"):
             continue

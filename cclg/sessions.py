@@ -135,6 +135,20 @@ def note_overlay(store: Store, session_id: str, node_id: str) -> None:
             store.audit("session_overlay_written", session_id=session_id, node_id=node_id)
 
 
+def event_payload(store: Store, event: dict[str, Any]) -> dict[str, Any]:
+    """The payload an event's raw evidence keeps verbatim (``record_event``): the whole prompt or tool
+    response the log only summarises; {} when the event has none or it cannot be read."""
+    raw = event.get("raw")
+    path = store.raw_file(raw.split("/", 1)[-1]) if isinstance(raw, str) else None
+    if path is None:
+        return {}
+    try:
+        payload = json.loads(path.read_bytes()).get("payload")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return payload if isinstance(payload, dict) else {}
+
+
 def recent_prompts(events: list[dict[str, Any]], count: int) -> list[str]:
     """The last ``count`` prompts among ``events``, oldest first."""
     prompts = [e.get("summary", {}).get("prompt") for e in events if e.get("event") == "user_prompt"]

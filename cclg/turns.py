@@ -35,6 +35,7 @@ from pathlib import Path
 from cclg import guard
 from cclg.errors import NotFoundError, UsageError
 from cclg.ids import is_valid_session_id, now_iso
+from cclg.sessions import event_payload
 from cclg.store import Store
 
 TYPE_CHECKING = False
@@ -155,12 +156,9 @@ def _last_prompt(events: list[dict[str, Any]], store: Store) -> str:
     for event in reversed(events):
         if event.get("event") != "user_prompt":
             continue
-        raw = event.get("raw")
-        if isinstance(raw, str):
-            evidence = _load(os.path.join(store.root, raw))
-            prompt = ((evidence or {}).get("payload") or {}).get("prompt")
-            if isinstance(prompt, str):
-                return prompt
+        prompt = event_payload(store, event).get("prompt")
+        if isinstance(prompt, str):
+            return prompt
         summary = event.get("summary") or {}
         return str(summary.get("prompt") or "")
     return ""

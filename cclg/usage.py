@@ -22,7 +22,9 @@ import os
 import re
 from pathlib import Path
 
+from cclg.files import read_jsonl
 from cclg.ids import now_iso
+from cclg.sessions import event_payload
 from cclg.store import Store
 
 TYPE_CHECKING = False
@@ -36,22 +38,11 @@ EVIDENCE_CHARS = 2_000_000  # of a session's later tool calls and answers read f
 PRIOR_RANGE = 0.1  # the prior moves a score by at most this share
 
 
-def _raw_payload(store: Store, event: dict[str, Any]) -> dict[str, Any]:
-    path = store.raw_file(str(event.get("raw") or "").split("/", 1)[-1])
-    if path is None:
-        return {}
-    try:
-        payload = json.loads(path.read_bytes()).get("payload")
-    except (ValueError, AttributeError):
-        return {}
-    return payload if isinstance(payload, dict) else {}
-
-
 def _evidence(store: Store, event: dict[str, Any]) -> str:
     """What the agent did in this event, as text: a tool call's input and output, a stop's message."""
     if event.get("event") not in ("post_tool", "post_tool_failure", "stop"):
         return ""
-    payload = _raw_payload(store, event)
+    payload = event_payload(store, event)
     parts = [payload.get(k) for k in ("tool_input", "tool_response", "error", "last_assistant_message")]
     return " ".join(p if isinstance(p, str) else json.dumps(p, ensure_ascii=False) for p in parts if p)
 
@@ -123,15 +114,7 @@ def record_session(store: Store, session_id: str, events: list[dict[str, Any]]) 
 def counts(store: Store) -> dict[str, list[int]]:
     """Memory id -> [sessions delivered to, sessions that used it], from the usage log."""
     found: dict[str, list[int]] = {}
-    try:
-        lines = (store.root / LOG).read_bytes().splitlines()
-    except FileNotFoundError:
-        return found
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
+    for record in read_jsonl(store.root / LOG).records:
         for node_id in record.get("used", ()):
             entry = found.setdefault(node_id, [0, 0])
             entry[0] += 1

@@ -55,7 +55,7 @@ LAYERS: list[list[str]] = [
     # the ledger and its projections
     ["lattice", "view", "index", "staging", "ledger", "undo", "lineage", "promotion"],
     # reading and compiling
-    ["search", "semantic", "relevance", "usage", "pack", "sessions", "sensors", "turns"],
+    ["search", "semantic", "relevance", "sessions", "usage", "pack", "sensors", "turns"],
     # operations
     ["intake", "container", "importing", "redaction", "purge", "doctor", "demo", "rules", "distill"],
     # the library
