@@ -272,7 +272,7 @@ def apply_patch(
             if rule.edge
         ]
         assert rule.target_status is not None
-        _write_retiring_patch(store, patch, new_nodes, edges, targets, rule.target_status)
+        write_retiring_patch(store, patch, new_nodes, edges, targets, rule.target_status)
     return PatchResult(patch=patch, new_nodes=new_nodes, edges=edges, changed_nodes=targets)
 
 
@@ -328,7 +328,7 @@ def _replacement(
         priority=first.priority,
         tags=sorted({t for target in targets for t in target.tags}),
         confidence=confidence,
-        source=_new_node_source(patch_id, reason, source),
+        source=new_node_source(patch_id, reason, source),
         created_at=stamp,
         status="active_session" if first.status == "active_session" else "active",
         metadata={"created_by": "patch", "patch_id": patch_id, **labels},
@@ -341,7 +341,7 @@ def _replacement(
     return node
 
 
-def _write_retiring_patch(
+def write_retiring_patch(
     store: Store,
     patch: MemoryPatch,
     new_nodes: list[MemoryNode],
@@ -536,7 +536,7 @@ def read_target(store: Store, node_id: str) -> MemoryNode:
         raise IllegalPatchError(f"unknown target {node_id}: no such memory in {store.root}") from None
 
 
-def _new_node_source(patch_id: str, reason: str, source: Source | None) -> Source:
+def new_node_source(patch_id: str, reason: str, source: Source | None) -> Source:
     base = source or Source()
     return Source(
         label=f"patch:{patch_id}",

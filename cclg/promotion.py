@@ -8,9 +8,9 @@ the session memory to ``promoted``: the lattice's only way into that status.
 
 The format's thirteen operations name no promotion, so the patch is an ``update`` (same content,
 new home) whose ``resolution_policy.rule`` is ``"promote"``: a reader that knows nothing of
-promotion sees an update; cclg's ledger replay (``cclg.view.expected_statuses``) expects the
-target ``promoted``, and a rollback restores the session memory and discards the copy, as for
-any patch.
+promotion sees an update; cclg's ledger replay (``cclg.view.expected_statuses``, through
+``cclg.view.is_promotion``) expects the target ``promoted``, and a rollback restores the session
+memory and discards the copy, as for any patch.
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from __future__ import annotations
 from cclg import guard
 from cclg.errors import IllegalPatchError, UsageError
 from cclg.ids import new_id, now_iso
-from cclg.ledger import PatchResult, _new_node_source, _write_retiring_patch, flag_instructions, read_target
+from cclg.ledger import PatchResult, flag_instructions, new_node_source, read_target, write_retiring_patch
 from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Scope, Source, default_resolution_policy, new_node
 from cclg.store import Store
+from cclg.view import PROMOTE_RULE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-PROMOTE_RULE = "promote"
 PROMOTABLE = ("active_session", "pending_promotion")
 
 
@@ -52,7 +52,7 @@ def promote(store: Store, node_id: str, *, reason: str, source: str = "manual") 
             priority=target.priority,
             tags=list(target.tags),
             confidence=target.confidence,
-            source=_new_node_source(patch_id, reason, target.source),
+            source=new_node_source(patch_id, reason, target.source),
             created_at=stamp,
             status="active",
             metadata={**_labels(target), "created_by": "promotion", "patch_id": patch_id},
@@ -69,15 +69,10 @@ def promote(store: Store, node_id: str, *, reason: str, source: str = "manual") 
             id=new_id("edge"), from_id=durable.id, to_id=target.id, type="derived_from", created_at=stamp,
             source_patch_id=patch_id,
         )  # fmt: skip
-        _write_retiring_patch(store, patch, [durable], [edge], [target], "promoted")
+        write_retiring_patch(store, patch, [durable], [edge], [target], "promoted")
     return PatchResult(patch=patch, new_nodes=[durable], edges=[edge], changed_nodes=[target])
 
 
 def _labels(node: MemoryNode) -> dict[str, Any]:
     """The labels a promoted copy keeps: the session memory's trust, sensitivity and retention."""
     return {k: node.metadata[k] for k in ("trust", "sensitivity", "retention") if k in node.metadata}
-
-
-def is_promotion(patch: MemoryPatch) -> bool:
-    policy = patch.resolution_policy if isinstance(patch.resolution_policy, dict) else {}
-    return patch.operation == "update" and policy.get("rule") == PROMOTE_RULE

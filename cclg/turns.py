@@ -239,7 +239,7 @@ def write(store: Store, fields: dict[str, Any], session_id: str | None = None) -
         _save(store, _path(store, session_id), entry)
         return entry
     pending = _load(_path(store, session_id, pending=True)) or {}
-    pending.update({k: v for k, v in guard.redact_value(fields)[0].items()})
+    pending.update(guard.redact_value(fields)[0])
     _save(store, _path(store, session_id, pending=True), pending)
     return {"session_id": session_id, "pending_interpretation": pending}
 

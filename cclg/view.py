@@ -112,6 +112,15 @@ def _precedence(node: MemoryNode) -> tuple[int, datetime, str]:
     return (-rank(node), parse_time(node.updated_at), node.id)
 
 
+PROMOTE_RULE = "promote"  # resolution_policy.rule of the update a promotion writes (cclg.promotion)
+
+
+def is_promotion(patch: MemoryPatch) -> bool:
+    """Whether ``patch`` is a promotion: an update marked ``PROMOTE_RULE``, whose target is promoted."""
+    policy = patch.resolution_policy if isinstance(patch.resolution_policy, dict) else {}
+    return patch.operation == "update" and policy.get("rule") == PROMOTE_RULE
+
+
 def expected_statuses(nodes: dict[str, MemoryNode], patches: list[MemoryPatch]) -> dict[str, frozenset[str]]:
     """Replay the ledger: for each node the statuses its patches allow it to have now.
 
@@ -142,11 +151,7 @@ def expected_statuses(nodes: dict[str, MemoryNode], patches: list[MemoryPatch]) 
             for node_id in patch.prior_states:
                 expected[node_id] = frozenset({"conflict_pending"})
         if rule.target_status is not None:
-            policy = patch.resolution_policy if isinstance(patch.resolution_policy, dict) else {}
-            # A promotion is an update marked "promote" (cclg.promotion): its target is promoted.
-            moved = (
-                "promoted" if patch.operation == "update" and policy.get("rule") == "promote" else rule.target_status
-            )
+            moved = "promoted" if is_promotion(patch) else rule.target_status
             for node_id in patch.target_ids:
                 expected[node_id] = frozenset({moved})
     return expected

@@ -14,10 +14,11 @@ from cclg.doctor import diagnose
 from cclg.errors import IllegalPatchError
 from cclg.ledger import create_nodes
 from cclg.lineage import lineage
-from cclg.promotion import is_promotion, promote
+from cclg.promotion import promote
 from cclg.records import Source, new_node
 from cclg.store import Store
 from cclg.undo import rollback
+from cclg.view import is_promotion
 
 SESSION_SCOPE = {"project": "shop", "session": "s-42"}
 
