@@ -1220,3 +1220,19 @@ def test_files_named_in_the_memories_a_session_was_given_rise_in_its_code_graph(
     second = {**base, "hook_event_name": "UserPromptSubmit", "prompt": "which handler builds the invoice text?"}
     context = handle("user-prompt", second, "claude", str(store.root), include_codegraph=True) or ""
     assert '"pkg/quiet.py": named in a memory' in context
+
+
+def test_the_walk_reads_each_files_heaviest_links_as_shares() -> None:
+    from cclg.codegraph.search_index import WALK_LINKS, _neighbours
+
+    edges = [{"type": "imports", "from": "hub.py", "to": f"m{n:03}.py"} for n in range(WALK_LINKS + 20)]
+    edges.append({"type": "references", "from": "hub.py", "to": "core.py", "weight": 40})
+    edges.append({"type": "contains", "from": "hub.py", "to": "ignored.py"})
+    rows = dict(_neighbours(edges))
+    hub = json.loads(rows["hub.py"])
+    assert len(hub) == WALK_LINKS
+    assert hub[0][0] == "core.py"  # log(1 + 40) references outweigh one import
+    assert [target for target, _ in hub[1:4]] == ["m000.py", "m001.py", "m002.py"]  # equal weights: by path
+    assert abs(sum(share for _, share in hub) - 1.0) < 1e-9
+    assert json.loads(rows["m000.py"]) == [["hub.py", 1.0]]  # what leans on a file links back to it
+    assert "ignored.py" not in rows

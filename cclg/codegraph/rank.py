@@ -29,6 +29,7 @@ Light on purpose: the hook imports this module (stdlib, ``cclg.text`` and
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import sqlite3
@@ -49,7 +50,6 @@ SEEDS = 30
 RESTART = 0.3
 ITERATIONS = 4
 FRONTIER = 100
-LINKS_PER_FILE = 64  # a file's heaviest links carry its mass on (a file referencing hundreds spreads thin anyway)
 HISTORY_COMMITS = 50  # past commits most like the task that vote for the files they changed
 HISTORY_WEIGHT = 1.0  # a file the history points at most strongly gets as much as the best text match
 SESSION_WEIGHT = 0.5  # a file the session edited or read: half the best text match (not tuned: no sessions in the eval)
@@ -313,32 +313,22 @@ def _like(text: str) -> str:
 def _personalised_pagerank(db: sqlite3.Connection, seeds: dict[str, float]) -> dict[str, float]:
     """A few steps of a random walk with restart to ``seeds`` over the import and reference links.
 
-    Only the heaviest ``FRONTIER`` files carry their mass on at each step, so a query
-    costs the same in a repository of ten thousand files as in one of a hundred.
+    Only the heaviest ``FRONTIER`` files carry their mass on at each step, each to its
+    heaviest links (the index's ``neighbours``, read once per file), so a query costs
+    the same in a repository of ten thousand files as in one of a hundred.
     """
     if not seeds:
         return {}
-    neighbours: dict[str, list[tuple[str, float]]] = {}
-
-    def links(path: str) -> list[tuple[str, float]]:
-        """The file's heaviest ``LINKS_PER_FILE`` links, their weights as shares of one (read once)."""
-        if path not in neighbours:
-            rows = db.execute(
-                "SELECT target, weight FROM links WHERE source = ? ORDER BY weight DESC, target LIMIT ?",
-                (path, LINKS_PER_FILE),
-            ).fetchall()
-            total = sum(weight for _, weight in rows) or 1.0
-            neighbours[path] = [(target, weight / total) for target, weight in rows]
-        return neighbours[path]
-
+    neighbours: dict[str, list[list[Any]]] = {}
     total = sum(seeds.values()) or 1.0
     restart = {path: value / total for path, value in seeds.items()}
     rank = dict(restart)
     for _ in range(ITERATIONS):
         step: dict[str, float] = defaultdict(float)
-        carried = sorted(rank.items(), key=lambda item: (-item[1], item[0]))
-        for path, mass in carried[:FRONTIER]:
-            out = links(path)
+        carried = sorted(rank.items(), key=lambda item: (-item[1], item[0]))[:FRONTIER]
+        _read_neighbours(db, [path for path, _ in carried if path not in neighbours], neighbours)
+        for path, mass in carried:
+            out = neighbours[path]
             if not out:
                 step[path] += (1 - RESTART) * mass
                 continue
@@ -350,6 +340,17 @@ def _personalised_pagerank(db: sqlite3.Connection, seeds: dict[str, float]) -> d
         rank = step
     # What the walk adds beyond the restart distribution itself.
     return {path: max(0.0, value - RESTART * restart.get(path, 0.0)) for path, value in rank.items()}
+
+
+def _read_neighbours(db: sqlite3.Connection, paths: list[str], into: dict[str, list[list[Any]]]) -> None:
+    """Add each of ``paths``' links (``[[target, share], ...]``, none for a file without) to ``into``."""
+    for path in paths:
+        into[path] = []
+    for first in range(0, len(paths), 500):
+        chunk = paths[first : first + 500]
+        marks = ",".join("?" * len(chunk))
+        for source, targets in db.execute(f"SELECT source, targets FROM neighbours WHERE source IN ({marks})", chunk):
+            into[source] = json.loads(targets)
 
 
 def _prior(churn: int | None, last: int | None, newest: int) -> float:

@@ -10,7 +10,9 @@ needs instead of parsing the whole graph. The tables:
 - ``files``: path, file name, churn and last commit time;
 - ``symbols`` and ``symbol_words``: every definition with the words of its name,
   how many words that is and how many files define the name;
-- ``links``: import and reference edges, weighted, both ways;
+- ``neighbours``: per file, the files the graph walk carries its weight to: its heaviest
+  ``WALK_LINKS`` import and reference links (both ways), as a JSON list of ``[path, share]``
+  whose shares sum to one, so the walk reads one row a file;
 - ``imports``: which file imports which (the sensors' reach asks who imports a file);
 - ``commits_text`` (FTS5) and ``commit_files``: each past commit's message and the files it changed
   (history as experience: a task like an old commit is likely about the same files);
@@ -23,6 +25,7 @@ rebuilt (``search_index_is_usable`` decides), never repaired.
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
 from collections import Counter, defaultdict
@@ -35,8 +38,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-TEXT_SCHEMA = 3  # 2: the imports table; 3: the commits' messages and files
+TEXT_SCHEMA = 4  # 2: the imports table; 3: the commits' messages and files; 4: neighbours for links
 MAX_TEXT_CHARS = 300_000  # of a file's contents are searchable
+WALK_LINKS = 64  # a file's heaviest links carry the walk on (a file linked to hundreds spreads thin anyway)
 
 _SCHEMA_SQL = """
 CREATE VIRTUAL TABLE IF NOT EXISTS files_text
@@ -50,8 +54,7 @@ CREATE TABLE IF NOT EXISTS symbols (
 CREATE INDEX IF NOT EXISTS symbols_path ON symbols (path);
 CREATE TABLE IF NOT EXISTS symbol_words (word TEXT, symbol INTEGER);
 CREATE INDEX IF NOT EXISTS symbol_words_word ON symbol_words (word);
-CREATE TABLE IF NOT EXISTS links (source TEXT, target TEXT, weight REAL);
-CREATE INDEX IF NOT EXISTS links_source ON links (source);
+CREATE TABLE IF NOT EXISTS neighbours (source TEXT PRIMARY KEY, targets TEXT) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS commits_text USING fts5(message, tokenize='porter unicode61');
 CREATE TABLE IF NOT EXISTS commit_files (commit_id INTEGER, path TEXT);
 CREATE INDEX IF NOT EXISTS commit_files_commit ON commit_files (commit_id);
@@ -129,15 +132,15 @@ class SearchIndexWriter:
 
 
 def _write_structure(db: sqlite3.Connection, graph: dict[str, Any]) -> None:
-    """Replace the files, symbols and links tables with the graph's."""
-    for table in ("files", "symbols", "symbol_words", "links", "imports"):
+    """Replace the files, symbols, neighbours and imports tables with the graph's."""
+    for table in ("files", "symbols", "symbol_words", "neighbours", "imports"):
         db.execute(f"DELETE FROM {table}")
     db.executemany(
         "INSERT INTO files VALUES (?, ?, ?, ?)",
         ((f["path"], f["path"].rsplit("/", 1)[-1], f["churn"], f["last_commit"]) for f in graph["files"]),
     )
     _write_symbols(db, graph["symbols"])
-    db.executemany("INSERT INTO links VALUES (?, ?, ?)", _links(graph["edges"]))
+    db.executemany("INSERT INTO neighbours VALUES (?, ?)", _neighbours(graph["edges"]))
     imports = sorted({(e["from"], e["to"]) for e in graph["edges"] if e["type"] == "imports" and e["from"] != e["to"]})
     db.executemany("INSERT INTO imports VALUES (?, ?)", imports)
     newest = max((f.get("last_commit") or 0 for f in graph["files"]), default=0)
@@ -170,17 +173,23 @@ def _write_symbols(db: sqlite3.Connection, symbols: list[dict[str, Any]]) -> Non
     db.executemany("INSERT INTO symbol_words VALUES (?, ?)", words)
 
 
-def _links(edges: list[dict[str, Any]]) -> list[tuple[str, str, float]]:
-    """The import and reference edges as weighted links, sorted: what a file leans on, and, weighing
-    half as much, what leans on it (references count by the log of their number)."""
-    links: dict[tuple[str, str], float] = defaultdict(float)
+def _neighbours(edges: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Per file, its ``WALK_LINKS`` heaviest links as JSON ``[[path, share], ...]`` (heaviest first, ties
+    by path; the shares sum to one). A link weighs what the file leans on, and half as much what
+    leans on it (an import 1, references the log of their number)."""
+    links: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for edge in edges:
         if edge["type"] not in ("imports", "references"):
             continue
         weight = 1.0 if edge["type"] == "imports" else math.log1p(edge.get("weight", 1))
-        links[(edge["from"], edge["to"])] += weight
-        links[(edge["to"], edge["from"])] += 0.5 * weight
-    return [(a, b, w) for (a, b), w in sorted(links.items())]
+        links[edge["from"]][edge["to"]] += weight
+        links[edge["to"]][edge["from"]] += 0.5 * weight
+    rows = []
+    for source in sorted(links):
+        heaviest = sorted(links[source].items(), key=lambda item: (-item[1], item[0]))[:WALK_LINKS]
+        total = sum(weight for _, weight in heaviest) or 1.0
+        rows.append((source, json.dumps([[target, weight / total] for target, weight in heaviest])))
+    return rows
 
 
 def search_index_is_usable(path: Path, expected_files: int) -> bool:
