@@ -753,7 +753,7 @@ def test_the_top_hit_carries_its_key_symbols(ranked: Indexed) -> None:
     assert top["symbols"][0]["name"] == "upload_with_retry"
     assert top["symbols"][0]["kind"] == "function" and top["symbols"][0]["line"] == 7
     assert top["symbols"][0]["signature"].startswith("def upload_with_retry(client, bucket: str")
-    assert "defines upload_with_retry" in top["why"] and "its text matches the task" in top["why"]
+    assert 'defines "upload_with_retry"' in top["why"] and "its text matches the task" in top["why"]
     invoice = ranked.search("InvoiceCalculator rounds totals wrong")[0]
     assert [s["name"] for s in invoice["symbols"]] == ["InvoiceCalculator"]
 
@@ -837,7 +837,12 @@ def test_a_test_file_does_not_outrank_the_class_the_task_names(store: Store, tmp
         }
     )
     graph = build_graph(store, repo.root)
-    assert search(store, graph, "InvoiceCalculator rounds totals wrong")[0]["path"] == "billing/invoice.py"
+    top = search(store, graph, "InvoiceCalculator rounds totals wrong")[0]
+    assert top["path"] == "billing/invoice.py"
+    assert top["reason"] == 'defines "InvoiceCalculator", named in the task' and "definition" in top["signals"]
+    # The test file uses the name and shares the task's words, but does not define it.
+    test_file = next(f for f in search(store, graph, "InvoiceCalculator rounds totals wrong") if "test" in f["path"])
+    assert "definition" not in test_file["signals"]
 
 
 # ---------------------------------------------------------------- 8. the command line

@@ -7,6 +7,8 @@ A file's score combines, for the words of the task:
   snake_case;
 - symbol-name matches: a definition whose name's parts are words of the task,
   weighted by how rare the name is (a name defined in many files counts little);
+- definition sites: the file defining a name the task spells as code
+  (``parse_args``, ``NetRCAuth``, in backticks or called with ``(``);
 - files the task mentions by path or file name;
 - a personalised PageRank over import and reference edges, seeded by the files
   above, so that what they lean on rises too;
@@ -52,6 +54,8 @@ ITERATIONS = 4
 FRONTIER = 100
 HISTORY_COMMITS = 50  # past commits most like the task that vote for the files they changed
 HISTORY_WEIGHT = 1.0  # a file the history points at most strongly gets as much as the best text match
+DEFINITION_WEIGHT = 2.0  # the file defining a name the task spells as code (shared among its definers)
+DEFINITION_MAX_DEFINERS = 3  # a name defined in more files than this points at none
 SESSION_WEIGHT = 0.5  # a file the session edited or read: half the best text match (not tuned: no sessions in the eval)
 
 
@@ -143,9 +147,11 @@ def _base_scores(
     for path, score in text.items():
         add(path, "text", score / top, "its text matches the task")
     subject = without_component_prefix(query)  # "fix(parser): ..." calls nothing named fix
-    matched_symbols = _symbol_matches(db, words, code_names(subject))
+    matched_symbols = _symbol_matches(db, words)
     for path, (score, names) in matched_symbols.items():
-        add(path, "symbols", score, f"defines {', '.join(names[:3])}")
+        add(path, "symbols", score, f"defines {', '.join(quoted(name) for name in names[:3])}")
+    for path, (share, name) in _definitions(db, code_names(subject)).items():
+        add(path, "definition", DEFINITION_WEIGHT * share, f"defines {quoted(name)}, named in the task")
     for path in _mentioned(db, query):
         add(path, "named", 2.0, "named in the task")
     history, examples = _history_scores(db, words)
@@ -241,12 +247,9 @@ def _key_symbols(db: sqlite3.Connection, path: str, names: list[str]) -> list[di
     ]
 
 
-def _symbol_matches(db: sqlite3.Connection, words: list[str], written: set[str]) -> dict[str, tuple[float, list[str]]]:
-    """Per file: a score for definitions whose name parts are task words, and those names.
-
-    A name the task spells out whole (``InvoiceCalculator``, ``parse_args``) counts
-    most: it says which definition is meant, where shared words only hint.
-    """
+def _symbol_matches(db: sqlite3.Connection, words: list[str]) -> dict[str, tuple[float, list[str]]]:
+    """Per file: a score for definitions whose name parts are task words, and those names (a name the
+    task spells out whole is the definition signal's, ``_definitions``)."""
     wanted = set(words)
     total_row = db.execute("SELECT value FROM meta WHERE key = 'files'").fetchone()
     total = max(int(total_row[0]) if total_row else 1, 1)
@@ -264,12 +267,29 @@ def _symbol_matches(db: sqlite3.Connection, words: list[str], written: set[str])
             hit = min(hits[symbol], parts)
             rarity = math.log(1 + total / max(definers, 1)) / math.log(1 + total)
             score = (hit / max(parts, 1)) * rarity * (hit / max(len(wanted), 1))
-            if name in written and len(name) >= 4:
-                score += rarity
             old_score, names = found.get(path, (0.0, []))
             if name not in names:
                 names = [*names, name]
             found[path] = (max(old_score, score), names)
+    return found
+
+
+def _definitions(db: sqlite3.Connection, written: set[str]) -> dict[str, tuple[float, str]]:
+    """Per file, the share of the definition sites of the names the task spells as code (of four
+    characters or more, defined in at most ``DEFINITION_MAX_DEFINERS`` files) that it holds, and one
+    such name."""
+    names = sorted(name for name in written if len(name) >= 4)
+    if not names:
+        return {}
+    found: dict[str, tuple[float, str]] = {}
+    rows = db.execute(
+        f"SELECT DISTINCT name, path, definers FROM symbols WHERE name IN ({','.join('?' * len(names))})"
+        " AND definers <= ? ORDER BY name, path",
+        (*names, DEFINITION_MAX_DEFINERS),
+    ).fetchall()
+    for name, path, definers in rows:
+        share, first = found.get(path, (0.0, name))
+        found[path] = (share + 1.0 / definers, first)
     return found
 
 
