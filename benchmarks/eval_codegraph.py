@@ -61,6 +61,15 @@ results (with every query's ranks) as JSON instead of the tables. Stores and
 worktrees live under ``--workdir`` and are removed afterwards; ``--save FILE``
 writes the JSON to FILE as well.
 
+Sessions as priors (base mode only). The hook lifts the files the session
+already edited; the evaluation has no agent sessions, so it takes a developer's
+working session as one: a commit's *session files* are the source files changed
+by the same author's commits just before it (each within ``SESSION_GAP`` of the
+next, among the commits read), files that exist at the base. For the queries
+that have any, ``cclg+session`` ranks again with those files as priors, as the
+hook passes them, and the session table compares it with ``cclg`` and ``bm25`` on
+exactly those queries. Nothing of the query commit itself is used.
+
 A subject with no word cclg can search for ("Typo", "0.74.0") gets an empty
 ranking and counts as a miss; it stays in (the baselines may match its digits).
 The first output line names the cclg under test (its commit); to compare cclg
@@ -100,6 +109,8 @@ SPLITS = ("tune", "held_out")
 MIN_FILES, MAX_FILES = 1, 3
 K1, B = 1.2, 0.75
 TOP = 5
+SESSION_GAP = 2 * 3600  # seconds between one commit of a working session and the next
+SESSION_RANKERS = ("cclg", "cclg+session", "bm25")
 
 
 # ---------------------------------------------------------------- git
@@ -119,6 +130,7 @@ class Query:
     answer: list[str]  # changed source files that existed before the commit
     changed: int  # source files the commit changed, added ones included
     split: str
+    session: list[str] = field(default_factory=list)  # source files the author's session changed before it
     ranks: dict[str, list[str]] = field(default_factory=dict)  # ranker -> ranked paths
 
 
@@ -134,7 +146,7 @@ def select_commits(repo: Path, limit: int) -> tuple[list[Query], int]:
             "log",
             "--no-merges",
             "--no-renames",
-            "--format=%x00%H%x09%P%x09%s",
+            "--format=%x00%H%x09%P%x09%at%x09%aE%x09%s",
             "--name-status",
             "HEAD",
         ],
@@ -144,25 +156,27 @@ def select_commits(repo: Path, limit: int) -> tuple[list[Query], int]:
     )
     assert process.stdout is not None
     found: list[Query] = []
+    timeline: list[tuple[str, int, list[str], Query | None]] = []  # author, time, source files; newest first
     read = 0
 
     def take(chunk: str) -> None:
         nonlocal read
         header, _, body = chunk.partition("\n")
-        sha, _, rest = header.partition("\t")
-        parents, _, subject = rest.partition("\t")
+        sha, parents, stamp, author, subject = (header.split("\t", 4) + [""] * 5)[:5]
         read += 1
-        if not parents.strip() or " " in parents.strip():  # root commit (or a merge)
-            return
         source: list[tuple[str, str]] = []
         for line in body.splitlines():
             status, _, path = line.partition("\t")
             if path and language_of(path) is not None:
                 source.append((status[:1], path))
+        timeline.append((author, int(stamp) if stamp.isdigit() else 0, [path for _, path in source], None))
+        if not parents.strip() or " " in parents.strip():  # root commit (or a merge)
+            return
         answer = sorted({path for status, path in source if status != "A"})
         if MIN_FILES <= len(source) <= MAX_FILES and answer:
             split = SPLITS[int(sha[-1], 16) % 2]
             found.append(Query(sha, parents.strip(), subject.strip(), answer, len(source), split))
+            timeline[-1] = (*timeline[-1][:3], found[-1])
 
     pending = ""
     try:
@@ -181,7 +195,24 @@ def select_commits(repo: Path, limit: int) -> tuple[list[Query], int]:
     finally:
         process.kill()
         process.wait()
+    for i, (author, when, _, query) in enumerate(timeline):
+        if query is not None:
+            query.session = session_files(timeline[i + 1 :], author, when)
     return found[:limit], read
+
+
+def session_files(older: list[tuple[str, int, list[str], Query | None]], author: str, when: int) -> list[str]:
+    """The source files changed by ``author``'s commits just before ``when`` (``older``: newest first),
+    each within ``SESSION_GAP`` of the next: the commit's working session so far."""
+    files: set[str] = set()
+    last = when
+    for other, time_, paths, _ in older:
+        if last - time_ > SESSION_GAP:
+            break
+        if other == author:
+            files.update(paths)
+            last = time_
+    return sorted(files)
 
 
 def open_repository(path: Path) -> tuple[Path, str]:
@@ -208,6 +239,14 @@ def remove_worktree(repo: Path, where: Path) -> None:
         subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(where)], capture_output=True)
         shutil.rmtree(where, ignore_errors=True)
     subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True)
+
+
+def session_ranker(store: Store, graph: dict[str, Any]) -> Callable[[str, int, dict[str, str]], list[dict[str, Any]]]:
+    """``rank_files`` as the hook calls it, with the files the session worked on as priors."""
+    from cclg.codegraph.stored import search_index_path
+
+    index = search_index_path(store, Path(graph["root"]))
+    return lambda query, limit, priors: rank_files(index, query, limit=limit, priors=priors)
 
 
 def cclg_ranker(store: Store, graph: dict[str, Any]) -> Callable[[str, int], list[dict[str, Any]]]:
@@ -381,12 +420,16 @@ def evaluate_repository(source: Path, args: argparse.Namespace) -> dict[str, Any
             files = {f["path"] for f in graph["files"]}
             result["base"] = {"sha": base, "date": git(repo, "log", "-1", "--format=%cI", base).strip()}
             result["index"] = {**graph["summary"], "wall_seconds": round(timing["index"][0], 3)}
+            with_priors = session_ranker(store, graph)
             for q in selected:
                 if not set(q.answer) <= files:
                     dropped += 1
                     continue
                 rank_all(q, ranker, content, paths, args.depth, timing)
                 evaluated.append(q)
+                priors = {path: "edited in this session" for path in q.session if path in files}
+                if priors:
+                    q.ranks["cclg+session"] = [e["path"] for e in with_priors(q.subject, args.depth, priors)]
         else:
             first_summary = None
             for i, q in enumerate(reversed(selected), 1):
@@ -424,6 +467,7 @@ def evaluate_repository(source: Path, args: argparse.Namespace) -> dict[str, Any
         ranker: round(1000 * statistics.median(timing[ranker]), 2) for ranker in ("cclg", "bm25") if timing[ranker]
     }
     result["metrics"] = table(evaluated, args.depth)
+    result["sessions"] = table([q for q in evaluated if "cclg+session" in q.ranks], args.depth, SESSION_RANKERS)
     result["answer_files_per_query"] = (
         round(sum(len(q.answer) for q in evaluated) / len(evaluated), 2) if evaluated else None
     )
@@ -447,11 +491,11 @@ def first_rank(q: Query, ranker: str) -> int | None:
     return next((i for i, path in enumerate(q.ranks[ranker], 1) if path in answer), None)
 
 
-def table(queries: list[Query], depth: int) -> dict[str, Any]:
+def table(queries: list[Query], depth: int, rankers: tuple[str, ...] = RANKERS) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for split in (*SPLITS, "all"):
         chosen = [q for q in queries if split == "all" or q.split == split]
-        out[split] = {"queries": len(chosen), **{r: metrics(chosen, r, depth) for r in RANKERS}}
+        out[split] = {"queries": len(chosen), **{r: metrics(chosen, r, depth) for r in rankers}}
     return out
 
 
@@ -462,16 +506,16 @@ def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def header() -> str:
-    cells = " | ".join(f"{r:<4} {'hit@1':>5} {'hit@5':>5} {'rec@5':>5} {'MRR':>5}" for r in RANKERS)
+def header(rankers: tuple[str, ...] = RANKERS) -> str:
+    cells = " | ".join(f"{r:<12} {'hit@1':>5} {'hit@5':>5} {'rec@5':>5} {'MRR':>5}" for r in rankers)
     return f"{'repository':<14} {'split':<8} {'n':>4} | {cells}"
 
 
-def row(name: str, split: str, cell: dict[str, Any]) -> str:
+def row(name: str, split: str, cell: dict[str, Any], rankers: tuple[str, ...] = RANKERS) -> str:
     parts = []
-    for r in RANKERS:
+    for r in rankers:
         m = cell[r]
-        parts.append(f"{'':<4} {m['hit@1']:>5.3f} {m['hit@5']:>5.3f} {m['recall@5']:>5.3f} {m['mrr']:>5.3f}")
+        parts.append(f"{'':<12} {m['hit@1']:>5.3f} {m['hit@5']:>5.3f} {m['recall@5']:>5.3f} {m['mrr']:>5.3f}")
     return f"{name:<14} {split:<8} {cell['queries']:>4} | " + " | ".join(parts)
 
 
@@ -531,13 +575,31 @@ def main() -> None:
     version = cclg_version()
     results = [evaluate_repository(path, args) for path in args.repos]
     pooled = table([q for r in results for q in r["_queries"]], args.depth)
+    in_sessions = [q for r in results for q in r["_queries"] if "cclg+session" in q.ranks]
+    pooled_sessions = table(in_sessions, args.depth, SESSION_RANKERS)
+    sessions_by_repository = {
+        half: table(
+            [q for q in in_sessions if any(q in r["_queries"] and repository_half(r["name"]) == half for r in results)],
+            args.depth,
+            SESSION_RANKERS,
+        )
+        for half in SPLITS
+    }
     by_repository = {
         half: table([q for r in results if repository_half(r["name"]) == half for q in r["_queries"]], args.depth)
         for half in SPLITS
     }
     clean = [{k: v for k, v in r.items() if not k.startswith("_")} for r in results]
     document = json.dumps(
-        {"cclg": version, "repositories": clean, "overall": pooled, "by_repository_half": by_repository}, indent=1
+        {
+            "cclg": version,
+            "repositories": clean,
+            "overall": pooled,
+            "by_repository_half": by_repository,
+            "sessions": pooled_sessions,
+            "sessions_by_repository_half": sessions_by_repository,
+        },
+        indent=1,
     )
     if args.save:
         args.save.write_text(document + "\n", encoding="utf-8")
@@ -560,6 +622,18 @@ def main() -> None:
         for half, cells in by_repository.items():
             for split, cell in cells.items():
                 print(row(f"{half} repos", split, cell))
+    if in_sessions:
+        print(f"\nqueries with session files (the same author's commits just before): {len(in_sessions)}")
+        print(header(SESSION_RANKERS))
+        print("-" * len(header(SESSION_RANKERS)))
+        for result in results:
+            if result.get("sessions", {}).get("all", {}).get("queries"):
+                print(row(result["name"], "all", result["sessions"]["all"], SESSION_RANKERS))
+        for split, cell in pooled_sessions.items():
+            print(row("overall", split, cell, SESSION_RANKERS))
+        for half, cells in sessions_by_repository.items():
+            for split, cell in cells.items():
+                print(row(f"{half} repos", split, cell, SESSION_RANKERS))
     if args.show_misses:
         for result in results:
             if result.get("evaluated"):

@@ -56,7 +56,7 @@ HISTORY_COMMITS = 50  # past commits most like the task that vote for the files 
 HISTORY_WEIGHT = 1.0  # a file the history points at most strongly gets as much as the best text match
 DEFINITION_WEIGHT = 2.0  # the file defining a name the task spells as code (shared among its definers)
 DEFINITION_MAX_DEFINERS = 3  # a name defined in more files than this points at none
-SESSION_WEIGHT = 0.5  # a file the session edited or read: half the best text match (not tuned: no sessions in the eval)
+SESSION_WEIGHT = 0.5  # a file the session edited or read: half the best text match (tuned: eval_codegraph's sessions)
 
 
 # ---------------------------------------------------------------- ranking
