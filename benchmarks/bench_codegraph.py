@@ -38,7 +38,13 @@ Figures:
    ``python -m cclg --root STORE code-search QUERY --repo REPO --json`` in a
    subprocess (median of ``--cli-runs``, cycling through the queries), beside
    ``python -c pass`` timed between those runs;
-4. sizes on disk of the graph JSON, the parse cache JSON and the search index.
+4. sizes on disk of the graph JSON, the parse cache JSON and the search index;
+5. with ``--history-repo PATH`` (a git work tree, repeatable): the history signal's own
+   cost, which the plain copy of ``Lib/`` cannot show. PATH is indexed into a fresh
+   store (``code-index`` keeps at most ``CHURN_COMMITS`` commits), and the signal's part
+   of the ranking (``rank._history_scores``) and the whole ``rank_files`` are timed over
+   the repository's own 60 latest commit subjects and over the CPython queries (each
+   once after a warm-up; median and max).
 
 The environment (cores, load average before and after, Python version, whether
 bytecode may be written) is printed first, since other work on the machine skews
@@ -191,6 +197,9 @@ def main() -> None:
     parser.add_argument("--cli-runs", type=int, default=5)
     parser.add_argument("--touch", help="repository-relative file to rewrite for the one-file re-index")
     parser.add_argument("--workdir", default="/tmp/cg-bench", help="scratch folder (a run folder inside is removed)")
+    parser.add_argument(
+        "--history-repo", action="append", default=[], metavar="PATH", help="git work tree: time the history signal"
+    )
     args = parser.parse_args()
 
     load_before = os.getloadavg()
@@ -369,6 +378,46 @@ def main() -> None:
     print()
     print(f"touched file: {touched}; slowest query: {slowest!r}; queries with no result: {empty}")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in load_after)}")
+    for path in args.history_repo:
+        history_cost(Path(path).resolve(), Path(args.workdir))
+
+
+def history_cost(repo: Path, workdir: Path) -> None:
+    """The history signal's time, and the whole ranking's, on a git repository's own index (item 5)."""
+    import sqlite3
+
+    from cclg.codegraph import rank
+    from cclg.codegraph.stored import search_index_path
+    from cclg.text import code_words
+
+    work = Path(tempfile.mkdtemp(prefix="history-", dir=workdir))
+    try:
+        store_root = fresh_store(work, "store")
+        graph = build_graph(Store.open(store_root), repo)
+        index = search_index_path(Store.open(store_root), Path(graph["root"]))
+        log = ["git", "-C", str(repo), "log", "--no-merges", "-60", "--format=%s"]
+        subjects = subprocess.run(log, capture_output=True, text=True, check=True).stdout.splitlines()
+        db = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
+        kept = db.execute("SELECT count(*) FROM commits_text").fetchone()[0]
+        for label, tasks in (("its own subjects", subjects), ("the CPython queries", QUERIES)):
+            part, whole = [], []
+            rank._history_scores(db, code_words(tasks[0]))
+            rank_files(index, tasks[0])
+            for task in tasks:
+                start = time.perf_counter()
+                rank._history_scores(db, code_words(task))
+                part.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                rank_files(index, task)
+                whole.append(time.perf_counter() - start)
+            print(
+                f"history on {repo.name} ({kept} commits kept), {len(tasks)} of {label}: "
+                f"history signal median {statistics.median(part) * 1000:.2f} ms (max {max(part) * 1000:.2f}), "
+                f"rank_files median {statistics.median(whole) * 1000:.2f} ms"
+            )
+        db.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
