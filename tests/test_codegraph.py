@@ -1056,6 +1056,41 @@ def test_a_stale_graph_starts_one_background_reindex_at_a_time(
     assert refresh_in_background(store, root) is False and len(started) == 2
 
 
+def test_an_index_of_an_older_schema_still_ranks_and_is_rebuilt_in_the_background(
+    store: Store, python_repo: GitRepo, started: list[tuple[list[str], dict[str, Any]]]
+) -> None:
+    """After an upgrade the stored index lacks what this cclg reads (schema 3 had no neighbours): the
+    prompt still gets its pack, and one background re-index brings the index to the new schema."""
+    import sqlite3
+
+    from cclg.codegraph.search_index import TEXT_SCHEMA, index_schema
+
+    root = python_repo.root.resolve()
+    build_graph(store, root)
+    index = search_index_path(store, root)
+    db = sqlite3.connect(index)
+    db.execute("DROP TABLE neighbours")
+    db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (TEXT_SCHEMA - 1,))
+    db.commit()
+    db.close()
+
+    def reindexes() -> list[list[str]]:
+        return [command for command, _ in started if "code-index" in command]
+
+    text = prompt_context(store, str(root), "load the User model", max_tokens=400)
+    assert '1. "app/models.py"' in text
+    assert [command[-2:] for command in reindexes()] == [["code-index", str(root)]]
+    assert refresh_in_background(store, root) is False and len(reindexes()) == 1, "one at a time"
+    search_args = ["--root", str(store.root), "code-search", "load the User model", "--repo", str(root)]
+    searched = run(*search_args)
+    assert searched.exit_code == 0 and "app/models.py" in searched.stdout
+    assert f"indexed by an older cclg: `cclg code-index {root}` completes it" in searched.stderr
+    build_graph(store, root)  # what the background re-index does
+    assert index_schema(index) == TEXT_SCHEMA
+    assert "note" not in run(*search_args).stderr
+    assert refresh_in_background(store, root) is False and len(reindexes()) == 1
+
+
 def test_prompt_context_outside_git_starts_nothing(
     store: Store, tmp_path: Path, started: list[tuple[list[str], dict[str, Any]]]
 ) -> None:

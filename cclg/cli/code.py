@@ -51,13 +51,16 @@ def code_search_command(ctx: click.Context, query: str, repo: str, limit: int, e
     """Rank a repository's files for a task: which to read first, with their key symbols.
 
     The signals: the task's words in a file's text, path and names (text), the names it defines
-    (symbols), the file named in the task (named), the part of the code the task names (component),
+    (symbols), the definition of a name the task spells as code (definition), the file named in the
+    task (named), the part of the code the task names (component),
     the past commits most like the task (history), what the matching files import or reference
     (graph), all times a small prior for files that changed often and lately. --explain shows each.
 
     Needs `cclg code-index` first. Example: cclg code-search "fix the retry in the upload client" --repo .
     """
     result = api.code_search(store_of(ctx), query, repo, limit=limit)
+    if "note" in result:
+        click.echo(f"note: {result['note']}", err=True)
     if as_json:
         emit(result, True)
         return

@@ -14,9 +14,10 @@ the memory pack:
 - else ``"\\n"`` and the rendered pack.
 
 It uses the graph as the last ``cclg code-index`` left it. When git's index is
-newer than the graph, a re-index (``python -m cclg code-index ROOT``, which parses
-the changed files only) starts detached in the background and this prompt uses the
-graph as it is; a ``<graph>.refreshing`` marker beside the graph keeps it to one
+newer than the graph, or its search index is of an older schema than this cclg
+writes (an older index still ranks, without what it lacks), a re-index (``python
+-m cclg code-index ROOT``, which parses the changed files only) starts detached in
+the background and this prompt uses the graph as it is; a ``<graph>.refreshing`` marker beside the graph keeps it to one
 re-index at a time, and to one every ``REFRESH_EVERY`` seconds while one is due
 (the indexer removes the marker when it is done).
 
@@ -32,6 +33,7 @@ import sys
 import time
 
 from cclg.codegraph.rank import rank_files, render_pack
+from cclg.codegraph.search_index import TEXT_SCHEMA, index_schema
 from cclg.codegraph.stored import graph_path, repository_root, search_index_path
 from cclg.text import json_literal
 
@@ -71,15 +73,17 @@ def prompt_context(
 
 
 def refresh_in_background(store: Store, root: Path) -> bool:
-    """Start ``cclg code-index root`` detached (niced) when git's index is newer than the stored graph,
-    or when a git repository of moderate size (``FIRST_INDEX_MAX_GIT_INDEX_BYTES``) has no graph yet,
+    """Start ``cclg code-index root`` detached (niced) when git's index is newer than the stored graph
+    or the graph's search index is of an older schema (a cclg upgrade), or when a git repository of
+    moderate size (``FIRST_INDEX_MAX_GIT_INDEX_BYTES``) has no graph yet,
     unless one started less than ``REFRESH_EVERY`` seconds ago; whether one started."""
     graph_file = graph_path(store, root)
     marker = graph_file.with_suffix(".refreshing")
     try:
         git_index = (root / ".git" / "index").stat()
         built = graph_file.stat().st_mtime if graph_file.exists() else 0.0
-        if git_index.st_mtime <= built:
+        outdated = built and index_schema(search_index_path(store, root)) < TEXT_SCHEMA  # cclg was upgraded
+        if git_index.st_mtime <= built and not outdated:
             return False
         if not built and git_index.st_size > FIRST_INDEX_MAX_GIT_INDEX_BYTES:
             return False  # too large to index behind the user's back: the note says how

@@ -369,7 +369,11 @@ def _read_neighbours(db: sqlite3.Connection, paths: list[str], into: dict[str, l
     for first in range(0, len(paths), 500):
         chunk = paths[first : first + 500]
         marks = ",".join("?" * len(chunk))
-        for source, targets in db.execute(f"SELECT source, targets FROM neighbours WHERE source IN ({marks})", chunk):
+        try:
+            rows = db.execute(f"SELECT source, targets FROM neighbours WHERE source IN ({marks})", chunk).fetchall()
+        except sqlite3.OperationalError:  # no neighbours table: an index of an older schema (no walk until rebuilt)
+            return
+        for source, targets in rows:
             into[source] = json.loads(targets)
 
 

@@ -192,6 +192,19 @@ def _neighbours(edges: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return rows
 
 
+def index_schema(path: Path) -> int:
+    """The schema version of the index at ``path`` (0 when it cannot be read), without changing it."""
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return 0
+    return int(row[0]) if row and str(row[0]).isdigit() else 0
+
+
 def search_index_is_usable(path: Path, expected_files: int) -> bool:
     """Whether the index at ``path`` is of this schema and holds the text of ``expected_files`` files."""
     if not path.is_file():
