@@ -480,6 +480,71 @@ def test_an_edit_reparses_only_that_file(store: Store, python_repo: GitRepo, mon
     assert hits[0]["symbols"][0]["name"] == "unslugify_title"
 
 
+def test_edits_update_the_search_index_to_what_a_cold_build_writes(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A re-index rewrites the symbols of the changed files only; the index must still read as a cold
+    build of the same tree writes it: every row, the definer counts of names other files define too,
+    and the words of each name."""
+    import sqlite3
+
+    def contents(index: Path) -> dict[str, list[tuple[Any, ...]]]:
+        db = sqlite3.connect(index)
+        try:
+            return {
+                "symbols": db.execute(
+                    "SELECT path, name, kind, line, signature, parts, definers FROM symbols ORDER BY path, line, name"
+                ).fetchall(),
+                "words": db.execute(
+                    "SELECT w.word, s.path, s.name, s.line FROM symbol_words w JOIN symbols s ON s.id = w.symbol"
+                    " ORDER BY 1, 2, 3, 4"
+                ).fetchall(),
+                "orphans": db.execute(
+                    "SELECT count(*) FROM symbol_words WHERE symbol NOT IN (SELECT id FROM symbols)"
+                ).fetchall(),
+                "order": db.execute("SELECT path, name FROM symbols ORDER BY path, id").fetchall(),
+            }
+        finally:
+            db.close()
+
+    repo = GitRepo(tmp_path / "shop")
+    repo.commit(
+        {
+            "billing/invoice.py": "class Invoice:\n    pass\n\n\ndef parse_total(text):\n    return text\n",
+            "billing/report.py": "def parse_total(text):\n    return text\n\n\ndef render(r):\n    return r\n",
+            "billing/tax.py": "def tax_rate(region):\n    return 0.2\n",
+            "billing/old.py": "def legacy_rounding(v):\n    return v\n",
+        }
+    )
+    build_graph(store, repo.root)
+    repo.write(
+        {
+            # parse_total now defined in three files, tax_rate in two; render gone from report.py
+            "billing/tax.py": "def tax_rate(region):\n    return 0.2\n\n\ndef parse_total(t):\n    return t\n",
+            "billing/report.py": "def parse_total(text):\n    return text\n\n\ndef tax_rate(r):\n    return r\n",
+            "billing/old.py": None,
+            "billing/new.py": "class LedgerLine:\n    pass\n",
+        }
+    )
+    from cclg.codegraph import search_index
+
+    full_writes: list[int] = []
+    write_all = search_index._write_symbols
+    monkeypatch.setattr(
+        search_index, "_write_symbols", lambda db, symbols: full_writes.append(1) or write_all(db, symbols)
+    )
+    edited = build_graph(store, repo.root)
+    assert edited["summary"]["parsed"] == 3 and full_writes == [], "the edit updated the changed files' symbols only"
+    fresh, _ = Store.init(tmp_path / "fresh")
+    build_graph(fresh, repo.root)
+    warm = contents(search_index_path(store, repo.root.resolve()))
+    cold = contents(search_index_path(fresh, repo.root.resolve()))
+    assert warm == cold
+    assert ("billing/invoice.py", "parse_total", "function", 5, "def parse_total(text):", 2, 3) in warm["symbols"]
+    assert warm["orphans"] == [(0,)]
+    assert not any(row[0] == "billing/old.py" for row in warm["symbols"])
+
+
 def test_a_deleted_file_leaves_the_graph_and_the_search(
     store: Store, python_repo: GitRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -363,9 +363,9 @@ def build_graph(
         _parse_and_add_text(repo, scan, writer, rebuild=rebuild, progress=progress)
         head = repo.git_info()
         git_info = None if head is None else {**head, "max_commits": max_commits}
-        previous = _previous_graph(store, repo.root)
-        unchanged = not scan.changed and not (set(old_cache) - keep) and not rebuild and _git_of(previous) == git_info
-        if previous is not None and unchanged:
+        same_files = not scan.changed and not (set(old_cache) - keep) and not rebuild
+        previous = _previous_graph(store, repo.root) if same_files else None  # 25 MB of JSON on a large tree
+        if previous is not None and _git_of(previous) == git_info:
             # Nothing changed since the last build: the stored graph stands (cheap warm runs).
             writer.finish(None)
             previous["summary"] = _summary(previous, 0, start)
@@ -501,7 +501,8 @@ def _assemble(
     definers: dict[str, set[str]] = defaultdict(set)
     for found in symbols:
         definers[found["name"]].add(found["path"])
-    edges.extend(_import_and_reference_edges(listed, cache, paths, definers, repo.go_module()))
+    linkable = {name: tuple(owners) for name, owners in definers.items() if len(owners) <= REFERENCE_MAX_DEFINERS}
+    edges.extend(_import_and_reference_edges(listed, cache, paths, linkable, repo.go_module()))
     for (a, b), count in sorted(pairs.items()):
         if count >= CO_CHANGE_MIN and a in paths and b in paths:
             edges.append({"type": "co_change", "from": a, "to": b, "weight": count})
@@ -550,20 +551,20 @@ def _import_and_reference_edges(
     listed: list[tuple[str, str, os.stat_result]],
     cache: dict[str, Any],
     paths: frozenset[str],
-    definers: dict[str, set[str]],
+    linkable: dict[str, tuple[str, ...]],
     go_module: str | None,
 ) -> Iterator[dict[str, Any]]:
-    """Per file: the files its imports resolve to, then the files defining the names it uses (a name
-    defined in too many files links nothing)."""
+    """Per file: the files its imports resolve to, then the files defining the names it uses
+    (``linkable``: the files defining each name, for the names defined in few enough files)."""
     for path, language, _ in listed:
         facts = cache[path].get("facts") or {}
         for target in resolve_imports(path, language, facts.get("imports", []), paths, go_module=go_module):
             yield {"type": "imports", "from": path, "to": target, "weight": 1}
         referenced: Counter[str] = Counter()
         for name in facts.get("references", []):
-            owners = definers.get(name, ())
-            if 0 < len(owners) <= REFERENCE_MAX_DEFINERS:
-                referenced.update(owner for owner in owners if owner != path)
+            for owner in linkable.get(name, ()):
+                if owner != path:
+                    referenced[owner] += 1
         for target, count in sorted(referenced.items()):
             yield {"type": "references", "from": path, "to": target, "weight": count}
 

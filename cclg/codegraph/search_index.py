@@ -38,7 +38,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-TEXT_SCHEMA = 4  # 2: the imports table; 3: the commits' messages and files; 4: neighbours for links
+TEXT_SCHEMA = 4  # 2: the imports table; 3: commits' messages and files; 4: neighbours, symbols updated in place
 MAX_TEXT_CHARS = 300_000  # of a file's contents are searchable
 WALK_LINKS = 64  # a file's heaviest links carry the walk on (a file linked to hundreds spreads thin anyway)
 
@@ -54,6 +54,7 @@ CREATE TABLE IF NOT EXISTS symbols (
 CREATE INDEX IF NOT EXISTS symbols_path ON symbols (path);
 CREATE TABLE IF NOT EXISTS symbol_words (word TEXT, symbol INTEGER);
 CREATE INDEX IF NOT EXISTS symbol_words_word ON symbol_words (word);
+CREATE INDEX IF NOT EXISTS symbol_words_symbol ON symbol_words (symbol);
 CREATE TABLE IF NOT EXISTS neighbours (source TEXT PRIMARY KEY, targets TEXT) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS commits_text USING fts5(message, tokenize='porter unicode61');
 CREATE TABLE IF NOT EXISTS commit_files (commit_id INTEGER, path TEXT);
@@ -93,12 +94,14 @@ class SearchIndexWriter:
         self.db = _connect(path)
         self.db.execute("PRAGMA synchronous = OFF")
         self.db.execute("BEGIN")
+        self.rewrite: set[str] | None = None  # the files whose symbols change (None: every file's)
         if rebuild:
             self.db.execute("DELETE FROM files_text")
         else:
             stored = {row[0] for row in self.db.execute("SELECT file FROM files_text")}
             for gone in sorted((stored - keep) | (stored & replaced)):
                 self.db.execute("DELETE FROM files_text WHERE file = ?", (gone,))
+            self.rewrite = (stored - keep) | replaced
 
     def add(self, file: str, names: list[str], body: str) -> None:
         """The text of one file: its path, the names it defines, its body (``text_body``)."""
@@ -115,7 +118,7 @@ class SearchIndexWriter:
     def finish(self, graph: dict[str, Any] | None, history: list[tuple[str, list[str]]] | None = None) -> None:
         try:
             if graph is not None:
-                _write_structure(self.db, graph)
+                _write_structure(self.db, graph, self.rewrite)
                 _write_history(self.db, history or [])
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (TEXT_SCHEMA,))
             self.db.execute("COMMIT")
@@ -131,15 +134,17 @@ class SearchIndexWriter:
             pass
 
 
-def _write_structure(db: sqlite3.Connection, graph: dict[str, Any]) -> None:
-    """Replace the files, symbols, neighbours and imports tables with the graph's."""
-    for table in ("files", "symbols", "symbol_words", "neighbours", "imports"):
+def _write_structure(db: sqlite3.Connection, graph: dict[str, Any], rewrite: set[str] | None) -> None:
+    """Replace the files, neighbours and imports tables with the graph's, and its symbols: those of the
+    files in ``rewrite`` only (the others' are as the last build wrote them), or all when it is None."""
+    for table in ("files", "neighbours", "imports"):
         db.execute(f"DELETE FROM {table}")
     db.executemany(
         "INSERT INTO files VALUES (?, ?, ?, ?)",
         ((f["path"], f["path"].rsplit("/", 1)[-1], f["churn"], f["last_commit"]) for f in graph["files"]),
     )
-    _write_symbols(db, graph["symbols"])
+    if rewrite is None or not _update_symbols(db, graph["symbols"], rewrite):
+        _write_symbols(db, graph["symbols"])
     db.executemany("INSERT INTO neighbours VALUES (?, ?)", _neighbours(graph["edges"]))
     imports = sorted({(e["from"], e["to"]) for e in graph["edges"] if e["type"] == "imports" and e["from"] != e["to"]})
     db.executemany("INSERT INTO imports VALUES (?, ?)", imports)
@@ -157,20 +162,66 @@ def _write_history(db: sqlite3.Connection, history: list[tuple[str, list[str]]])
         db.executemany("INSERT INTO commit_files VALUES (?, ?)", ((number, path) for path in files))
 
 
-def _write_symbols(db: sqlite3.Connection, symbols: list[dict[str, Any]]) -> None:
-    # How many files define each name (a name defined everywhere says little).
-    definers = Counter(name for name, _ in {(s["name"], s["path"]) for s in symbols})
-    parts_of = {name: code_words(name.replace("_", " ")) for name in definers}
+def _definers(symbols: list[dict[str, Any]]) -> Counter[str]:
+    """How many files define each name (a name defined everywhere says little)."""
+    return Counter(name for name, _ in {(s["name"], s["path"]) for s in symbols})
+
+
+def _symbol_rows(
+    symbols: list[dict[str, Any]], first: int, definers: Counter[str]
+) -> tuple[list[tuple[Any, ...]], list[tuple[str, int]]]:
+    """The ``symbols`` rows of ``symbols``, numbered from ``first``, and their ``symbol_words`` rows."""
+    parts_of: dict[str, list[str]] = {}
     words: list[tuple[str, int]] = []
     rows = []
-    for number, symbol in enumerate(symbols, 1):
+    for number, symbol in enumerate(symbols, first):
         name = symbol["name"]
+        if name not in parts_of:
+            parts_of[name] = code_words(name.replace("_", " "))
         parts = parts_of[name]
         shown = (symbol["path"], name, symbol["kind"], symbol["line"], symbol["signature"])
         rows.append((number, *shown, len(parts), definers[name]))
         words.extend((part, number) for part in parts)
+    return rows, words
+
+
+def _write_symbols(db: sqlite3.Connection, symbols: list[dict[str, Any]]) -> None:
+    db.execute("DELETE FROM symbols")
+    db.execute("DELETE FROM symbol_words")
+    rows, words = _symbol_rows(symbols, 1, _definers(symbols))
     db.executemany("INSERT INTO symbols VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
     db.executemany("INSERT INTO symbol_words VALUES (?, ?)", words)
+
+
+def _update_symbols(db: sqlite3.Connection, symbols: list[dict[str, Any]], rewrite: set[str]) -> bool:
+    """Replace the symbols of the files in ``rewrite`` and correct every stored definer count: what a
+    one-file edit needs, instead of writing some 60,000 rows again. False (nothing changed) when the
+    stored symbols do not add up to the graph's, so that the caller writes them all."""
+    definers = _definers(symbols)
+    paths = sorted(rewrite)
+    stale: list[int] = []
+    for first in range(0, len(paths), 500):
+        chunk = paths[first : first + 500]
+        marks = ",".join("?" * len(chunk))
+        stale.extend(row[0] for row in db.execute(f"SELECT id FROM symbols WHERE path IN ({marks})", chunk))
+    for first in range(0, len(stale), 500):
+        chunk_ids = stale[first : first + 500]
+        marks = ",".join("?" * len(chunk_ids))
+        db.execute(f"DELETE FROM symbol_words WHERE symbol IN ({marks})", chunk_ids)
+        db.execute(f"DELETE FROM symbols WHERE id IN ({marks})", chunk_ids)
+    changed = [s for s in symbols if s["path"] in rewrite]
+    if db.execute("SELECT count(*) FROM symbols").fetchone()[0] + len(changed) != len(symbols):
+        return False
+    top = db.execute("SELECT coalesce(max(id), 0) FROM symbols").fetchone()[0]
+    rows, words = _symbol_rows(changed, top + 1, definers)
+    db.executemany("INSERT INTO symbols VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    db.executemany("INSERT INTO symbol_words VALUES (?, ?)", words)
+    counts = db.execute("SELECT id, name, definers FROM symbols WHERE id <= ?", (top,)).fetchall()
+    db.executemany(
+        "UPDATE symbols SET definers = ? WHERE id = ?",
+        [(definers[name], number) for number, name, stored in counts if stored != definers[name]],
+    )
+    return True
 
 
 def _neighbours(edges: list[dict[str, Any]]) -> list[tuple[str, str]]:
