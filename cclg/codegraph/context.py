@@ -17,9 +17,10 @@ It uses the graph as the last ``cclg code-index`` left it. When git's index is
 newer than the graph, or its search index is of an older schema than this cclg
 writes (an older index still ranks, without what it lacks), a re-index (``python
 -m cclg code-index ROOT``, which parses the changed files only) starts detached in
-the background and this prompt uses the graph as it is; a ``<graph>.refreshing`` marker beside the graph keeps it to one
-re-index at a time, and to one every ``REFRESH_EVERY`` seconds while one is due
-(the indexer removes the marker when it is done).
+the background and this prompt uses the graph as it is; a ``<graph>.refreshing``
+marker beside the graph keeps it to one re-index at a time, and to one every
+``REFRESH_EVERY`` seconds while one is due (the indexer removes the marker when it
+is done).
 
 Light on purpose: the hook calls this on every prompt, so it imports the standard
 library and the ranking and storage modules only (never gitpython or tree-sitter),

@@ -18,9 +18,12 @@ needs instead of parsing the whole graph. The tables:
   (history as experience: a task like an old commit is likely about the same files);
 - ``meta``: the schema version, the newest commit time and the file count.
 
-``build_graph`` writes it through one ``SearchIndexWriter`` per build; the index
-is a projection of the graph and the files, so a broken or outdated one is
-rebuilt (``search_index_is_usable`` decides), never repaired.
+``build_graph`` writes it through one ``SearchIndexWriter`` per build, in one
+transaction. A build after an edit replaces the text and the symbols of the
+changed files only (and corrects the counts of files defining each name); the
+other tables are written whole. The index is a projection of the graph and the
+files, so a broken or outdated one is rebuilt (``search_index_is_usable``
+decides), never repaired.
 """
 
 from __future__ import annotations
