@@ -55,6 +55,7 @@ CREATE TABLE IF NOT EXISTS symbols (
     parts INTEGER, definers INTEGER
 );
 CREATE INDEX IF NOT EXISTS symbols_path ON symbols (path);
+CREATE INDEX IF NOT EXISTS symbols_name ON symbols (name);
 CREATE TABLE IF NOT EXISTS symbol_words (word TEXT, symbol INTEGER);
 CREATE INDEX IF NOT EXISTS symbol_words_word ON symbol_words (word);
 CREATE INDEX IF NOT EXISTS symbol_words_symbol ON symbol_words (symbol);
