@@ -910,6 +910,24 @@ def test_a_test_file_does_not_outrank_the_class_the_task_names(store: Store, tmp
     assert "definition" not in test_file["signals"]
 
 
+def test_the_definition_a_task_names_is_the_first_symbol_shown(store: Store, tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "shop")
+    repo.commit(
+        {
+            "billing/rounding.py": (
+                "def rounding_helper(value):\n    return value\n\n\n"
+                "def round_down(value):\n    return value\n\n\n"
+                "def settle_invoice_rounding(invoice):\n    return rounding_helper(invoice)\n"
+            ),
+            "billing/other.py": "def rounding_mode():\n    return 'half-up'\n",
+        }
+    )
+    graph = build_graph(store, repo.root)
+    top = search(store, graph, "rounding is wrong in settle_invoice_rounding()")[0]
+    assert top["path"] == "billing/rounding.py"
+    assert top["symbols"][0]["name"] == "settle_invoice_rounding" and top["symbols"][0]["line"] == 9
+
+
 # ---------------------------------------------------------------- 8. the command line
 
 

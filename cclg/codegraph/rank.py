@@ -150,8 +150,10 @@ def _base_scores(
     matched_symbols = _symbol_matches(db, words)
     for path, (score, names) in matched_symbols.items():
         add(path, "symbols", score, f"defines {', '.join(quoted(name) for name in names[:3])}")
-    for path, (share, name) in _definitions(db, code_names(subject)).items():
-        add(path, "definition", DEFINITION_WEIGHT * share, f"defines {quoted(name)}, named in the task")
+    for path, (share, names) in _definitions(db, code_names(subject)).items():
+        add(path, "definition", DEFINITION_WEIGHT * share, f"defines {quoted(names[0])}, named in the task")
+        score, matched = matched_symbols.get(path, (0.0, []))
+        matched_symbols[path] = (score, names + [name for name in matched if name not in names])  # shown first
     for path in _mentioned(db, query):
         add(path, "named", 2.0, "named in the task")
     history, examples = _history_scores(db, words)
@@ -234,11 +236,13 @@ def _main_reason(why: dict[str, str], signals: dict[str, float]) -> str:
 
 
 def _key_symbols(db: sqlite3.Connection, path: str, names: list[str]) -> list[dict[str, Any]]:
-    """Up to five definitions of the file to show: the ones the task matched, else its main ones."""
+    """Up to five definitions of the file to show: the ones the task matched, in the order of ``names``
+    (the names the task spells out first), else its main ones."""
     symbols = db.execute(
         "SELECT name, kind, line, signature FROM symbols WHERE path = ? ORDER BY id", (path,)
     ).fetchall()
-    key_symbols = [s for s in symbols if s[0] in names] or [
+    order = {name: position for position, name in enumerate(names)}
+    key_symbols = sorted((s for s in symbols if s[0] in order), key=lambda s: order[s[0]]) or [
         s for s in symbols if s[1] in ("class", "function", "type", "interface")
     ]
     return [
@@ -274,22 +278,22 @@ def _symbol_matches(db: sqlite3.Connection, words: list[str]) -> dict[str, tuple
     return found
 
 
-def _definitions(db: sqlite3.Connection, written: set[str]) -> dict[str, tuple[float, str]]:
+def _definitions(db: sqlite3.Connection, written: set[str]) -> dict[str, tuple[float, list[str]]]:
     """Per file, the share of the definition sites of the names the task spells as code (of four
-    characters or more, defined in at most ``DEFINITION_MAX_DEFINERS`` files) that it holds, and one
-    such name."""
+    characters or more, defined in at most ``DEFINITION_MAX_DEFINERS`` files) that it holds, and those
+    names."""
     names = sorted(name for name in written if len(name) >= 4)
     if not names:
         return {}
-    found: dict[str, tuple[float, str]] = {}
+    found: dict[str, tuple[float, list[str]]] = {}
     rows = db.execute(
         f"SELECT DISTINCT name, path, definers FROM symbols WHERE name IN ({','.join('?' * len(names))})"
         " AND definers <= ? ORDER BY name, path",
         (*names, DEFINITION_MAX_DEFINERS),
     ).fetchall()
     for name, path, definers in rows:
-        share, first = found.get(path, (0.0, name))
-        found[path] = (share + 1.0 / definers, first)
+        share, defined = found.get(path, (0.0, []))
+        found[path] = (share + 1.0 / definers, defined if name in defined else [*defined, name])
     return found
 
 
