@@ -199,8 +199,8 @@ def _write_symbols(db: sqlite3.Connection, symbols: list[dict[str, Any]]) -> Non
 
 def _update_symbols(db: sqlite3.Connection, symbols: list[dict[str, Any]], rewrite: set[str]) -> bool:
     """Replace the symbols of the files in ``rewrite`` and correct every stored definer count: what a
-    one-file edit needs, instead of writing some 60,000 rows again. False (nothing changed) when the
-    stored symbols do not add up to the graph's, so that the caller writes them all."""
+    one-file edit needs, instead of writing some 60,000 rows again. False when the stored symbols do
+    not add up to the graph's: the caller then writes them all."""
     definers = _definers(symbols)
     paths = sorted(rewrite)
     stale: list[int] = []
