@@ -54,6 +54,9 @@ ITERATIONS = 4
 FRONTIER = 100
 HISTORY_COMMITS = 50  # past commits most like the task that vote for the files they changed
 HISTORY_WEIGHT = 1.0  # a file the history points at most strongly gets as much as the best text match
+NAMED_WEIGHT = 2.0  # a file the task names by path or file name
+COMPONENT_WEIGHT = 1.0  # a file in the part of the code a commit-style subject names ("parser: ...")
+GRAPH_WEIGHT = 2.0  # what the walk over imports and references spread to a file
 DEFINITION_WEIGHT = 2.0  # the file defining a name the task spells as code (shared among its definers)
 DEFINITION_MAX_DEFINERS = 3  # a name defined in more files than this points at none
 SESSION_WEIGHT = 0.5  # a file the session edited or read: half the best text match (tuned: eval_codegraph's sessions)
@@ -155,7 +158,7 @@ def _base_scores(
         score, matched = matched_symbols.get(path, (0.0, []))
         matched_symbols[path] = (score, names + [name for name in matched if name not in names])  # shown first
     for path in _mentioned(db, query):
-        add(path, "named", 2.0, "named in the task")
+        add(path, "named", NAMED_WEIGHT, "named in the task")
     history, examples = _history_scores(db, words)
     for path, score in history.items():
         add(
@@ -166,7 +169,7 @@ def _base_scores(
         )
     components = subject_components(query)
     for path in _in_components(db, components) if components else []:
-        add(path, "component", 1.0, "in the part of the code the task names")
+        add(path, "component", COMPONENT_WEIGHT, "in the part of the code the task names")
     return base, matched_symbols
 
 
@@ -191,11 +194,11 @@ def _final_scores(
     for path in candidates:
         if path not in history:
             continue  # the text index knows a file the graph no longer has
-        score = base.get(path, 0.0) + 2.0 * spread.get(path, 0.0)
+        score = base.get(path, 0.0) + GRAPH_WEIGHT * spread.get(path, 0.0)
         if path not in base and spread.get(path, 0.0) > 0:
             why[path]["graph"] = "imported or referenced by the matching files"
         if spread.get(path, 0.0) > 0:
-            signals[path]["graph"] = 2.0 * spread[path]
+            signals[path]["graph"] = GRAPH_WEIGHT * spread[path]
         prior = _prior(*history[path], newest)
         signals[path]["churn prior (times)"] = prior
         scores[path] = score * prior
