@@ -122,3 +122,37 @@ def assert_pain_reached_model_once(requests_text: list[str]) -> None:
     assert len(requests_text) >= 3, len(requests_text)
     assert not any("cclg sensors" in text for text in requests_text[:2]), requests_text[:2]
     assert PAIN_LINE in requests_text[2], requests_text[2][-3000:]
+
+
+# The project as a git repository with a code graph (issue 20): the prompt's CodeGraphPack names the
+# file that deploys kestrel, with its reason.
+CODE_FILE = "deploy/blue_green.py"
+CODE_FILES = {
+    CODE_FILE: (
+        '"""Kestrel deploys: the blue-green switch."""\n\n\n'
+        "def deploy_kestrel(release):\n    switch_traffic(release, to='green')\n\n\n"
+        "def switch_traffic(release, to):\n    return (release, to)\n"
+    ),
+    "billing/invoice.py": "class Invoice:\n    def total(self):\n        return 0\n",
+    "README.md": "kestrel\n",
+}
+CODE_GRAPH_HEADING = "## Code graph: files to read first"
+
+
+def index_project(host: Host) -> None:
+    """Make the host's project a git repository of ``CODE_FILES`` and index its code graph."""
+    for relative, text in CODE_FILES.items():
+        path = host.project / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    identity = ["-c", "user.name=Test", "-c", "user.email=test@example.com"]
+    for args in (["init", "-q"], ["add", "-A"], [*identity, "commit", "-q", "-m", "kestrel deploys"]):
+        subprocess.run(["git", *args], cwd=host.project, env=host.env, check=True, capture_output=True)
+    cclg(host, "code-index", str(host.project))
+
+
+def assert_code_graph_reached(leaves: list[str]) -> None:
+    """One text the CLI sent to the model holds the CodeGraphPack, which lists the deploy file first."""
+    packs = [leaf[leaf.index(CODE_GRAPH_HEADING) :] for leaf in leaves if CODE_GRAPH_HEADING in leaf]
+    assert packs, "the code graph never reached the model"
+    assert f'1. "{CODE_FILE}": ' in packs[0], packs[0]

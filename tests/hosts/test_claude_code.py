@@ -20,8 +20,10 @@ from .common import (
     PROMPT,
     RETIRED,
     Host,
+    assert_code_graph_reached,
     assert_current_reached_not_retired,
     assert_pain_reached_model_once,
+    index_project,
     isolated_env,
 )
 from .common import assert_store_clean as _assert_store_clean
@@ -274,3 +276,13 @@ def test_the_turn_is_recorded_from_the_real_transcript(
     assert entry["turn_id"] == 1
     assert entry["layers"]["user"] == PROMPT
     assert entry["layers"]["assistant"] == "Through the blue-green script."
+
+
+def test_the_code_graph_reaches_the_model(claude_bin: Path, host: Host, fake_anthropic: FakeAnthropic) -> None:
+    """In an indexed git repository the prompt's context carries the CodeGraphPack beside the memories."""
+    index_project(host)
+    _run_claude(claude_bin, host)
+    leaves = [leaf for body in fake_anthropic.messages() for leaf in _strings(body.get("messages", []))]
+    assert_code_graph_reached(leaves)
+    _assert_memory_reached_model(fake_anthropic, host)
+    _assert_store_clean(host)

@@ -22,8 +22,10 @@ from .common import (
     PROMPT,
     RETIRED,
     Host,
+    assert_code_graph_reached,
     assert_current_reached_not_retired,
     assert_pain_reached_model_once,
+    index_project,
     isolated_env,
 )
 from .common import assert_store_clean as _assert_store_clean
@@ -250,3 +252,13 @@ def test_the_turn_is_recorded_from_the_stop_payload(codex_bin: Path, host: Host,
     assert entry["layers"]["user"] == PROMPT
     assert entry["layers"]["assistant"] == "Through the blue-green script."
     assert entry["layers"]["thinking"] == "" and entry["host_turn_id"]
+
+
+def test_the_code_graph_reaches_the_model(codex_bin: Path, host: Host, fake_responses: FakeResponses) -> None:
+    """In an indexed git repository the prompt's context carries the CodeGraphPack beside the memories."""
+    index_project(host)
+    _run_codex(codex_bin, host)
+    leaves = [leaf for body in fake_responses.responses() for leaf in _strings(body.get("input", []))]
+    assert_code_graph_reached(leaves)
+    _assert_memory_reached_model(fake_responses)
+    _assert_store_clean(host)
