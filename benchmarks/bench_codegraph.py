@@ -133,7 +133,7 @@ def in_git_work_tree(folder: Path) -> Path | None:
 def stored_files(store_root: Path) -> dict[str, Path]:
     """The graph, cache and search index files of the one graph in a store (found by their endings)."""
     folder = store_root / "active" / "codegraphs"
-    graphs = [p for p in folder.glob("*.json") if not p.name.endswith(".cache.json")]
+    graphs = [p for p in folder.glob("*.json") if not p.name.endswith((".cache.json", ".history.json"))]
     caches = list(folder.glob("*.cache.json"))
     texts = list(folder.glob("*.search.sqlite"))
     if len(graphs) != 1 or len(caches) != 1 or len(texts) != 1:

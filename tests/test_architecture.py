@@ -46,6 +46,7 @@ LAYERS: list[list[str]] = [
         "codegraph.languages",
         "codegraph.parse",
         "codegraph.resolve",
+        "codegraph.history",
         "codegraph.search_index",
         "codegraph.stored",
         "codegraph.rank",

@@ -1359,3 +1359,44 @@ def test_the_walk_reads_each_files_heaviest_links_as_shares() -> None:
     assert abs(sum(share for _, share in hub) - 1.0) < 1e-9
     assert json.loads(rows["m000.py"]) == [["hub.py", 1.0]]  # what leans on a file links back to it
     assert "ignored.py" not in rows
+
+
+def test_git_history_is_read_again_only_when_head_moves(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A re-index at the same commit (an edit, `git add`) takes the history tally saved by the last
+    one instead of reading `git log` again; a new commit, or a damaged saved copy, reads git."""
+    from cclg.codegraph.stored import history_path
+
+    repo = GitRepo(tmp_path / "shop")
+    repo.commit({"billing/money.py": "def invoice_total(v):\n    return v\n", "billing/tax.py": "RATE = 1\n"})
+    for n in range(3):
+        repo.commit(
+            {"billing/money.py": f"def invoice_total(v):\n    return v + {n}\n", "billing/tax.py": f"RATE = {n}\n"},
+            message=f"invoice total rounding {n}",
+        )
+    reads: list[int] = []
+    original = Repository.churn
+    monkeypatch.setattr(Repository, "churn", lambda self, *a: reads.append(1) or original(self, *a))
+    first = build_graph(store, repo.root)
+    assert len(reads) == 1 and history_path(store, repo.root.resolve()).is_file()
+
+    repo.write({"billing/tax.py": "RATE = 2  # edited\n"})
+    edited = build_graph(store, repo.root)
+    assert len(reads) == 1, "same HEAD: the saved tally stands"
+    assert by_path(edited)["billing/money.py"]["churn"] == by_path(first)["billing/money.py"]["churn"] == 4
+    assert [e for e in edited["edges"] if e["type"] == "co_change"] == [
+        e for e in first["edges"] if e["type"] == "co_change"
+    ]
+    top = search(store, edited, "invoice total rounding")[0]
+    assert top["path"] == "billing/money.py" and "history" in top["signals"], "the index kept the messages"
+
+    repo.commit({"billing/tax.py": "RATE = 3\n"}, message="tax rate for the new region")
+    moved = build_graph(store, repo.root)
+    assert len(reads) == 2 and by_path(moved)["billing/tax.py"]["churn"] == 5
+    assert "history" in search(store, moved, "tax rate for the region")[0]["signals"]
+
+    history_path(store, repo.root.resolve()).write_text("{not json")
+    repo.write({"billing/tax.py": "RATE = 4\n"})
+    build_graph(store, repo.root)
+    assert len(reads) == 3, "a damaged saved tally is read again from git"

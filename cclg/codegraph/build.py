@@ -12,7 +12,9 @@ from one ``git log`` over recent history, and writes:
   by its content hash (with its size and mtime as a shortcut), so that a warm
   re-index with no changes parses nothing and an edit re-parses only that file.
 - ``active/codegraphs/<repo>.search.sqlite``: the search index the ranking reads
-  (``cclg.codegraph.search_index``), its text written while the files are parsed.
+  (``cclg.codegraph.search_index``), its text written while the files are parsed;
+- ``active/codegraphs/<repo>.history.json``: the last ``git log`` tally
+  (``cclg.codegraph.history``), read again from git only when HEAD moves.
 
 The repository itself is never written to, and no secret in it is copied into the store:
 each file is read with its secrets redacted (``cclg.guard.redact_bytes``, line breaks kept so
@@ -31,14 +33,15 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path, PurePosixPath
-from typing import Any, NamedTuple
+from typing import Any
 
 from cclg import guard
+from cclg.codegraph.history import CHURN_COMMITS, LOG_FORMAT, Churn, read_saved, saved_bytes, saved_key, tally
 from cclg.codegraph.languages import language_of, missing_grammars, query
 from cclg.codegraph.parse import parse_source
 from cclg.codegraph.resolve import resolve_imports
 from cclg.codegraph.search_index import SearchIndexWriter, search_index_is_usable, text_body
-from cclg.codegraph.stored import cache_path, graph_path, read_graph, search_index_path
+from cclg.codegraph.stored import cache_path, graph_path, history_path, read_graph, search_index_path
 from cclg.errors import UsageError
 from cclg.ids import now_iso
 from cclg.store import Store
@@ -46,9 +49,7 @@ from cclg.store import Store
 SCHEMA = "cclg.code_graph.v0.1"
 CACHE_SCHEMA = "cclg.code_graph_cache.v0.2"  # v0.2: parsed from redacted files (older caches may hold secrets)
 MAX_FILE_BYTES = 1_000_000  # larger files are listed but not parsed (generated or data)
-CHURN_COMMITS = 5_000  # how far back one `git log` looks
 CO_CHANGE_MIN = 3  # two files changed together in at least this many commits get an edge
-CO_CHANGE_MAX_FILES = 30  # commits touching more files (mass renames, reformatting) say nothing
 REFERENCE_MAX_DEFINERS = 5  # a name defined in more files than this links nothing: too common
 PARALLEL_FROM = 200  # parse in worker processes when at least this many files need parsing
 # Other people's code: skipped everywhere, even when a git repository tracks it.
@@ -156,51 +157,7 @@ class Repository:
                 "--name-only",
             ]
         )
-        return _tally(output)
-
-
-LOG_FORMAT = "%x00%at%x09%aE%x09%s%x1f%b%x1f"  # time, author, subject; the body; then the file names
-HISTORY_MAX_FILES = 20  # a commit touching more files says little about any one of them
-HISTORY_BODY_CHARS = 600
-
-
-class Churn(NamedTuple):
-    per_file: dict[str, dict[str, Any]]  # path -> {"commits", "last_commit", "authors"}
-    pairs: Counter[tuple[str, str]]  # co-change counts
-    commits: int  # commits read
-    history: list[tuple[str, list[str]]]  # (message, files) of the commits that changed a few files
-
-
-def _tally(log: str) -> Churn:
-    """Churn, co-change counts and history from ``git log --format=LOG_FORMAT --name-only``."""
-    per_file: dict[str, dict[str, Any]] = {}
-    authors: dict[str, set[str]] = defaultdict(set)
-    pairs: Counter[tuple[str, str]] = Counter()
-    history: list[tuple[str, list[str]]] = []
-    commits = 0
-    for chunk in log.split("\0")[1:]:
-        meta, _, names = chunk.rpartition("\x1f")
-        header, _, body = meta.partition("\x1f")
-        stamp, _, rest = header.partition("\t")
-        author, _, subject = rest.partition("\t")
-        files = sorted({n for n in names.split("\n") if n})
-        if 1 <= len(files) <= HISTORY_MAX_FILES and subject.strip():
-            message = f"{subject.strip()}\n{body.strip()[:HISTORY_BODY_CHARS]}".strip()
-            history.append((guard.redact(message)[0], files))  # a message is text of the repository too
-        commits += 1
-        when = int(stamp) if stamp.isdigit() else 0
-        for name in files:
-            entry = per_file.setdefault(name, {"commits": 0, "last_commit": 0})
-            entry["commits"] += 1
-            entry["last_commit"] = max(entry["last_commit"], when)
-            authors[name].add(author)
-        if 2 <= len(files) <= CO_CHANGE_MAX_FILES:
-            for i, a in enumerate(files):
-                for b in files[i + 1 :]:
-                    pairs[(a, b)] += 1
-    for name, entry in per_file.items():
-        entry["authors"] = len(authors[name])
-    return Churn(per_file, pairs, commits, history)
+        return tally(output)
 
 
 def _in_vendored_folder(path: str) -> bool:
@@ -374,16 +331,21 @@ def build_graph(
                     store.write_file(cache_file, _cache_bytes(scan.cache))
                 _mark_current(graph_path(store, repo.root))
             return previous
-        churn = repo.churn(max_commits)
+        key = saved_key(head["head"] if head else None, max_commits)
+        churn = read_saved(history_path(store, repo.root), key)  # git is read again when HEAD moved
+        fresh = churn is None
+        churn = churn or repo.churn(max_commits)
         graph = _assemble(repo, scan.listed, scan.cache, churn.per_file, churn.pairs)
         graph["git"] = None if git_info is None else {**git_info, "commits_read": churn.commits}
     except BaseException:
         writer.abandon()
         raise
-    writer.finish(graph, churn.history)
+    writer.finish(graph, churn.history if fresh or rebuild else None)  # None: the index has these messages
     with store.lock():
         store.write_file(cache_file, _cache_bytes(scan.cache))
         store.write_file(graph_path(store, repo.root), graph_bytes(graph))
+        if fresh and key is not None:
+            store.write_file(history_path(store, repo.root), saved_bytes(key, churn))
         _mark_current(graph_path(store, repo.root))
     graph["summary"] = _summary(graph, len(scan.jobs), start)  # the run's figures, not stored with the graph
     return graph

@@ -120,10 +120,13 @@ class SearchIndexWriter:
         )
 
     def finish(self, graph: dict[str, Any] | None, history: list[tuple[str, list[str]]] | None = None) -> None:
+        """Write ``graph``'s tables (none when it is None) and ``history``'s commits (the stored ones stay
+        when it is None), and commit."""
         try:
             if graph is not None:
                 _write_structure(self.db, graph, self.rewrite)
-                _write_history(self.db, history or [])
+            if history is not None:
+                _write_history(self.db, history)
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (TEXT_SCHEMA,))
             self.db.execute("COMMIT")
         finally:

@@ -43,6 +43,11 @@ def cache_path(store: Store, root: Path) -> Path:
     return store.codegraphs_dir / f"{graph_name(root)}.cache.json"
 
 
+def history_path(store: Store, root: Path) -> Path:
+    """The last ``git log`` tally of the repository (``cclg.codegraph.history``)."""
+    return store.codegraphs_dir / f"{graph_name(root)}.history.json"
+
+
 def search_index_path(store: Store, root: Path) -> Path:
     """The graph as the ranking (``cclg.codegraph.rank``) reads it; ``cclg.codegraph.search_index`` writes it."""
     return store.codegraphs_dir / f"{graph_name(root)}.search.sqlite"
