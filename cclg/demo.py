@@ -184,7 +184,7 @@ def _write_demo_project(root: Path) -> None:
 def _add_demo_code_graph(store: Store) -> None:
     """Index the sample project and keep its graph, rooted at ``demo-project``, in the store."""
     from cclg.codegraph.build import build_graph, graph_bytes
-    from cclg.codegraph.stored import cache_path, graph_path, history_path, search_index_path
+    from cclg.codegraph.stored import build_lock_path, cache_path, graph_path, history_path, search_index_path
 
     try:
         with tempfile.TemporaryDirectory(prefix="cclg-demo-") as scratch, _isolated_git():
@@ -192,7 +192,7 @@ def _add_demo_code_graph(store: Store) -> None:
             root.mkdir()
             _write_demo_project(root)
             graph = build_graph(store, root)
-            made_files = (graph_path, cache_path, search_index_path, history_path)
+            made_files = (graph_path, cache_path, search_index_path, history_path, build_lock_path)
             for made in (path_of(store, root) for path_of in made_files):
                 made.unlink(missing_ok=True)
     except FileNotFoundError as error:  # no git on PATH

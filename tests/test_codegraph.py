@@ -1400,3 +1400,31 @@ def test_git_history_is_read_again_only_when_head_moves(
     repo.write({"billing/tax.py": "RATE = 4\n"})
     build_graph(store, repo.root)
     assert len(reads) == 3, "a damaged saved tally is read again from git"
+
+
+def test_two_code_index_runs_of_one_repository_take_turns(store: Store, python_repo: GitRepo) -> None:
+    """The hook's background re-index and a user's `cclg code-index` may overlap: the second waits for
+    the first instead of failing on the locked search index (it crashed with "database is locked")."""
+    import fcntl
+
+    from cclg.codegraph.stored import build_lock_path
+
+    root = python_repo.root.resolve()
+    build_graph(store, root)
+    python_repo.write({"app/utils.py": "def slugify(text):\n    return text\n\n\ndef unslug(s):\n    return s\n"})
+    command = [sys.executable, "-m", "cclg", "--root", str(store.root), "code-index", str(root)]
+    fd = os.open(build_lock_path(store, root), os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # a build in progress
+    try:
+        waiting = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        assert waiting.poll() is None, "the second build waits while another holds the repository"
+    finally:
+        os.close(fd)
+    out, err = waiting.communicate(timeout=60)
+    assert waiting.returncode == 0, err
+    both = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for run in both:
+        out, err = run.communicate(timeout=60)
+        assert run.returncode == 0 and "indexed" in out, err
+    assert "unslug" in json.dumps(load_graph(store, root)["symbols"])

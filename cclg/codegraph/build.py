@@ -23,6 +23,7 @@ that line numbers hold) before it is parsed or indexed.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -30,6 +31,7 @@ import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path, PurePosixPath
@@ -41,8 +43,15 @@ from cclg.codegraph.languages import language_of, missing_grammars, query
 from cclg.codegraph.parse import parse_source
 from cclg.codegraph.resolve import resolve_imports
 from cclg.codegraph.search_index import SearchIndexWriter, search_index_is_usable, text_body
-from cclg.codegraph.stored import cache_path, graph_path, history_path, read_graph, search_index_path
-from cclg.errors import UsageError
+from cclg.codegraph.stored import (
+    build_lock_path,
+    cache_path,
+    graph_path,
+    history_path,
+    read_graph,
+    search_index_path,
+)
+from cclg.errors import ConcurrencyError, UsageError
 from cclg.ids import now_iso
 from cclg.store import Store
 
@@ -51,6 +60,7 @@ CACHE_SCHEMA = "cclg.code_graph_cache.v0.2"  # v0.2: parsed from redacted files 
 MAX_FILE_BYTES = 1_000_000  # larger files are listed but not parsed (generated or data)
 CO_CHANGE_MIN = 3  # two files changed together in at least this many commits get an edge
 REFERENCE_MAX_DEFINERS = 5  # a name defined in more files than this links nothing: too common
+BUILD_WAIT_SECONDS = 600  # another build of the same repository may take this long before a second gives up
 PARALLEL_FROM = 200  # parse in worker processes when at least this many files need parsing
 # Other people's code: skipped everywhere, even when a git repository tracks it.
 VENDORED_FOLDERS = frozenset({"node_modules", "vendor", "third_party", "third-party"})
@@ -302,9 +312,41 @@ def build_graph(
     progress: Progress | None = None,
     max_commits: int = CHURN_COMMITS,
 ) -> dict[str, Any]:
-    """Index ``folder``'s repository into the store; returns the graph with a ``summary``."""
-    start = time.perf_counter()
+    """Index ``folder``'s repository into the store; returns the graph with a ``summary``.
+
+    Builds of one repository take turns (the hook's background re-index and ``cclg code-index`` may
+    overlap): a second waits for the first, then finds most of its work done."""
     repo = Repository(Path(folder))
+    with _one_build_at_a_time(store, repo.root):
+        return _build(store, repo, progress, max_commits)
+
+
+@contextmanager
+def _one_build_at_a_time(store: Store, root: Path) -> Iterator[None]:
+    """Hold the repository's build lock (``<graph>.lock``, an exclusive ``flock``), waiting up to
+    ``BUILD_WAIT_SECONDS`` for another build to end."""
+    lock = build_lock_path(store, root)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + BUILD_WAIT_SECONDS
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise ConcurrencyError(
+                        f"another code-index of {root} has run for over {BUILD_WAIT_SECONDS} s; try again when it ends"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # also releases the lock
+
+
+def _build(store: Store, repo: Repository, progress: Progress | None, max_commits: int) -> dict[str, Any]:
+    start = time.perf_counter()
     cache_file = cache_path(store, repo.root)
     old_cache = _load_cache(cache_file)
     scan = _scan(repo, old_cache)

@@ -43,6 +43,11 @@ def cache_path(store: Store, root: Path) -> Path:
     return store.codegraphs_dir / f"{graph_name(root)}.cache.json"
 
 
+def build_lock_path(store: Store, root: Path) -> Path:
+    """The lock that keeps builds of the repository's graph to one at a time (``cclg.codegraph.build``)."""
+    return store.codegraphs_dir / f"{graph_name(root)}.lock"
+
+
 def history_path(store: Store, root: Path) -> Path:
     """The last ``git log`` tally of the repository (``cclg.codegraph.history``)."""
     return store.codegraphs_dir / f"{graph_name(root)}.history.json"
