@@ -1428,3 +1428,31 @@ def test_two_code_index_runs_of_one_repository_take_turns(store: Store, python_r
         out, err = run.communicate(timeout=60)
         assert run.returncode == 0 and "indexed" in out, err
     assert "unslug" in json.dumps(load_graph(store, root)["symbols"])
+
+
+def test_a_rebuild_of_the_search_index_leaves_readers_the_old_one_until_it_is_done(
+    store: Store, python_repo: GitRepo
+) -> None:
+    """The hook searches on every prompt; a rebuild (an index of an older schema, a damaged one) writes
+    a new file beside the index and renames it into place, so searches meanwhile read the old index
+    instead of waiting on the build (they stalled for seconds) or finding none."""
+    from cclg.codegraph.search_index import SearchIndexWriter
+
+    root = python_repo.root.resolve()
+    graph = build_graph(store, root)
+    index = search_index_path(store, root)
+    before = rank_files(index, "load the User model")
+    assert before and before[0]["path"] == "app/models.py"
+
+    writer = SearchIndexWriter(index, rebuild=True, keep=set(), replaced=set())
+    writer.add("app/models.py", ["User"], "the new text of the user model")
+    assert rank_files(index, "load the User model") == before, "the old index stays readable"
+    writer.abandon()
+    assert sorted(p.name for p in index.parent.iterdir() if p.name.startswith(index.name)) == [index.name]
+
+    writer = SearchIndexWriter(index, rebuild=True, keep=set(), replaced=set())
+    writer.add("app/models.py", ["User"], "class User: loads the user model from the session cache")
+    assert rank_files(index, "session cache") == []
+    writer.finish(graph, [])
+    assert rank_files(index, "session cache")[0]["path"] == "app/models.py", "the new index replaced the old"
+    assert not index.with_name(index.name + ".building").exists()

@@ -352,10 +352,7 @@ def _build(store: Store, repo: Repository, progress: Progress | None, max_commit
     scan = _scan(repo, old_cache)
     # The search text is written while the workers parse (the main process would only wait).
     index_file = search_index_path(store, repo.root)
-    rebuild = not search_index_is_usable(index_file, len(old_cache))
-    if rebuild:  # deleted rather than emptied: the pages of an emptied table keep the old text
-        for leftover in index_file.parent.glob(index_file.name + "*"):
-            leftover.unlink()
+    rebuild = not search_index_is_usable(index_file, len(old_cache))  # then written anew beside the old one
     keep = {path for path, _, _ in scan.listed}
     writer = SearchIndexWriter(index_file, rebuild=rebuild, keep=keep, replaced=scan.changed)
     try:

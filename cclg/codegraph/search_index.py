@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sqlite3
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
 
 TEXT_SCHEMA = 4  # 2: the imports table; 3: commits' messages and files; 4: neighbours, symbols updated in place
 MAX_TEXT_CHARS = 300_000  # of a file's contents are searchable
+CACHE_KIB = 256 * 1024  # an update's changes stay in memory up to this size (SQLite's default: 2 MiB)
+JOURNALS = ("-journal", "-wal", "-shm")
 WALK_LINKS = 64  # a file's heaviest links carry the walk on (a file linked to hundreds spreads thin anyway)
 
 _SCHEMA_SQL = """
@@ -89,14 +92,23 @@ class SearchIndexWriter:
     the tables of files, symbols and links from the new graph (when the build
     changed anything) and commits. The index is a projection the next build can
     rebuild, so it is written without fsyncs; a torn one fails the usability check.
+
+    Readers (the hook, on every prompt) must not wait on a build. A rebuild writes a
+    new file beside the index (``<index>.building``) and renames it into place when
+    done, so readers go on with the old index meanwhile (and the pages of the old
+    text are gone with the old file). An update of the index in place keeps its
+    changes in memory (``CACHE_KIB``) until the commit, so that SQLite locks readers
+    out for the commit only, not from the first page it would otherwise spill.
     """
 
     def __init__(self, path: Path, *, rebuild: bool, keep: set[str], replaced: set[str]) -> None:
-        if rebuild:  # it may be damaged beyond reading: start from an empty file
-            for leftover in (path, *(path.with_name(path.name + s) for s in ("-journal", "-wal", "-shm"))):
-                leftover.unlink(missing_ok=True)
-        self.db = _connect(path)
+        self.path, self.building = path, (path.with_name(path.name + ".building") if rebuild else None)
+        if self.building is not None:  # the index may be damaged beyond reading: start from an empty file
+            _remove_with_journals(self.building)
+        self.db = _connect(self.building or path)
         self.db.execute("PRAGMA synchronous = OFF")
+        if self.building is None:  # readers have this file open
+            self.db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         self.db.execute("BEGIN")
         self.rewrite: set[str] | None = None  # the files whose symbols change (None: every file's)
         if rebuild:
@@ -131,6 +143,10 @@ class SearchIndexWriter:
             self.db.execute("COMMIT")
         finally:
             self.db.close()
+        if self.building is not None:
+            # A journal beside the old file (a writer killed mid-commit) would be rolled into the new one.
+            _remove_with_journals(self.path, keep_main=True)
+            os.replace(self.building, self.path)
 
     def abandon(self) -> None:
         """Drop this build's changes (nothing happens if ``finish`` already ran)."""
@@ -139,6 +155,14 @@ class SearchIndexWriter:
             self.db.close()
         except sqlite3.ProgrammingError:  # already closed by finish
             pass
+        if self.building is not None:
+            _remove_with_journals(self.building)
+
+
+def _remove_with_journals(path: Path, *, keep_main: bool = False) -> None:
+    """Delete an SQLite file (unless ``keep_main``) and the journal files SQLite may have left beside it."""
+    for leftover in (*(() if keep_main else (path,)), *(path.with_name(path.name + s) for s in JOURNALS)):
+        leftover.unlink(missing_ok=True)
 
 
 def _write_structure(db: sqlite3.Connection, graph: dict[str, Any], rewrite: set[str] | None) -> None:
