@@ -1456,3 +1456,6 @@ def test_a_rebuild_of_the_search_index_leaves_readers_the_old_one_until_it_is_do
     writer.finish(graph, [])
     assert rank_files(index, "session cache")[0]["path"] == "app/models.py", "the new index replaced the old"
     assert not index.with_name(index.name + ".building").exists()
+    index.with_name(index.name + ".building").write_bytes(b"what a killed rebuild left")
+    build_graph(store, root)  # an update in place
+    assert not index.with_name(index.name + ".building").exists()

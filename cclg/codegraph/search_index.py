@@ -102,9 +102,9 @@ class SearchIndexWriter:
     """
 
     def __init__(self, path: Path, *, rebuild: bool, keep: set[str], replaced: set[str]) -> None:
-        self.path, self.building = path, (path.with_name(path.name + ".building") if rebuild else None)
-        if self.building is not None:  # the index may be damaged beyond reading: start from an empty file
-            _remove_with_journals(self.building)
+        building = path.with_name(path.name + ".building")
+        _remove_with_journals(building)  # what a killed rebuild left (builds take turns: none is running)
+        self.path, self.building = path, (building if rebuild else None)
         self.db = _connect(self.building or path)
         self.db.execute("PRAGMA synchronous = OFF")
         if self.building is None:  # readers have this file open
