@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import json
 import os
 import re
 import stat
+import time
 from pathlib import Path
 
 from cclg.records import Record
@@ -191,6 +193,21 @@ def create_private(path: Path) -> None:
                 os.fchmod(fd, 0o600)
     finally:
         os.close(fd)
+
+
+def flock_before(fd: int, deadline: float, *, poll: float) -> bool:
+    """Take an exclusive ``flock`` on ``fd``, trying every ``poll`` seconds until ``deadline`` (of
+    ``time.monotonic``); whether it was taken. Errors other than "held by another" are raised."""
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(poll)
 
 
 def fsync_dir(path: Path) -> None:

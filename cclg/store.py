@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import _thread
 import contextlib
-import errno
 import fcntl
 import json
 import os
@@ -46,6 +45,7 @@ from cclg.errors import ConcurrencyError, NotFoundError, StoreNotFoundError, Usa
 from cclg.files import (
     TEMP_RE,
     atomic_write,
+    flock_before,
     fsync_dir,
     jsonl_line,
     pid_alive,
@@ -241,18 +241,14 @@ class Store:
     @contextlib.contextmanager
     def _file_lock(self, deadline: float, timeout: float) -> Iterator[None]:
         fd = os.open(self.root / fmt.PATHS["lock"], os.O_RDWR | os.O_CREAT, 0o600)
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    os.close(fd)
-                    raise
-                if time.monotonic() > deadline:
-                    os.close(fd)
-                    raise ConcurrencyError(f"the store {self.root} stayed locked for {timeout:.0f}s") from exc
-                time.sleep(0.005)
+        try:
+            taken = flock_before(fd, deadline, poll=0.005)
+        except OSError:
+            os.close(fd)
+            raise
+        if not taken:
+            os.close(fd)
+            raise ConcurrencyError(f"the store {self.root} stayed locked for {timeout:.0f}s")
         self._lock_fd, self._lock_depth = fd, 1
         try:
             self.healed = self._finish_killed_writes()

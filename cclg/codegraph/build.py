@@ -23,7 +23,6 @@ that line numbers hold) before it is parsed or indexed.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -52,6 +51,7 @@ from cclg.codegraph.stored import (
     search_index_path,
 )
 from cclg.errors import ConcurrencyError, UsageError
+from cclg.files import flock_before
 from cclg.ids import now_iso
 from cclg.store import Store
 
@@ -329,17 +329,10 @@ def _one_build_at_a_time(store: Store, root: Path) -> Iterator[None]:
     lock.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        deadline = time.monotonic() + BUILD_WAIT_SECONDS
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise ConcurrencyError(
-                        f"another code-index of {root} has run for over {BUILD_WAIT_SECONDS} s; try again when it ends"
-                    ) from None
-                time.sleep(0.05)
+        if not flock_before(fd, time.monotonic() + BUILD_WAIT_SECONDS, poll=0.05):
+            raise ConcurrencyError(
+                f"another code-index of {root} has run for over {BUILD_WAIT_SECONDS} s; try again when it ends"
+            )
         yield
     finally:
         os.close(fd)  # also releases the lock
