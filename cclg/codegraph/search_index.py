@@ -289,15 +289,14 @@ def index_schema(path: Path) -> int:
 
 def search_index_is_usable(path: Path, expected_files: int) -> bool:
     """Whether the index at ``path`` is of this schema and holds the text of ``expected_files`` files."""
-    if not path.is_file():
+    if index_schema(path) != TEXT_SCHEMA:  # also when there is none or it cannot be read
         return False
     try:
-        db = _connect(path)
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
-            schema = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
             count = db.execute("SELECT count(*) FROM files_text").fetchone()[0]
         finally:
             db.close()
     except sqlite3.Error:
         return False
-    return schema is not None and schema[0] == TEXT_SCHEMA and count == expected_files
+    return bool(count == expected_files)
