@@ -78,7 +78,6 @@ LAYERS: list[list[str]] = [
     ["cli.__main__", "__main__"],
 ]
 ORDER = [f"cclg.{name}" if name else "cclg" for layer in LAYERS for name in layer]
-MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 60  # lines of code, the docstring left out
 
 
@@ -120,9 +119,8 @@ def test_imports_point_down(module: str) -> None:
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
-def test_modules_and_functions_stay_small(module: str) -> None:
+def test_functions_stay_small(module: str) -> None:
     source = MODULES[module].read_text(encoding="utf-8")
-    assert source.count("\n") <= MAX_MODULE_LINES, f"{module} has more than {MAX_MODULE_LINES} lines"
     long = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
