@@ -373,18 +373,29 @@ def label(
         raise UsageError(f"this caller cannot mark a memory {trust}; the user can, with `cclg label --trust {trust}`")
     node = show(store, memory_id)
     if max_trust != "trusted":
-        _check_caller_label(node, chosen)
+        _check_caller_label(node, chosen, max_trust)
     return ledger.apply_patch(
         store, "update", [node.id], reason=reason, contents=[node.content], labels=chosen, max_trust=max_trust
     )
 
 
-def _check_caller_label(node: MemoryNode, chosen: dict[str, str]) -> None:
-    """``UsageError`` when a limited caller's new labels would loosen ``node``'s."""
-    trust, sensitivity, retention = guard.labels(node.metadata)
-    new_trust = chosen.get("trust", trust)
-    new_sensitivity = chosen.get("sensitivity", sensitivity)
-    new_retention = chosen.get("retention", retention)
+def _check_caller_label(node: MemoryNode, chosen: dict[str, str], max_trust: str) -> None:
+    """``UsageError`` when a limited caller's labels would loosen ``node``'s, or pin or unpin it: the
+    labels it asks for, and those its new version would carry (within its ceiling: never pinned)."""
+    current = dict(zip(("trust", "sensitivity", "retention"), guard.labels(node.metadata), strict=True))
+    written = ledger.inherited_labels(node, chosen, max_trust)
+    looser = list(dict.fromkeys(c for labels in ({**current, **chosen}, written) for c in _loosened(current, labels)))
+    if looser:
+        raise UsageError(
+            f"this caller only makes labels stricter, not {', '.join(looser)} for {node.id}; "
+            "the user can, with `cclg label`"
+        )
+
+
+def _loosened(current: dict[str, str], labels: dict[str, str]) -> list[str]:
+    """The changes from ``current`` to ``labels`` that raise trust, lower sensitivity, pin or unpin."""
+    trust, sensitivity, retention = current["trust"], current["sensitivity"], current["retention"]
+    new_trust, new_sensitivity, new_retention = labels["trust"], labels["sensitivity"], labels["retention"]
     looser = []
     if guard.least_trusted(new_trust, trust) != new_trust:
         looser.append(f"trust {trust} -> {new_trust}")
@@ -392,11 +403,7 @@ def _check_caller_label(node: MemoryNode, chosen: dict[str, str]) -> None:
         looser.append(f"sensitivity {sensitivity} -> {new_sensitivity}")
     if new_retention != retention and "required" in (retention, new_retention):
         looser.append(f"retention {retention} -> {new_retention}")
-    if looser:
-        raise UsageError(
-            f"this caller only makes labels stricter, not {', '.join(looser)} for {node.id}; "
-            "the user can, with `cclg label`"
-        )
+    return looser
 
 
 def keep_raw(store: Store, data: bytes, name: str) -> dict[str, Any]:

@@ -19,7 +19,8 @@ def distill(ctx: click.Context, session_id: str, numbers: tuple[int, ...], accep
 
     Each proposal shows its evidence (the sentence, in the prompt's raw evidence) and what accepting
     it does: a correction supersedes the current memory it contradicts, if there is one; the rest
-    are added, scoped to the session's project. Nothing is written until you accept.
+    are added, scoped to the session's project. Each shows the labels accepting sets: at most
+    untrusted and never pinned, whatever it supersedes. Nothing is written until you accept.
 
     Example: cclg distill 4f1c... then cclg distill 4f1c... --accept 2
     """
@@ -38,6 +39,9 @@ def distill(ctx: click.Context, session_id: str, numbers: tuple[int, ...], accep
     for p in proposals:
         action = f"supersede {p['target']} ({p['target_content']!r})" if p["action"] == "supersede" else "add"
         click.echo(f"{p['number']}. [{p['kind']}] {p['content']}\n   would {action}, scope {p['scope']}")
+        click.echo(f"   labels: {', '.join(f'{k} {v}' for k, v in p['labels'].items())}")
+        if p.get("lowered"):
+            click.echo(f"   lower than what it supersedes: {', '.join(p['lowered'])} (cclg label raises them)")
     if proposals:
         click.echo(f"accept with: cclg distill {session_id} --accept N (or --accept-all)")
 
