@@ -1,7 +1,8 @@
 """Usage: which delivered memories a session actually used, and a small, bounded say in ranking.
 
 At ``session-end`` the hook looks at what the session did after each memory was delivered (the
-tool calls' inputs and outputs, the assistant's last messages, from their raw evidence) for the
+tool calls' inputs, the assistant's last messages, from their raw evidence; never what a tool
+printed, which anyone's file or page can fill with a memory's words) for the
 memory's **distinctive terms**: its code spans (`` `pnpm install` ``) and its rarest words in the
 store (a port, a path, a tool's name). A memory whose terms show up was **used**; one delivered
 and never echoed was **ignored**. The verdicts are session evidence: a ``usage`` event in the
@@ -9,9 +10,10 @@ session's log and a line in ``audit/usage.jsonl``; nodes are never rewritten for
 
 ``active/usage.json`` is a projection of that log (memory id -> delivered, used), rebuilt at each
 session end, and ``prior`` turns it into a multiplier between 0.9 and 1.1 that the pack applies to
-the relevance score of memories that already passed the relevance check: a memory that keeps
-helping rises a little, one delivered twenty times and never used sinks a little, and neither
-ever enters or leaves a pack on usage alone. Nothing changes with time alone.
+the relevance score of memories that relevance and the budget already let into the pack
+(``cclg.pack.usage_order``): a memory that keeps helping rises a little, one delivered twenty
+times and never used sinks a little, and neither ever enters or leaves a pack on usage alone, not
+even at the budget's edge. Nothing changes with time alone.
 """
 
 from __future__ import annotations
@@ -39,11 +41,13 @@ PRIOR_RANGE = 0.1  # the prior moves a score by at most this share
 
 
 def _evidence(store: Store, event: dict[str, Any]) -> str:
-    """What the agent did in this event, as text: a tool call's input and output, a stop's message."""
+    """What the agent did in this event, as text: a tool call's input (the command, the edit), a stop's
+    message. Never what a tool printed: a file, a page or a test's output that echoes a memory's words
+    is not the agent using it."""
     if event.get("event") not in ("post_tool", "post_tool_failure", "stop"):
         return ""
     payload = event_payload(store, event)
-    parts = [payload.get(k) for k in ("tool_input", "tool_response", "error", "last_assistant_message")]
+    parts = [payload.get(k) for k in ("tool_input", "last_assistant_message")]
     return " ".join(p if isinstance(p, str) else json.dumps(p, ensure_ascii=False) for p in parts if p)
 
 
