@@ -110,6 +110,7 @@ __all__ = [
     "keep_raw",
     "label",
     "load_container",
+    "named_node_id",
     "open_store",
     "parse_moment",
     "parse_scope",
@@ -157,6 +158,18 @@ def init_store(root: str | Path | None = None) -> tuple[Store, bool]:
 def resolve_node_id(store: Store, text: str) -> str:
     """Accept a full memory id, or a unique prefix of one (``mem_01jq`` style)."""
     return _resolve_id(store, text, "mem", "nodes", "memory", "memories")
+
+
+def named_node_id(store: Store, text: str) -> str:
+    """A memory id for a view of what the logs and the ledger name: a stored memory's id or unique
+    prefix, else a full id the store no longer holds (moved to ``recovered/``, deleted by a sync),
+    which its log lines and patches may still name."""
+    try:
+        return resolve_node_id(store, text)
+    except NotFoundError:
+        if is_valid_id(text, "mem"):
+            return text
+        raise
 
 
 def resolve_patch_id(store: Store, text: str) -> str:
@@ -207,14 +220,17 @@ def status(store: Store) -> dict[str, Any]:
 
 
 def history(store: Store, *, node_id: str | None = None, limit: int | None = None) -> list[MemoryPatch]:
-    """Patches newest first, optionally only those touching the memory ``node_id`` (id or prefix)."""
+    """Patches newest first, optionally only those touching the memory ``node_id`` (id or prefix, or
+    the full id of a memory the store no longer holds: ``named_node_id``)."""
     if node_id is not None:
-        node_id = resolve_node_id(store, node_id)
+        node_id = named_node_id(store, node_id)
     patches = store.load_patches()
     if node_id is not None:
         patches = [
             p for p in patches if node_id in p.target_ids or node_id in p.new_node_ids or node_id in p.prior_states
         ]
+        if not patches and not store.node_path(node_id).exists():
+            raise NotFoundError(f"no memory {node_id} in {store.root}, and no patch names it")
     patches.reverse()
     return patches[:limit] if limit else patches
 
@@ -499,10 +515,11 @@ def resolve(
 def audit_log(
     store: Store, *, limit: int = 50, event: str | None = None, memory_id: str | None = None
 ) -> list[dict[str, Any]]:
-    """The audit log, newest first, optionally one event kind or the records naming one memory."""
+    """The audit log, newest first, optionally one event kind or the records naming one memory (also
+    one the store no longer holds: ``named_node_id``)."""
     if event is not None and event not in fmt.AUDIT_EVENTS:
         raise UsageError(f"unknown audit event {event!r}; use one of {', '.join(fmt.AUDIT_EVENTS)}")
-    node_id = resolve_node_id(store, memory_id) if memory_id else None
+    node_id = named_node_id(store, memory_id) if memory_id else None
     records = []
     for record in reversed(read_jsonl(store.audit_path).records):
         if event is not None and record.get("event") != event:
@@ -512,6 +529,8 @@ def audit_log(
         records.append(record)
         if len(records) >= limit:
             break
+    if node_id is not None and not records and not store.node_path(node_id).exists():
+        raise NotFoundError(f"no memory {node_id} in {store.root}, and no audit record names it")
     return records
 
 

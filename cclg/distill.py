@@ -135,13 +135,26 @@ def propose(store: Store, session_id: str) -> list[dict[str, Any]]:
     correction supersedes the current memory it contradicts when there is one (so it does not add a
     duplicate beside it); the rest are added. Each shows every label accepting sets (``labels``), and
     a supersede also what is lower than its target's (``lowered``). Nothing is written."""
+    proposals: list[dict[str, Any]] = review(store, session_id)["proposals"]
+    return proposals
+
+
+def review(store: Store, session_id: str) -> dict[str, Any]:
+    """``{"proposals": propose's list, "dangling": how many of the session's prompts name raw
+    evidence that is gone (skipped, never an error)}``: what ``cclg distill`` and MCP show."""
     session = store.read_session(session_id)
-    prompts = [
-        (event["raw"], prompt)
-        for event in store.session_events(session_id)
-        if event.get("event") == "user_prompt" and isinstance(event.get("raw"), str)
-        if isinstance(prompt := event_payload(store, event).get("prompt"), str) and prompt
-    ]
+    prompts, dangling = [], 0
+    for event in store.session_events(session_id):
+        if event.get("event") != "user_prompt" or not isinstance(event.get("raw"), str):
+            continue
+        payload = event_payload(store, event)
+        dangling += not payload
+        if isinstance(prompt := payload.get("prompt"), str) and prompt:
+            prompts.append((event["raw"], prompt))
+    return {"proposals": _proposals(store, session.project, prompts), "dangling": dangling}
+
+
+def _proposals(store: Store, project: str | None, prompts: list[tuple[str, str]]) -> list[dict[str, Any]]:
     found = [(raw, prompt, hit) for raw, prompt in prompts if (hit := detect(prompt)) is not None]
     found += _repeated(prompts, {hit["sentence"] for _, _, hit in found})
     proposals: list[dict[str, Any]] = []
@@ -152,11 +165,11 @@ def propose(store: Store, session_id: str) -> list[dict[str, Any]]:
             "kind": kind,
             "content": sentence,
             "type": {"correction": "correction", "decision": "project_decision"}.get(kind, "project_fact"),
-            "scope": {"project": session.project},
+            "scope": {"project": project},
             "evidence": {"prompt": prompt[:2000], "raw_span": _span(store, raw, sentence)},
             "action": "add",
         }
-        target = _contradicted(store, sentence, session.project) if kind == "correction" else None
+        target = _contradicted(store, sentence, project) if kind == "correction" else None
         if target is not None:
             proposal.update(action="supersede", target=target.id, target_content=target.content)
         proposals.append({**proposal, **proposed_labels(target)})

@@ -80,6 +80,7 @@ def observe_session(store: Store, session_id: str, events: list[dict[str, Any]])
         if size > EVIDENCE_CHARS:
             break
     terms = _terms(store, list(delivered))
+    delivered = {node_id: at for node_id, at in delivered.items() if node_id in terms}  # gone: no verdict
     used = sorted(
         node_id
         for node_id, at in delivered.items()
@@ -153,14 +154,22 @@ def priors(store: Store) -> dict[str, float]:
     )
 
 
-def table(store: Store, *, dead_weight: bool = False, min_delivered: int = 10) -> list[dict[str, Any]]:
-    """``cclg stats``: each delivered memory with its counts, the most delivered first; with
-    ``dead_weight``, only those delivered at least ``min_delivered`` times and never used."""
-    rows = []
+def table(store: Store, *, dead_weight: bool = False, min_delivered: int = 10) -> dict[str, Any]:
+    """``cclg stats``: ``memories``, each delivered memory with its counts, the most delivered first
+    (with ``dead_weight``, only those delivered at least ``min_delivered`` times and never used); and
+    ``dangling``, how many memories the log names that the store no longer holds (moved to
+    ``recovered/``, deleted by a sync): they are skipped, never an error."""
+    from cclg.errors import NotFoundError
+
+    rows, dangling = [], 0
     for node_id, (delivered, used) in sorted(counts(store).items(), key=lambda kv: (-kv[1][0], kv[0])):
+        try:
+            node = store.read_node(node_id)
+        except NotFoundError:
+            dangling += 1
+            continue
         if dead_weight and (used or delivered < min_delivered):
             continue
-        node = store.read_node(node_id)
         rows.append({"id": node_id, "delivered": delivered, "used": used, "ignored": delivered - used,
                      "status": node.status, "content": node.content})  # fmt: skip
-    return rows
+    return {"memories": rows, "dangling": dangling}

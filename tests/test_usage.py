@@ -93,7 +93,7 @@ def test_the_mcp_tool_gives_the_same_table(store: Store) -> None:
 
     memories(store)
     session(store, "s1", "pnpm install --frozen-lockfile")
-    assert mcp_tools.memory_stats(store)["memories"] == usage.table(store)
+    assert mcp_tools.memory_stats(store) == usage.table(store)
     assert [r["content"] for r in mcp_tools.memory_stats(store, dead_weight=True, min_delivered=1)["memories"]] == [
         YARN
     ]
