@@ -85,7 +85,7 @@ def test_stats_skips_a_memory_the_usage_log_names_and_the_store_lost(store: Stor
     assert mcp_tools.memory_stats(store) == {"memories": got["memories"], "dangling": 1}
 
 
-def test_audit_and_log_of_a_lost_memory_show_what_names_it(store: Store, gone: dict[str, Any]) -> None:
+def test_audit_of_a_lost_memory_shows_what_names_it(store: Store, gone: dict[str, Any]) -> None:
     lost = gone["gone"].id
     audited = cclg(store.root, "audit", "--memory", lost, "--json")
     assert audited.returncode == 0, audited.stderr
@@ -127,7 +127,7 @@ def test_distill_skips_prompts_whose_evidence_is_gone(store: Store, gone: dict[s
     assert as_json["dangling"] == 1 and mcp_tools.memory_distill(store, SESSION)["dangling"] == 1
 
 
-def test_a_lineage_with_a_lost_version_lists_the_rest(store: Store) -> None:
+def test_log_and_lineage_with_a_lost_version_list_the_rest(store: Store) -> None:
     old = api.add_memory(store, "The cache lives in /tmp/cache", source="user").node
     new = api.patch(store, "supersede", [old.id], contents=["The cache lives in /var/cache"], reason="moved")
     store.node_path(old.id).unlink()  # a sync deleted the old version
@@ -137,6 +137,11 @@ def test_a_lineage_with_a_lost_version_lists_the_rest(store: Store) -> None:
     assert [m["id"] for m in chain["members"]] == [new.new_nodes[0].id] and chain["dangling"] == 1
     text = cclg(store.root, "log", "--lineage", new.new_nodes[0].id)
     assert text.returncode == 0 and "1 version named by these patches is no longer in the store" in text.stdout
+    patches = cclg(store.root, "log", "--memory", old.id, "--json")
+    assert patches.returncode == 0, patches.stderr
+    assert [p["operation"] for p in json.loads(patches.stdout)] == ["supersede", "create"]
+    from_lost = cclg(store.root, "log", "--lineage", old.id, "--json")
+    assert from_lost.returncode == 0 and json.loads(from_lost.stdout)["members"] == chain["members"]
 
 
 def test_rules_list_a_rule_whose_memory_is_gone(store: Store) -> None:

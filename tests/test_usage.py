@@ -179,7 +179,7 @@ def test_usage_counts_never_change_which_memories_a_budget_holds(tmp_path_factor
         pack = api.compile_pack(store, CHECKLIST, max_nodes=max_nodes, max_chars=max_chars)
         return list(pack["memory_nodes"])
 
-    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
     @given(counts=counts, max_nodes=st.integers(1, 16), max_chars=st.integers(60, 1200))
     def check(counts: dict[str, list[int]], max_nodes: int, max_chars: int) -> None:
         store.write_file(store.root / usage.SUMMARY, b"{}")
