@@ -53,6 +53,7 @@ __all__ = [  # noqa: F405 (names served by __getattr__)
     "keep_raw",
     "label",
     "load_container",
+    "named_node_id",
     "open_store",
     "parse_moment",
     "parse_scope",

@@ -110,6 +110,7 @@ __all__ = [
     "keep_raw",
     "label",
     "load_container",
+    "named_node_id",
     "open_store",
     "parse_moment",
     "parse_scope",
@@ -157,6 +158,18 @@ def init_store(root: str | Path | None = None) -> tuple[Store, bool]:
 def resolve_node_id(store: Store, text: str) -> str:
     """Accept a full memory id, or a unique prefix of one (``mem_01jq`` style)."""
     return _resolve_id(store, text, "mem", "nodes", "memory", "memories")
+
+
+def named_node_id(store: Store, text: str) -> str:
+    """A memory id for a view of what the logs and the ledger name: a stored memory's id or unique
+    prefix, else a full id the store no longer holds (moved to ``recovered/``, deleted by a sync),
+    which its log lines and patches may still name."""
+    try:
+        return resolve_node_id(store, text)
+    except NotFoundError:
+        if is_valid_id(text, "mem"):
+            return text
+        raise
 
 
 def resolve_patch_id(store: Store, text: str) -> str:
@@ -207,14 +220,17 @@ def status(store: Store) -> dict[str, Any]:
 
 
 def history(store: Store, *, node_id: str | None = None, limit: int | None = None) -> list[MemoryPatch]:
-    """Patches newest first, optionally only those touching the memory ``node_id`` (id or prefix)."""
+    """Patches newest first, optionally only those touching the memory ``node_id`` (id or prefix, or
+    the full id of a memory the store no longer holds: ``named_node_id``)."""
     if node_id is not None:
-        node_id = resolve_node_id(store, node_id)
+        node_id = named_node_id(store, node_id)
     patches = store.load_patches()
     if node_id is not None:
         patches = [
             p for p in patches if node_id in p.target_ids or node_id in p.new_node_ids or node_id in p.prior_states
         ]
+        if not patches and not store.node_path(node_id).exists():
+            raise NotFoundError(f"no memory {node_id} in {store.root}, and no patch names it")
     patches.reverse()
     return patches[:limit] if limit else patches
 
@@ -373,18 +389,29 @@ def label(
         raise UsageError(f"this caller cannot mark a memory {trust}; the user can, with `cclg label --trust {trust}`")
     node = show(store, memory_id)
     if max_trust != "trusted":
-        _check_caller_label(node, chosen)
+        _check_caller_label(node, chosen, max_trust)
     return ledger.apply_patch(
         store, "update", [node.id], reason=reason, contents=[node.content], labels=chosen, max_trust=max_trust
     )
 
 
-def _check_caller_label(node: MemoryNode, chosen: dict[str, str]) -> None:
-    """``UsageError`` when a limited caller's new labels would loosen ``node``'s."""
-    trust, sensitivity, retention = guard.labels(node.metadata)
-    new_trust = chosen.get("trust", trust)
-    new_sensitivity = chosen.get("sensitivity", sensitivity)
-    new_retention = chosen.get("retention", retention)
+def _check_caller_label(node: MemoryNode, chosen: dict[str, str], max_trust: str) -> None:
+    """``UsageError`` when a limited caller's labels would loosen ``node``'s, or pin or unpin it: the
+    labels it asks for, and those its new version would carry (within its ceiling: never pinned)."""
+    current = dict(zip(("trust", "sensitivity", "retention"), guard.labels(node.metadata), strict=True))
+    written = ledger.inherited_labels(node, chosen, max_trust)
+    looser = list(dict.fromkeys(c for labels in ({**current, **chosen}, written) for c in _loosened(current, labels)))
+    if looser:
+        raise UsageError(
+            f"this caller only makes labels stricter, not {', '.join(looser)} for {node.id}; "
+            "the user can, with `cclg label`"
+        )
+
+
+def _loosened(current: dict[str, str], labels: dict[str, str]) -> list[str]:
+    """The changes from ``current`` to ``labels`` that raise trust, lower sensitivity, pin or unpin."""
+    trust, sensitivity, retention = current["trust"], current["sensitivity"], current["retention"]
+    new_trust, new_sensitivity, new_retention = labels["trust"], labels["sensitivity"], labels["retention"]
     looser = []
     if guard.least_trusted(new_trust, trust) != new_trust:
         looser.append(f"trust {trust} -> {new_trust}")
@@ -392,11 +419,7 @@ def _check_caller_label(node: MemoryNode, chosen: dict[str, str]) -> None:
         looser.append(f"sensitivity {sensitivity} -> {new_sensitivity}")
     if new_retention != retention and "required" in (retention, new_retention):
         looser.append(f"retention {retention} -> {new_retention}")
-    if looser:
-        raise UsageError(
-            f"this caller only makes labels stricter, not {', '.join(looser)} for {node.id}; "
-            "the user can, with `cclg label`"
-        )
+    return looser
 
 
 def keep_raw(store: Store, data: bytes, name: str) -> dict[str, Any]:
@@ -492,10 +515,11 @@ def resolve(
 def audit_log(
     store: Store, *, limit: int = 50, event: str | None = None, memory_id: str | None = None
 ) -> list[dict[str, Any]]:
-    """The audit log, newest first, optionally one event kind or the records naming one memory."""
+    """The audit log, newest first, optionally one event kind or the records naming one memory (also
+    one the store no longer holds: ``named_node_id``)."""
     if event is not None and event not in fmt.AUDIT_EVENTS:
         raise UsageError(f"unknown audit event {event!r}; use one of {', '.join(fmt.AUDIT_EVENTS)}")
-    node_id = resolve_node_id(store, memory_id) if memory_id else None
+    node_id = named_node_id(store, memory_id) if memory_id else None
     records = []
     for record in reversed(read_jsonl(store.audit_path).records):
         if event is not None and record.get("event") != event:
@@ -505,6 +529,8 @@ def audit_log(
         records.append(record)
         if len(records) >= limit:
             break
+    if node_id is not None and not records and not store.node_path(node_id).exists():
+        raise NotFoundError(f"no memory {node_id} in {store.root}, and no audit record names it")
     return records
 
 

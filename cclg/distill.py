@@ -133,14 +133,28 @@ def propose(store: Store, session_id: str) -> list[dict[str, Any]]:
     repeated fact), numbered from 1, each with its evidence (the raw span of the sentence in the
     prompt's raw evidence), its scope (the session's project) and what accepting it would do: a
     correction supersedes the current memory it contradicts when there is one (so it does not add a
-    duplicate beside it); the rest are added. Nothing is written."""
+    duplicate beside it); the rest are added. Each shows every label accepting sets (``labels``), and
+    a supersede also what is lower than its target's (``lowered``). Nothing is written."""
+    proposals: list[dict[str, Any]] = review(store, session_id)["proposals"]
+    return proposals
+
+
+def review(store: Store, session_id: str) -> dict[str, Any]:
+    """``{"proposals": propose's list, "dangling": how many of the session's prompts name raw
+    evidence that is gone (skipped, never an error)}``: what ``cclg distill`` and MCP show."""
     session = store.read_session(session_id)
-    prompts = [
-        (event["raw"], prompt)
-        for event in store.session_events(session_id)
-        if event.get("event") == "user_prompt" and isinstance(event.get("raw"), str)
-        if isinstance(prompt := event_payload(store, event).get("prompt"), str) and prompt
-    ]
+    prompts, dangling = [], 0
+    for event in store.session_events(session_id):
+        if event.get("event") != "user_prompt" or not isinstance(event.get("raw"), str):
+            continue
+        payload = event_payload(store, event)
+        dangling += not payload
+        if isinstance(prompt := payload.get("prompt"), str) and prompt:
+            prompts.append((event["raw"], prompt))
+    return {"proposals": _proposals(store, session.project, prompts), "dangling": dangling}
+
+
+def _proposals(store: Store, project: str | None, prompts: list[tuple[str, str]]) -> list[dict[str, Any]]:
     found = [(raw, prompt, hit) for raw, prompt in prompts if (hit := detect(prompt)) is not None]
     found += _repeated(prompts, {hit["sentence"] for _, _, hit in found})
     proposals: list[dict[str, Any]] = []
@@ -151,16 +165,35 @@ def propose(store: Store, session_id: str) -> list[dict[str, Any]]:
             "kind": kind,
             "content": sentence,
             "type": {"correction": "correction", "decision": "project_decision"}.get(kind, "project_fact"),
-            "scope": {"project": session.project},
+            "scope": {"project": project},
             "evidence": {"prompt": prompt[:2000], "raw_span": _span(store, raw, sentence)},
             "action": "add",
         }
-        if kind == "correction":
-            target = _contradicted(store, sentence, session.project)
-            if target is not None:
-                proposal.update(action="supersede", target=target.id, target_content=target.content)
-        proposals.append(proposal)
+        target = _contradicted(store, sentence, project) if kind == "correction" else None
+        if target is not None:
+            proposal.update(action="supersede", target=target.id, target_content=target.content)
+        proposals.append({**proposal, **proposed_labels(target)})
     return proposals
+
+
+# A proposal is a detector's reading of a session's prompts, not the user vouching for a memory: what
+# accepting writes is at most untrusted and never pinned, whatever it supersedes (``cclg label`` raises it).
+MAX_TRUST = "untrusted"
+
+
+def proposed_labels(target: MemoryNode | None) -> dict[str, Any]:
+    """The labels accepting a proposal sets (``labels``), as the ledger will set them: a new memory's
+    defaults, or what a supersede of ``target`` inherits within the ceiling; and, for a supersede,
+    what is lower than the target's (``lowered``)."""
+    from cclg import guard
+    from cclg.ledger import inherited_labels
+
+    if target is None:
+        defaults = {"trust": guard.DEFAULT_TRUST, "sensitivity": guard.DEFAULT_SENSITIVITY}
+        return {"labels": guard.capped_labels({**defaults, "retention": guard.DEFAULT_RETENTION}, MAX_TRUST)}
+    labels = inherited_labels(target, None, MAX_TRUST)
+    current = dict(zip(("trust", "sensitivity", "retention"), guard.labels(target.metadata), strict=True))
+    return {"labels": labels, "lowered": guard.lowered_labels(current, labels)}
 
 
 REPEATED_WORDS = 4  # a statement shorter than this ("ok", "thanks") is not a fact, however often said
@@ -232,13 +265,14 @@ def accept(store: Store, session_id: str, numbers: list[int] | None) -> list[dic
         if p["action"] == "supersede":
             reason = f"the user corrected it in session {session_id}"
             result = apply_patch(
-                store, "supersede", [p["target"]], reason=reason, contents=[p["content"]], source=source
-            )
+                store, "supersede", [p["target"]], reason=reason, contents=[p["content"]], source=source,
+                max_trust=MAX_TRUST,
+            )  # fmt: skip
             done.append({"number": p["number"], "patch": result.patch.id, "new_node_ids": result.patch.new_node_ids})
         else:
             added = add_memory(
                 store, p["content"], source=f"session:{session_id}", quote=p["content"], type=p["type"],
-                scope=parse_scope(p["scope"]), reason=f"distilled from session {session_id}",
+                scope=parse_scope(p["scope"]), reason=f"distilled from session {session_id}", max_trust=MAX_TRUST,
             )  # fmt: skip
             done.append({"number": p["number"], "memory": added.node.id, "duplicate_of": added.duplicate_of})
     return done

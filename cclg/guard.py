@@ -555,6 +555,26 @@ def least_trusted(*levels: str) -> str:
     return max(levels, key=TRUST.index)
 
 
+# A writer's ceiling is the most trust it may give (``max_trust``): trusted for the user (the CLI),
+# untrusted for an MCP caller, a container, an import, the hook and a distilled proposal. Any writer
+# but the user also never pins: retention required (in every pack) becomes preferred.
+UNPINNED_RETENTION = "preferred"
+
+
+def capped_labels(chosen: dict[str, str], max_trust: str) -> dict[str, str]:
+    """``chosen`` (trust, sensitivity, retention, all in their vocabularies) within the ceiling of a
+    writer trusted at most ``max_trust``; what a new memory of that writer may carry."""
+    capped = {**chosen, "trust": least_trusted(chosen["trust"], max_trust)}
+    if max_trust != "trusted" and capped["retention"] == "required":
+        capped["retention"] = UNPINNED_RETENTION
+    return capped
+
+
+def lowered_labels(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """What ``after`` changed of ``before`` (``"trust trusted -> untrusted"``), label by label."""
+    return [f"{name} {value} -> {after[name]}" for name, value in before.items() if after.get(name, value) != value]
+
+
 def check_labels(trust: str | None = None, sensitivity: str | None = None, retention: str | None = None) -> None:
     """``UsageError`` for a value outside its vocabulary."""
     for name, value, allowed in (

@@ -152,7 +152,7 @@ def build_node(
 
 # The most an imported memory may claim; only the user raises a memory past these (``cclg label``).
 IMPORT_MAX_TRUST = "untrusted"
-IMPORT_MAX_RETENTION = "preferred"
+IMPORT_MAX_RETENTION = guard.UNPINNED_RETENTION
 
 
 def cap_imported(node: MemoryNode) -> list[str]:

@@ -213,9 +213,9 @@ def apply_patch(
     """Apply one patch (any operation but ``create`` and ``rollback``, which have their own functions).
 
     New nodes inherit the first target's trust, sensitivity and retention, changed by
-    ``labels`` where given; their trust is at most ``max_trust`` (an MCP caller cannot
-    raise trust by rewording a memory). ``valid_from`` / ``valid_until`` (``validity``)
-    bound when the new nodes are in effect.
+    ``labels`` where given, within the writer's ceiling (``inherited_labels``: an MCP caller cannot
+    raise trust nor keep a pin by rewording a memory). ``valid_from`` / ``valid_until``
+    (``validity``) bound when the new nodes are in effect.
 
     Refuses, before writing anything, an unknown target, a target whose status
     the lattice does not let the operation move, and content that is missing
@@ -242,7 +242,7 @@ def apply_patch(
         _check_targets(operation, targets)
         stamp = now_iso()
         patch_id = new_id("patch")
-        inherited = _inherited_labels(targets[0], labels, max_trust)
+        inherited = inherited_labels(targets[0], labels, max_trust)
         new_nodes = [
             _replacement(targets, rule, index, content, patch_id, stamp, confidence, reason, source, inherited)
             for index, content in enumerate(contents)
@@ -286,12 +286,15 @@ def _check_targets(operation: str, targets: list[MemoryNode]) -> None:
             )
 
 
-def _inherited_labels(first: MemoryNode, labels: dict[str, str] | None, max_trust: str) -> dict[str, str]:
-    """The first target's labels, changed by ``labels``, with trust at most ``max_trust``."""
+def inherited_labels(first: MemoryNode, labels: dict[str, str] | None, max_trust: str) -> dict[str, str]:
+    """The labels a patch's new nodes get: the first target's, changed by ``labels``, within the ceiling
+    of a writer trusted at most ``max_trust`` (``guard.capped_labels``). The one place a new memory
+    inherits labels, so an MCP caller's or a distilled text never inherits trust or a pin, whatever
+    the operation."""
     trust, sensitivity, retention = guard.labels(first.metadata)
     chosen = {"trust": trust, "sensitivity": sensitivity, "retention": retention, **(labels or {})}
     guard.check_labels(**chosen)
-    return {**chosen, "trust": guard.least_trusted(chosen["trust"], max_trust)}
+    return guard.capped_labels(chosen, max_trust)
 
 
 def validity(valid_from: str | None, valid_until: str | None) -> tuple[str | None, str | None]:

@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 def lineage(store: Store, node_id: str) -> dict[str, Any]:
     """``{"memory": node_id, "steps": [...], "members": [...]}``: the patches of the chain in ledger
     order (each with its operation, reason, targets, new memories and whether it stands undone), and
-    every member with its status and content, oldest first. ``node_id`` must be a full id."""
-    store.read_node(node_id)  # NotFoundError for an unknown id
+    every member with its status and content, oldest first; ``dangling``, how many members the
+    patches name that the store no longer holds (skipped). ``node_id`` must be a full id, of a stored
+    memory or of one a patch names."""
     every = store.load_patches()
     patches = [p for p in every if p.operation != "rollback"]  # a rollback links no versions
     undone = undone_patches((p.id, p.rollback_of) for p in every if p.rollback_of)
@@ -36,6 +37,8 @@ def lineage(store: Store, node_id: str) -> dict[str, Any]:
     for patch in patches:
         for member in [*patch.target_ids, *patch.new_node_ids]:
             links.setdefault(member, []).append(patch)
+    if node_id not in links:
+        store.read_node(node_id)  # NotFoundError for an id neither the store nor a patch knows
     members, chain, frontier = {node_id}, {}, [node_id]
     while frontier:
         current = frontier.pop()
@@ -49,7 +52,8 @@ def lineage(store: Store, node_id: str) -> dict[str, Any]:
                     frontier.append(other)
     steps = [_step(patch, patch.id in undone) for patch in chain.values()]
     steps.sort(key=lambda s: (s["created_at"], s["patch"]))
-    return {"memory": node_id, "steps": steps, "members": _members(store, members)}
+    found = _members(store, members)
+    return {"memory": node_id, "steps": steps, "members": found, "dangling": len(members) - len(found)}
 
 
 def _step(patch: MemoryPatch, undone: bool) -> dict[str, Any]:
@@ -67,7 +71,9 @@ def _step(patch: MemoryPatch, undone: bool) -> dict[str, Any]:
 def _members(store: Store, ids: set[str]) -> list[dict[str, Any]]:
     found = []
     for member in ids:
-        node = store.read_node(member)
+        node = _read_optional(store, member)
+        if node is None:
+            continue  # moved to recovered/ or deleted by a sync: counted as dangling
         found.append({"id": node.id, "status": node.status, "created_at": node.created_at, "content": node.content})
     return sorted(found, key=lambda m: (m["created_at"], m["id"]))
 

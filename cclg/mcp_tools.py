@@ -438,7 +438,7 @@ def memory_distill(
 ) -> dict[str, Any]:
     from cclg import distill
 
-    return {"proposals": distill.propose(store, session_id)}
+    return distill.review(store, session_id)
 
 
 # ---------------------------------------------------------------- erasure
@@ -475,4 +475,4 @@ def memory_stats(
 ) -> dict[str, Any]:
     from cclg import usage
 
-    return {"memories": usage.table(store, dead_weight=dead_weight, min_delivered=min_delivered)}
+    return usage.table(store, dead_weight=dead_weight, min_delivered=min_delivered)

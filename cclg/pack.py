@@ -174,6 +174,7 @@ class Selection:
         include_confidential: bool,
         replaced_by: dict[str, list[str]] | None = None,
         runner_up: list[tuple[Hit, Evidence]] | None = None,
+        prior: dict[str, float] | None = None,
     ) -> None:
         self.query = query
         self.chosen = chosen
@@ -181,6 +182,7 @@ class Selection:
         self.include_confidential = include_confidential
         self.replaced_by = {} if replaced_by is None else replaced_by  # retired id -> current ids
         self.runner_up = [] if runner_up is None else runner_up  # the best candidate that stayed out
+        self.prior = {} if prior is None else prior  # memory id -> its usage prior (``usage_order``)
 
 
 def select(
@@ -233,13 +235,30 @@ def select(
     chosen, found, retired, replaced_by, runner_up = read_fresh(store, read, served)
     seen = set(skip)
     kept = []
-    prior = usage.priors(store)  # how often each was used when delivered, within +-10% (cclg.usage)
-    found.sort(key=lambda h: -float(f"{h.score * prior.get(h.id, 1.0):.9g}"))  # stable: ties keep their order
+    found.sort(key=lambda h: -_rounded(h.score))  # relevance alone decides who fills the budget; ties keep order
     for hit in [*chosen, *found]:
         if hit.id not in seen:
             kept.append(hit)
             seen.add(hit.id)
-    return Selection(query, kept, retired, include_confidential, replaced_by, runner_up)
+    prior = usage.priors(store)  # how often each was used when delivered, within +-10% (cclg.usage)
+    return Selection(query, kept, retired, include_confidential, replaced_by, runner_up, prior)
+
+
+def _rounded(score: float) -> float:
+    """``score`` to 9 significant digits, so float noise never breaks a tie."""
+    return float(f"{score:.9g}")
+
+
+def usage_order(packed: list[tuple[Hit, dict[str, Any]]], prior: dict[str, float]) -> list[dict[str, Any]]:
+    """The entries ``fill`` packed, in relevance order, with the ranked ones (after pinned and offered
+    memories) reordered by their score times their usage prior. Usage orders what relevance and the
+    budget let in; it never decides which memory enters or leaves (``cclg.usage``)."""
+    fixed = ("pinned", "offered again")
+    order = sorted(
+        range(len(packed)),
+        key=lambda i: (packed[i][0].via not in fixed, -_rounded(packed[i][0].score * prior.get(packed[i][0].id, 1.0))),
+    )
+    return [packed[i][1] for i in order]
 
 
 def _offered(index: Index, view: View, ids: Sequence[str]) -> list[MemoryNode]:
@@ -269,7 +288,7 @@ def fill(
 ) -> dict[str, Any]:
     """The pack: the selection's memories as far as ``budget`` allows. ``shown`` and ``shown_retired``,
     where given, render one entry as it will appear, and the budget counts that rendering."""
-    packed = []
+    packed: list[tuple[Hit, dict[str, Any]]] = []
     for hit in selection.chosen:
         if not _may_pack(hit.node, selection.include_confidential):
             budget.withheld += 1
@@ -287,8 +306,9 @@ def fill(
             budget.omitted += 1
             continue
         budget.used_nodes += 1
-        packed.append({**entry, "content": content})
-    return _pack_dict(selection, packed, _retired_entries(selection, budget, shown_retired), budget, generated_at)
+        packed.append((hit, {**entry, "content": content}))
+    entries = usage_order(packed, selection.prior)
+    return _pack_dict(selection, entries, _retired_entries(selection, budget, shown_retired), budget, generated_at)
 
 
 def _retired_entries(

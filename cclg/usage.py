@@ -1,7 +1,8 @@
 """Usage: which delivered memories a session actually used, and a small, bounded say in ranking.
 
 At ``session-end`` the hook looks at what the session did after each memory was delivered (the
-tool calls' inputs and outputs, the assistant's last messages, from their raw evidence) for the
+tool calls' inputs, the assistant's last messages, from their raw evidence; never what a tool
+printed, which anyone's file or page can fill with a memory's words) for the
 memory's **distinctive terms**: its code spans (`` `pnpm install` ``) and its rarest words in the
 store (a port, a path, a tool's name). A memory whose terms show up was **used**; one delivered
 and never echoed was **ignored**. The verdicts are session evidence: a ``usage`` event in the
@@ -9,9 +10,10 @@ session's log and a line in ``audit/usage.jsonl``; nodes are never rewritten for
 
 ``active/usage.json`` is a projection of that log (memory id -> delivered, used), rebuilt at each
 session end, and ``prior`` turns it into a multiplier between 0.9 and 1.1 that the pack applies to
-the relevance score of memories that already passed the relevance check: a memory that keeps
-helping rises a little, one delivered twenty times and never used sinks a little, and neither
-ever enters or leaves a pack on usage alone. Nothing changes with time alone.
+the relevance score of memories that relevance and the budget already let into the pack
+(``cclg.pack.usage_order``): a memory that keeps helping rises a little, one delivered twenty
+times and never used sinks a little, and neither ever enters or leaves a pack on usage alone, not
+even at the budget's edge. Nothing changes with time alone.
 """
 
 from __future__ import annotations
@@ -39,11 +41,13 @@ PRIOR_RANGE = 0.1  # the prior moves a score by at most this share
 
 
 def _evidence(store: Store, event: dict[str, Any]) -> str:
-    """What the agent did in this event, as text: a tool call's input and output, a stop's message."""
+    """What the agent did in this event, as text: a tool call's input (the command, the edit), a stop's
+    message. Never what a tool printed: a file, a page or a test's output that echoes a memory's words
+    is not the agent using it."""
     if event.get("event") not in ("post_tool", "post_tool_failure", "stop"):
         return ""
     payload = event_payload(store, event)
-    parts = [payload.get(k) for k in ("tool_input", "tool_response", "error", "last_assistant_message")]
+    parts = [payload.get(k) for k in ("tool_input", "last_assistant_message")]
     return " ".join(p if isinstance(p, str) else json.dumps(p, ensure_ascii=False) for p in parts if p)
 
 
@@ -76,6 +80,7 @@ def observe_session(store: Store, session_id: str, events: list[dict[str, Any]])
         if size > EVIDENCE_CHARS:
             break
     terms = _terms(store, list(delivered))
+    delivered = {node_id: at for node_id, at in delivered.items() if node_id in terms}  # gone: no verdict
     used = sorted(
         node_id
         for node_id, at in delivered.items()
@@ -149,14 +154,22 @@ def priors(store: Store) -> dict[str, float]:
     )
 
 
-def table(store: Store, *, dead_weight: bool = False, min_delivered: int = 10) -> list[dict[str, Any]]:
-    """``cclg stats``: each delivered memory with its counts, the most delivered first; with
-    ``dead_weight``, only those delivered at least ``min_delivered`` times and never used."""
-    rows = []
+def table(store: Store, *, dead_weight: bool = False, min_delivered: int = 10) -> dict[str, Any]:
+    """``cclg stats``: ``memories``, each delivered memory with its counts, the most delivered first
+    (with ``dead_weight``, only those delivered at least ``min_delivered`` times and never used); and
+    ``dangling``, how many memories the log names that the store no longer holds (moved to
+    ``recovered/``, deleted by a sync): they are skipped, never an error."""
+    from cclg.errors import NotFoundError
+
+    rows, dangling = [], 0
     for node_id, (delivered, used) in sorted(counts(store).items(), key=lambda kv: (-kv[1][0], kv[0])):
+        try:
+            node = store.read_node(node_id)
+        except NotFoundError:
+            dangling += 1
+            continue
         if dead_weight and (used or delivered < min_delivered):
             continue
-        node = store.read_node(node_id)
         rows.append({"id": node_id, "delivered": delivered, "used": used, "ignored": delivered - used,
                      "status": node.status, "content": node.content})  # fmt: skip
-    return rows
+    return {"memories": rows, "dangling": dangling}

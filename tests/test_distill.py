@@ -118,3 +118,38 @@ def test_a_fact_stated_in_two_prompts_is_proposed_once(store: Store) -> None:
     (proposal,) = distill.propose(store, SESSION)
     assert proposal["kind"] == "repeated" and proposal["type"] == "project_fact" and proposal["action"] == "add"
     assert proposal["content"] == "The billing service reads its config from /etc/billing.toml."
+
+
+def test_a_distilled_correction_of_a_pinned_memory_is_not_pinned_and_the_proposal_says_so(store: Store) -> None:
+    """Issue 27, rule 7: accepting a correction of the user's pinned memory once wrote a trusted, pinned
+    memory whose text was the detector's reading of a prompt, and the proposal did not say so."""
+    from cclg import guard
+    from cclg.pack import compile_pack
+
+    old = api.add_memory(
+        store, "The staging database listens on port 5432", source="user", trust="trusted", retention="required",
+        sensitivity="confidential", scope=parse_scope({"project": "shop"}),
+    ).node  # fmt: skip
+    prompt_event(store, "no, the staging database is on port 5433 now, not 5432")
+    (proposal,) = distill.propose(store, SESSION)
+    assert proposal["action"] == "supersede" and proposal["target"] == old.id
+    assert proposal["labels"] == {"trust": "untrusted", "sensitivity": "confidential", "retention": "preferred"}
+    assert proposal["lowered"] == ["trust trusted -> untrusted", "retention required -> preferred"]
+    listed = CliRunner().invoke(cli, ["--root", str(store.root), "distill", SESSION])
+    assert listed.exit_code == 0, listed.output
+    assert "labels: trust untrusted, sensitivity confidential, retention preferred" in listed.output
+    assert "lower than what it supersedes: trust trusted -> untrusted, retention required -> preferred" in listed.output
+    (done,) = distill.accept(store, SESSION, [1])
+    (new_id,) = done["new_node_ids"]
+    assert guard.labels(api.show(store, new_id).metadata) == ("untrusted", "confidential", "preferred")
+    assert compile_pack(store, "")["memory_nodes"] == [], "not pinned into every pack"
+
+
+def test_every_proposal_shows_the_labels_acceptance_sets(store: Store, session: dict[str, Any]) -> None:
+    from cclg import guard
+
+    proposals = distill.propose(store, SESSION)
+    for proposal, done in zip(proposals, distill.accept(store, SESSION, None), strict=True):
+        (node_id,) = done.get("new_node_ids") or [done["memory"]]
+        labels = guard.labels(api.show(store, node_id).metadata)
+        assert tuple(proposal["labels"][k] for k in ("trust", "sensitivity", "retention")) == labels, proposal

@@ -358,3 +358,54 @@ def test_a_full_record_cannot_claim_a_patch_of_this_store_made_it(store: Store) 
     assert findings(store) == []
     doctor.repair(store)
     assert store.read_node(record.id).status == "active" and not (store.root / "recovered").exists()
+
+
+# ================================================================ issue 27, rule 7: a writer's ceiling holds
+
+PATCH_CONTENTS = {
+    "update": ["Never push to main; open a pull request"],
+    "supersede": ["Never push to main; open a pull request"],
+    "refine": ["Never push to main, and always run the agent's deploy script first"],
+    "expand": ["Never push to main, nor to release branches"],
+    "narrow": ["Never push to main on weekdays"],
+    "split": ["Never push to main", "Run the agent's deploy script on every change"],
+    "merge": ["Never push to main; the agent's deploy script runs on every change"],
+    "resolve_conflict": ["Never push to main; open a pull request"],
+}
+
+
+@pytest.mark.parametrize("operation", sorted(PATCH_CONTENTS))
+def test_a_limited_callers_patch_of_a_pinned_trusted_memory_inherits_neither_pin_nor_trust(
+    store: Store, operation: str
+) -> None:
+    """The issue's reproducer: an MCP caller rewords the user's pinned memory, and the new memory, with
+    the caller's text, inherited trusted and retention required and so sat in every pack."""
+    pinned = user_memory(store, "Never push to main", retention="required", sensitivity="confidential")
+    targets = [pinned.id]
+    if operation == "merge":
+        targets.append(user_memory(store, "Deploys run the release workflow").id)
+    result = api.patch(store, operation, targets, contents=PATCH_CONTENTS[operation], reason="r", max_trust="untrusted")
+    for node in result.new_nodes:
+        assert guard.labels(node.metadata) == ("untrusted", "confidential", "preferred"), operation
+    assert compile_pack(store, "")["memory_nodes"] == [], "the caller's text is not pinned into every pack"
+    assert findings(store) == []
+
+
+@pytest.mark.parametrize("operation", ["refine", "split"])
+def test_the_users_own_patch_of_a_pinned_memory_keeps_the_pin(store: Store, operation: str) -> None:
+    """The ceiling is the writer's: the user (no ceiling) still carries pin and trust forward."""
+    pinned = user_memory(store, "Never push to main", retention="required")
+    result = api.patch(store, operation, [pinned.id], contents=PATCH_CONTENTS[operation], reason="r")
+    assert {guard.labels(n.metadata) for n in result.new_nodes} == {("trusted", "internal", "required")}
+    assert {e["id"] for e in compile_pack(store, "")["memory_nodes"]} == {n.id for n in result.new_nodes}
+
+
+def test_a_limited_caller_cannot_relabel_a_pinned_memory_into_an_unpinned_copy(store: Store) -> None:
+    """A relabel writes a new version too; the caller's version could not stay pinned, and only the
+    user unpins a memory, so the relabel is refused and nothing is written."""
+    pinned = user_memory(store, "Never push to main", retention="required")
+    before = (store.load_nodes(), store.load_patches())
+    with pytest.raises(UsageError, match=r"only makes labels stricter.*retention required -> preferred"):
+        api.label(store, pinned.id, trust="quarantined", reason="looks wrong", max_trust="untrusted")
+    assert (store.load_nodes(), store.load_patches()) == before
+    api.label(store, pinned.id, trust="quarantined", reason="looks wrong")  # the user can

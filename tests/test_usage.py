@@ -93,7 +93,102 @@ def test_the_mcp_tool_gives_the_same_table(store: Store) -> None:
 
     memories(store)
     session(store, "s1", "pnpm install --frozen-lockfile")
-    assert mcp_tools.memory_stats(store)["memories"] == usage.table(store)
+    assert mcp_tools.memory_stats(store) == usage.table(store)
     assert [r["content"] for r in mcp_tools.memory_stats(store, dead_weight=True, min_delivered=1)["memories"]] == [
         YARN
     ]
+
+
+# ---------------------------------------------------------------- issue 27, rule 11: the bound holds at the edge
+
+SHOP = {"project": "shop"}
+CHECKLIST = "how do I tag the release build?"
+WORDS = "amber birch cedar delta ember fjord grove heron iris juniper kestrel larch maple".split()
+
+
+def checklist(store: Store) -> list[str]:
+    """13 memories the prompt matches equally well (the same words, one distinct word each)."""
+    return [
+        api.add_memory(
+            store, f"Release checklist, {word} lane: tag the build before the upload", source="user",
+            scope=api.parse_scope(SHOP),
+        ).node.id
+        for word in WORDS
+    ]  # fmt: skip
+
+
+def delivered_ids(context: str) -> set[str]:
+    import re
+
+    return set(re.findall(r"mem_[0-9a-z]{26}", context))
+
+
+def test_one_session_ignoring_twelve_of_thirteen_equal_memories_swaps_none_of_them(store: Store) -> None:
+    """The issue's reproducer: 13 equally relevant memories and a budget of 12; one session was given
+    12 and used none, and the next pack swapped one of them for the 13th: usage alone decided
+    membership at the budget's edge."""
+    ids = checklist(store)
+    first = event(store, "s1", "user-prompt", prompt=CHECKLIST) or ""
+    given = delivered_ids(first)
+    assert len(given) == 12 and given < set(ids)
+    response = {"stdout": "done", "stderr": "", "interrupted": False, "isImage": False}
+    event(store, "s1", "post-tool", tool_name="Bash", tool_input={"command": "ls"}, tool_response=response)
+    event(store, "s1", "session-end", reason="exit")
+    (line,) = [json.loads(x) for x in (store.root / usage.LOG).read_text().splitlines()]
+    assert sorted(line["ignored"]) == sorted(given) and line["used"] == []
+    again = event(store, "s2", "user-prompt", prompt=CHECKLIST) or ""
+    assert delivered_ids(again) == given, "the hook's pack keeps the same 12"
+    packed = api.compile_pack(store, CHECKLIST, project="shop", max_nodes=12)["memory_nodes"]
+    assert {e["id"] for e in packed} == given, "so does cclg pack"
+
+
+def test_tool_output_echoing_a_memory_is_not_a_use(store: Store) -> None:
+    """What a tool printed (a file, a web page, a test's output) is not what the agent did: a memory
+    whose words only came back in tool output was ignored, not used."""
+    ids = memories(store)
+    event(store, "s1", "user-prompt", prompt="how do I install dependencies?")
+    echo = {"stdout": f"README:\n{PNPM}\n{YARN}", "stderr": "", "interrupted": False, "isImage": False}
+    event(store, "s1", "post-tool", tool_name="Bash", tool_input={"command": "cat README.md"}, tool_response=echo)
+    failed = {"command": "npm test"}
+    event(
+        store, "s1", "post-tool", tool_name="Bash", tool_input=failed,
+        tool_response={"stdout": "", "stderr": "run `pnpm install --frozen-lockfile` first", "interrupted": False},
+    )  # fmt: skip
+    event(store, "s1", "session-end", reason="exit")
+    (line,) = [json.loads(x) for x in (store.root / usage.LOG).read_text().splitlines()]
+    assert line["used"] == [] and sorted(line["ignored"]) == sorted(ids.values())
+
+
+def test_usage_counts_never_change_which_memories_a_budget_holds(tmp_path_factory: Any) -> None:
+    """Property: for any usage counts and any budget, the pack holds the memories it holds without
+    usage; usage only orders them."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    store, _ = Store.init(tmp_path_factory.mktemp("usage") / "store")
+    ids = checklist(store)
+    ids += [
+        api.add_memory(store, f"Tag the release build, {word} lane, after the checklist", source="user").node.id
+        for word in ("north", "south", "east")
+    ]
+    counts = st.dictionaries(
+        st.sampled_from(ids), st.tuples(st.integers(0, 40), st.integers(0, 40)).map(lambda t: [max(t), min(t)])
+    )
+
+    def packed(max_nodes: int, max_chars: int) -> list[dict[str, Any]]:
+        pack = api.compile_pack(store, CHECKLIST, max_nodes=max_nodes, max_chars=max_chars)
+        return list(pack["memory_nodes"])
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(counts=counts, max_nodes=st.integers(1, 16), max_chars=st.integers(60, 1200))
+    def check(counts: dict[str, list[int]], max_nodes: int, max_chars: int) -> None:
+        store.write_file(store.root / usage.SUMMARY, b"{}")
+        without = packed(max_nodes, max_chars)
+        store.write_file(store.root / usage.SUMMARY, json.dumps(counts).encode())
+        with_usage = packed(max_nodes, max_chars)
+        assert sorted(e["id"] for e in with_usage) == sorted(e["id"] for e in without)
+        prior = usage.priors(store)
+        weighed = [e["score"] * prior.get(e["id"], 1.0) for e in with_usage]
+        assert weighed == sorted(weighed, reverse=True), "usage orders what is in"
+
+    check()

@@ -83,3 +83,9 @@ valid_from_option = click.option(
 valid_until_option = click.option(
     "--valid-until", help="In effect until this ISO 8601 date or time: a temporary fact expires by itself."
 )
+
+
+def skipped_line(number: int, one: str, many: str) -> str:
+    """What a view says of the references it skipped (``1 {one}``, ``N {many}``): a memory a log
+    names that the store no longer holds, say."""
+    return f"{number} {one if number == 1 else many} (skipped)"

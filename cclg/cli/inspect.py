@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from cclg import api
-from cclg.cli.common import count, emit, json_option, store_of
+from cclg.cli.common import count, emit, json_option, skipped_line, store_of
 from cclg.errors import UsageError, ValidationError
 
 
@@ -66,7 +66,7 @@ def log(ctx: click.Context, memory_id: str | None, lineage_id: str | None, limit
 def _lineage(store: api.Store, memory_id: str, as_json: bool) -> None:
     from cclg.lineage import lineage
 
-    chain = lineage(store, api.resolve_node_id(store, memory_id))
+    chain = lineage(store, api.named_node_id(store, memory_id))
     if as_json:
         emit(chain, True)
         return
@@ -76,6 +76,9 @@ def _lineage(store: api.Store, memory_id: str, as_json: bool) -> None:
         click.echo(f"{step['created_at']}  {step['operation']:<16} {made}{undone}\n    {step['reason']}")
     for member in chain["members"]:
         click.echo(f"{member['id']}  [{member['status']}]  {member['content'][:100]}")
+    if chain["dangling"]:
+        one, many = "version named by these patches is", "versions named by these patches are"
+        click.echo(skipped_line(chain["dangling"], f"{one} no longer in the store", f"{many} no longer in the store"))
 
 
 @click.command()

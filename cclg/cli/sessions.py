@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from cclg.cli.common import emit, json_option, store_of
+from cclg.cli.common import emit, json_option, skipped_line, store_of
 
 
 @click.command("distill")
@@ -19,7 +19,8 @@ def distill(ctx: click.Context, session_id: str, numbers: tuple[int, ...], accep
 
     Each proposal shows its evidence (the sentence, in the prompt's raw evidence) and what accepting
     it does: a correction supersedes the current memory it contradicts, if there is one; the rest
-    are added, scoped to the session's project. Nothing is written until you accept.
+    are added, scoped to the session's project. Each shows the labels accepting sets: at most
+    untrusted and never pinned, whatever it supersedes. Nothing is written until you accept.
 
     Example: cclg distill 4f1c... then cclg distill 4f1c... --accept 2
     """
@@ -29,17 +30,24 @@ def distill(ctx: click.Context, session_id: str, numbers: tuple[int, ...], accep
     if numbers or accept_all:
         emit({"accepted": distilling.accept(store, session_id, None if accept_all else list(numbers))}, as_json)
         return
-    proposals = distilling.propose(store, session_id)
+    found = distilling.review(store, session_id)
     if as_json:
-        emit({"proposals": proposals}, True)
+        emit(found, True)
         return
+    proposals = found["proposals"]
     if not proposals:
         click.echo("no corrections or decisions found in this session's prompts")
     for p in proposals:
         action = f"supersede {p['target']} ({p['target_content']!r})" if p["action"] == "supersede" else "add"
         click.echo(f"{p['number']}. [{p['kind']}] {p['content']}\n   would {action}, scope {p['scope']}")
+        click.echo(f"   labels: {', '.join(f'{k} {v}' for k, v in p['labels'].items())}")
+        if p.get("lowered"):
+            click.echo(f"   lower than what it supersedes: {', '.join(p['lowered'])} (cclg label raises them)")
     if proposals:
         click.echo(f"accept with: cclg distill {session_id} --accept N (or --accept-all)")
+    if found["dangling"]:
+        one, many = "prompt of this session has", "prompts of this session have"
+        click.echo(skipped_line(found["dangling"], f"{one} no raw evidence left", f"{many} no raw evidence left"))
 
 
 @click.command("stats")
@@ -59,10 +67,11 @@ def stats(ctx: click.Context, dead_weight: bool, min_delivered: int, as_json: bo
     """
     from cclg import usage
 
-    rows = usage.table(store_of(ctx), dead_weight=dead_weight, min_delivered=min_delivered)
+    found = usage.table(store_of(ctx), dead_weight=dead_weight, min_delivered=min_delivered)
     if as_json:
-        emit({"memories": rows}, True)
+        emit(found, True)
         return
+    rows = found["memories"]
     if not rows:
         click.echo("no dead weight" if dead_weight else "no memory has been delivered to a finished session yet")
     for row in rows:
@@ -73,6 +82,9 @@ def stats(ctx: click.Context, dead_weight: bool, min_delivered: int, as_json: bo
                 f"    narrow it: cclg patch narrow --target {row['id']} --content ... --reason ...;"
                 f" or: cclg forget {row['id']} --reason ..."
             )
+    if found["dangling"]:
+        one, many = "memory named in the usage log is", "memories named in the usage log are"
+        click.echo(skipped_line(found["dangling"], f"{one} no longer in the store", f"{many} no longer in the store"))
 
 
 COMMANDS = [distill, stats]
