@@ -263,3 +263,27 @@ def test_a_project_scope_travels_in_a_container_to_a_clone_on_another_machine(st
     assert "reset nightly" in prompt(other, desktop, "is the api staging database reset?", "s-desk")
     stranger = repo(tmp_path / "desktop" / "api")
     assert "reset nightly" not in prompt(other, stranger, "is the api staging database reset?", "s-str")
+
+
+def test_a_rule_learned_in_one_repository_is_not_given_in_its_namesake(store: Store, tmp_path: Path) -> None:
+    from cclg import rules
+    from cclg.hook import handle
+
+    api_a = repo(tmp_path / "clientA" / "api")
+    api_b = repo(tmp_path / "clientB" / "api")
+
+    def call(cwd: Path, event: str, **fields: Any) -> str | None:
+        payload = {"session_id": "s-rule", "transcript_path": "/t.jsonl", "cwd": str(cwd), **fields}
+        return handle(event, payload, "claude", str(store.root))
+
+    failure = {"tool_name": "Bash", "tool_input": {"command": "make test"}, "is_interrupt": False}
+    for n in range(3):
+        call(api_a, "post-tool-failure", **failure, error=f"Exit code 2\nE   ImportError: no module api.db ({n})")
+    passed = {"stdout": "9 passed", "stderr": "", "interrupted": False, "isImage": False}
+    call(api_a, "post-tool", tool_name="Bash", tool_input={"command": "make test"}, tool_response=passed)
+    (learned,) = rules.read_rules(store).values()
+    assert learned.project == root_commit(api_a)
+    step = {"command": "make", "failure": learned.trigger["signature"]}
+    here, there = repository.project_of(api_a), repository.project_of(api_b)
+    assert [r.key for r, _ in rules.near(store, step, here, set())] == [learned.key]
+    assert rules.near(store, step, there, set()) == []
