@@ -82,7 +82,7 @@ def project_filter(value: str | None, folder: str | Path) -> ProjectKeys:
 
 def git_root(folder: str | Path) -> Path | None:
     """The nearest folder at or above ``folder`` that holds ``.git`` (a work tree), or None."""
-    path = Path(folder)
+    path = Path(os.path.abspath(folder))  # a relative folder has no parents to walk up
     for candidate in (path, *path.parents):
         if (candidate / ".git").exists():
             return candidate

@@ -116,7 +116,9 @@ def test_a_clone_a_worktree_and_a_renamed_folder_keep_the_memories(store: Store,
     assert "make check" in prompt(store, worktree, "how do the api tests run?", "s-wt-again")
 
 
-def test_the_identity_is_the_root_commit_of_the_first_parent_chain(tmp_path: Path) -> None:
+def test_the_identity_is_the_root_commit_of_the_first_parent_chain(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Merging an unrelated history in (a second root) keeps the identity: it is the root reached by
     following first parents from HEAD."""
     main = repo(tmp_path / "main")
@@ -125,7 +127,9 @@ def test_the_identity_is_the_root_commit_of_the_first_parent_chain(tmp_path: Pat
     git(main, "fetch", "-q", str(other), "main:other")
     git(main, "merge", "-q", "--allow-unrelated-histories", "-m", "merge other", "other")
     assert len(git(main, "rev-list", "--max-parents=0", "HEAD").splitlines()) == 2
-    found = repository.project_of(main)
+    (main / "sub").mkdir()
+    monkeypatch.chdir(main / "sub")
+    found = repository.project_of(".")  # a relative folder too: the walk up starts from where it is
     assert found is not None and found.id == first and found.name == "main"
     git(main, "checkout", "-q", "other")  # HEAD on the other history: the other repository's identity
     switched = repository.project_of(main)
