@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from cclg.records import MemoryNode
+    from cclg.repository import ProjectKeys
 
 # ---------------------------------------------------------------- the user's own words
 
@@ -135,12 +136,13 @@ def propose(store: Store, session_id: str) -> list[dict[str, Any]]:
     correction supersedes the current memory it contradicts when there is one (so it does not add a
     duplicate beside it); the rest are added. Nothing is written."""
     session = store.read_session(session_id)
-    prompts = [
-        (event["raw"], prompt)
+    payloads = [
+        (event["raw"], event_payload(store, event))
         for event in store.session_events(session_id)
         if event.get("event") == "user_prompt" and isinstance(event.get("raw"), str)
-        if isinstance(prompt := event_payload(store, event).get("prompt"), str) and prompt
     ]
+    prompts = [(raw, p["prompt"]) for raw, p in payloads if isinstance(p.get("prompt"), str) and p["prompt"]]
+    project = _session_project(session.project, [p.get("cwd") for _, p in payloads])
     found = [(raw, prompt, hit) for raw, prompt in prompts if (hit := detect(prompt)) is not None]
     found += _repeated(prompts, {hit["sentence"] for _, _, hit in found})
     proposals: list[dict[str, Any]] = []
@@ -156,7 +158,7 @@ def propose(store: Store, session_id: str) -> list[dict[str, Any]]:
             "action": "add",
         }
         if kind == "correction":
-            target = _contradicted(store, sentence, session.project)
+            target = _contradicted(store, sentence, project)
             if target is not None:
                 proposal.update(action="supersede", target=target.id, target_content=target.content)
         proposals.append(proposal)
@@ -198,7 +200,18 @@ def _span(store: Store, raw: str, sentence: str) -> dict[str, Any] | None:
     return None
 
 
-def _contradicted(store: Store, sentence: str, project: str | None) -> MemoryNode | None:
+def _session_project(recorded: str | None, folders: list[Any]) -> ProjectKeys:
+    """What the session's project answers to (``cclg.repository``): every value of the repository its
+    last prompt came from, while that is still the project the session recorded (so a memory scoped
+    by the folder's name is found too); else the recorded value alone."""
+    from cclg.repository import project_of
+
+    folder = next((f for f in reversed(folders) if isinstance(f, str) and f), None)
+    found = project_of(folder) if folder is not None and recorded is not None else None
+    return found if found is not None and recorded in found.keys else recorded
+
+
+def _contradicted(store: Store, sentence: str, project: ProjectKeys) -> MemoryNode | None:
     """The current memory of the project a correction is most likely about: the best search hit that
     shares at least two of its distinctive words."""
     from cclg.search import Where, search

@@ -291,3 +291,20 @@ def test_a_rule_learned_in_one_repository_is_not_given_in_its_namesake(store: St
     here, there = repository.project_of(api_a), repository.project_of(api_b)
     assert [r.key for r, _ in rules.near(store, step, here, set())] == [learned.key]
     assert rules.near(store, step, there, set()) == []
+
+
+def test_distill_corrects_a_memory_scoped_by_the_repositorys_old_name(store: Store, tmp_path: Path) -> None:
+    from cclg import distill
+    from cclg.api import add_memory, parse_scope
+    from cclg.hook import handle
+
+    shop = repo(tmp_path / "shop")
+    old = add_memory(
+        store, "The staging database listens on port 5432", source="user", scope=parse_scope({"project": "shop"})
+    ).node
+    for text in ("can you check the staging config?", "no, the staging database is on port 5433 now, not 5432"):
+        payload = {"session_id": "s-distill", "cwd": str(shop), "hook_event_name": "UserPromptSubmit", "prompt": text}
+        handle("user-prompt", payload, "claude", str(store.root))
+    (correction,) = distill.propose(store, "s-distill")
+    assert correction["scope"] == {"project": root_commit(shop)}
+    assert correction["action"] == "supersede" and correction["target"] == old.id
