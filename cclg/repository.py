@@ -102,6 +102,13 @@ def project_of(folder: str | Path, *, cache: Path | None = None) -> Project | No
     if root is None:
         return None
     name = root.name or str(root)
+    try:
+        return _identify(root, name, cache)
+    except (OSError, ValueError):  # a .git file or HEAD git itself would refuse (a NUL byte, a loop)
+        return Project(name)
+
+
+def _identify(root: Path, name: str, cache: Path | None) -> Project:
     git_dir = _git_dir(root)
     if git_dir is None:
         return Project(name)

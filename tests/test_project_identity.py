@@ -184,6 +184,14 @@ def test_the_identity_is_cached_per_git_folder_and_refreshed_when_head_changes(
     assert fresh is not None and fresh.id == root_commit(again) != first.id
 
 
+def test_a_git_folder_git_itself_would_refuse_is_a_project_of_the_folders_name(tmp_path: Path) -> None:
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    (odd / ".git").write_text("gitdir: /no\0where\n")
+    found = repository.project_of(odd)
+    assert found is not None and (found.name, found.id, found.value) == ("odd", None, "odd")
+
+
 def test_a_memory_scoped_by_name_still_reaches_the_repositories_of_that_name(store: Store, tmp_path: Path) -> None:
     """Stores written before identities scope by the folder's name, as import-jsonl lines and
     ``--scope project=NAME`` may: such a memory reaches every repository of that name, as it did."""
@@ -231,6 +239,9 @@ def test_cli_search_and_pack_take_the_current_repository_as_project(store: Store
     assert [h["id"] for h in by_id] == [mine["id"]]
     status = cclg(store, api_a, "status")
     assert status["project"] == {"name": "api", "id": root_commit(api_a)}
+    outside = subprocess.run([CLI, "--root", str(store.root), "search", "api", "--project", "."], cwd=tmp_path)
+    assert outside.returncode == 2, "'.' outside a repository names nothing: a usage error"
+    assert "project" not in cclg(store, tmp_path, "status")
 
 
 def test_mcp_calls_use_the_servers_repository(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
