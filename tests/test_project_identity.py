@@ -127,6 +127,8 @@ def test_the_identity_is_the_root_commit_of_the_first_parent_chain(
     git(main, "fetch", "-q", str(other), "main:other")
     git(main, "merge", "-q", "--allow-unrelated-histories", "-m", "merge other", "other")
     assert len(git(main, "rev-list", "--max-parents=0", "HEAD").splitlines()) == 2
+    git(main, "pack-refs", "--all")  # the branch's ref only in packed-refs now, as after a gc
+    assert not (main / ".git" / "refs" / "heads" / "main").exists()
     (main / "sub").mkdir()
     monkeypatch.chdir(main / "sub")
     found = repository.project_of(".")  # a relative folder too: the walk up starts from where it is
@@ -319,3 +321,17 @@ def test_distill_corrects_a_memory_scoped_by_the_repositorys_old_name(store: Sto
     (correction,) = distill.propose(store, "s-distill")
     assert correction["scope"] == {"project": root_commit(shop)}
     assert correction["action"] == "supersede" and correction["target"] == old.id
+
+
+def test_a_shallow_clone_is_named_by_its_remote_until_it_has_its_root(store: Store, tmp_path: Path) -> None:
+    origin = repo(tmp_path / "origin" / "api")
+    git(origin, "commit", "-q", "--allow-empty", "-m", "second")
+    shallow = tmp_path / "ci" / "api"
+    shallow.parent.mkdir()
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(shallow))
+    found = repository.project_of(shallow)
+    assert found is not None and found.id is None and found.value == f"url:{str(origin).lower()}"
+    add(store, shallow, "CI runs the api tests on three Python versions")
+    git(shallow, "fetch", "-q", "--unshallow")
+    assert repository.git_project(shallow) == root_commit(origin)
+    assert "three Python versions" in prompt(store, shallow, "which Python versions do the api tests run on?", "s-ci")
