@@ -109,6 +109,8 @@ def project_of(folder: str | Path, *, cache: Path | None = None) -> Project | No
 
 
 def _identify(root: Path, name: str, cache: Path | None) -> Project:
+    """``project_of`` once the work tree is found: the remote hint from the config, and the root
+    commit unless there is none to find (no commit yet, a shallow clone), from the cache or git."""
     git_dir = _git_dir(root)
     if git_dir is None:
         return Project(name)
