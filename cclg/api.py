@@ -36,6 +36,7 @@ from cclg.intake import AddResult, ImportResult, add_memory, build_node, import_
 from cclg.lattice import LIVE_STATUSES
 from cclg.ledger import PatchResult
 from cclg.records import MemoryNode, MemoryPatch, Source
+from cclg.repository import project_of
 from cclg.search import MODES, GrepMatch, Hit, Where, grep
 from cclg.search import search as search_memories  # the package's ``search`` attribute is the module
 from cclg.staging import finish
@@ -198,13 +199,14 @@ def show(store: Store, memory_id: str) -> MemoryNode:
     return store.read_node(resolve_node_id(store, memory_id))
 
 
-def status(store: Store) -> dict[str, Any]:
-    """Counts of what the store holds."""
+def status(store: Store, folder: Path | None = None) -> dict[str, Any]:
+    """Counts of what the store holds; with ``folder`` inside a git repository, also its project:
+    the folder's name and the scope value memories added there hold (``cclg.repository``)."""
     nodes = store.load_nodes()
     patches = store.load_patches()
     by_status = Counter(n.status for n in nodes.values())
     audit = read_jsonl(store.audit_path)
-    return {
+    report: dict[str, Any] = {
         "root": str(store.root),
         "format": fmt.FORMAT_ID,
         "nodes": len(nodes),
@@ -217,6 +219,10 @@ def status(store: Store) -> dict[str, Any]:
         "audit_records": len(audit.records),
         "last_change": patches[-1].created_at if patches else None,
     }
+    found = project_of(folder) if folder is not None else None
+    if found is not None:
+        report["project"] = {"name": found.name, "id": found.value}
+    return report
 
 
 def history(store: Store, *, node_id: str | None = None, limit: int | None = None) -> list[MemoryPatch]:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from cclg.records import MemoryNode
+    from cclg.repository import ProjectKeys
 
 # ---------------------------------------------------------------- the user's own words
 
@@ -143,18 +144,22 @@ def review(store: Store, session_id: str) -> dict[str, Any]:
     """``{"proposals": propose's list, "dangling": how many of the session's prompts name raw
     evidence that is gone (skipped, never an error)}``: what ``cclg distill`` and MCP show."""
     session = store.read_session(session_id)
-    prompts, dangling = [], 0
+    prompts, folders, dangling = [], [], 0
     for event in store.session_events(session_id):
         if event.get("event") != "user_prompt" or not isinstance(event.get("raw"), str):
             continue
         payload = event_payload(store, event)
         dangling += not payload
+        folders.append(payload.get("cwd"))
         if isinstance(prompt := payload.get("prompt"), str) and prompt:
             prompts.append((event["raw"], prompt))
-    return {"proposals": _proposals(store, session.project, prompts), "dangling": dangling}
+    keys = _session_project(session.project, folders)
+    return {"proposals": _proposals(store, session.project, keys, prompts), "dangling": dangling}
 
 
-def _proposals(store: Store, project: str | None, prompts: list[tuple[str, str]]) -> list[dict[str, Any]]:
+def _proposals(
+    store: Store, project: str | None, keys: ProjectKeys, prompts: list[tuple[str, str]]
+) -> list[dict[str, Any]]:
     found = [(raw, prompt, hit) for raw, prompt in prompts if (hit := detect(prompt)) is not None]
     found += _repeated(prompts, {hit["sentence"] for _, _, hit in found})
     proposals: list[dict[str, Any]] = []
@@ -169,7 +174,7 @@ def _proposals(store: Store, project: str | None, prompts: list[tuple[str, str]]
             "evidence": {"prompt": prompt[:2000], "raw_span": _span(store, raw, sentence)},
             "action": "add",
         }
-        target = _contradicted(store, sentence, project) if kind == "correction" else None
+        target = _contradicted(store, sentence, keys) if kind == "correction" else None
         if target is not None:
             proposal.update(action="supersede", target=target.id, target_content=target.content)
         proposals.append({**proposal, **proposed_labels(target)})
@@ -231,7 +236,18 @@ def _span(store: Store, raw: str, sentence: str) -> dict[str, Any] | None:
     return None
 
 
-def _contradicted(store: Store, sentence: str, project: str | None) -> MemoryNode | None:
+def _session_project(recorded: str | None, folders: list[Any]) -> ProjectKeys:
+    """What the session's project answers to (``cclg.repository``): every value of the repository its
+    last prompt came from, while that is still the project the session recorded (so a memory scoped
+    by the folder's name is found too); else the recorded value alone."""
+    from cclg.repository import project_of
+
+    folder = next((f for f in reversed(folders) if isinstance(f, str) and f), None)
+    found = project_of(folder) if folder is not None and recorded is not None else None
+    return found if found is not None and recorded in found.keys else recorded
+
+
+def _contradicted(store: Store, sentence: str, project: ProjectKeys) -> MemoryNode | None:
     """The current memory of the project a correction is most likely about: the best search hit that
     shares at least two of its distinctive words."""
     from cclg.search import Where, search

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from cclg import sessions
+    from cclg.repository import Project
     from cclg.sensors import Window
     from cclg.store import Store
 
@@ -78,14 +79,17 @@ def detect_agent(payload: dict[str, Any]) -> str:
     )
 
 
-def project_of(cwd: object) -> str | None:
-    """The project the host works in: its git repository's name (``cclg.repository``), else the
-    folder's own name."""
+def project_of(cwd: object, store: Store | None = None) -> Project | None:
+    """The project the host works in: its git repository (``cclg.repository.project_of``, the root
+    commit cached in ``store``), else a project named after the folder itself."""
     if not isinstance(cwd, str) or not cwd:
         return None
-    from cclg.repository import git_project
+    from cclg import repository
 
-    return git_project(cwd) or Path(cwd).name or None
+    found = repository.project_of(cwd, cache=store.project_cache_path if store is not None else None)
+    if found is None and Path(cwd).name:
+        found = repository.Project(Path(cwd).name)
+    return found
 
 
 def _text(value: object, limit: int = SUMMARY_CHARS) -> str:
@@ -105,7 +109,8 @@ class Call:
         self.session_id = session_id
         self.payload = payload
         self.agent = agent
-        self.project = project_of(payload.get("cwd"))
+        self.project = project_of(payload.get("cwd"), store)  # what the session reads and learns for
+        self.project_value = self.project.value if self.project is not None else None  # what it writes
         self.include_codegraph = include_codegraph
         self._given: sessions.Deliveries | None = None
 
@@ -159,7 +164,7 @@ def handle(
     call = Call(event, store, session_id, payload, agent, include_codegraph)
     if event == "session-end" and not store.session_path(session_id).exists():
         return None  # the end of a session cclg never saw start (`claude mcp list` fires one): nothing to close
-    sessions.start_session(store, session_id, agent=agent, project=call.project)
+    sessions.start_session(store, session_id, agent=agent, project=call.project_value)
     return HANDLERS[event](call)
 
 
@@ -289,11 +294,11 @@ def _learn(call: Call, step: dict[str, Any], window: Window) -> None:
 
     if any(s["sensor"] == "pain" and s["level"] == 0 for s in step.get("signals", ())):
         known = rules.read_rules(call.store).values()
-        seen = [r.key for r in known if r.project == call.project and r.trigger.get("signature") == step["failure"]]
+        seen = [r.key for r in known if r.of(call.project) and r.trigger.get("signature") == step["failure"]]
         if seen:
             rules.note(call.store, "detection", seen, call.session_id)
     elif step.get("command") and not step.get("failure"):
-        rules.learn(call.store, window.steps, step, call.project, call.session_id)
+        rules.learn(call.store, window.steps, step, call.project_value, call.session_id)
 
 
 def on_compact(call: Call) -> None:

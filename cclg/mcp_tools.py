@@ -14,7 +14,7 @@ from pydantic import Field
 from cclg import api, guard
 from cclg import format as fmt
 from cclg.errors import UsageError
-from cclg.repository import git_root
+from cclg.repository import git_root, project_filter
 from cclg.store import Store
 
 # Limits on what a caller may send: generous for real use, small enough that a
@@ -35,7 +35,14 @@ CALLER_RETENTION = tuple(r for r in guard.RETENTION if r != "required")
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for.")]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description="At most this many results.")]
 SessionId = Annotated[str | None, Field(max_length=200, description="Include this session's overlay memories.")]
-Project = Annotated[str | None, Field(max_length=200, description="Only memories of this project (or of none).")]
+Project = Annotated[
+    str | None,
+    Field(
+        max_length=200,
+        description="Only memories of this project (or of none): a scope value (git:SHA, a name), "
+        "or . for the repository the server runs in.",
+    ),
+]
 Workspace = Annotated[str | None, Field(max_length=200, description="Only memories of this workspace (or of none).")]
 MemoryId = Annotated[str, Field(min_length=4, max_length=100, description="A memory id (mem_...) or a unique prefix.")]
 Content = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS, description="One self-contained statement.")]
@@ -49,7 +56,7 @@ SourceLabel = Annotated[
 
 
 def _where(session_id: str | None, project: str | None, workspace: str | None) -> api.Where:
-    return api.Where(session_id=session_id, project=project, workspace=workspace)
+    return api.Where(session_id=session_id, project=project_filter(project, Path.cwd()), workspace=workspace)
 
 
 # ---------------------------------------------------------------- reading
@@ -136,7 +143,7 @@ def memory_pack(
         store,
         query,
         session_id=session_id,
-        project=project,
+        project=project_filter(project, Path.cwd()),
         workspace=workspace,
         max_nodes=max_nodes,
         max_chars=max_chars,

@@ -38,6 +38,7 @@ from cclg.ids import now_iso
 from cclg.index import Index, read_fresh
 from cclg.records import MemoryNode
 from cclg.relevance import Evidence, relevant
+from cclg.repository import ProjectKeys
 from cclg.search import Hit, View, Where
 from cclg.store import Store
 from cclg.text import estimate_tokens, json_literal
@@ -369,7 +370,7 @@ def compile_pack(
     query: str,
     *,
     session_id: str | None = None,
-    project: str | None = None,
+    project: ProjectKeys = None,
     workspace: str | None = None,
     max_nodes: int = DEFAULT_MAX_NODES,
     max_chars: int = DEFAULT_MAX_CHARS,
@@ -405,7 +406,7 @@ def explain_pack(
     query: str,
     *,
     session_id: str | None = None,
-    project: str | None = None,
+    project: ProjectKeys = None,
     workspace: str | None = None,
     max_nodes: int = DEFAULT_MAX_NODES,
     max_chars: int = DEFAULT_MAX_CHARS,
@@ -439,7 +440,7 @@ def fit_markdown(
     max_chars: int,
     max_tokens: int | None = None,
     session_id: str | None = None,
-    project: str | None = None,
+    project: ProjectKeys = None,
     max_nodes: int = DEFAULT_MAX_NODES,
     offer: Sequence[str] = (),
     skip: Collection[str] = (),

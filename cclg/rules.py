@@ -28,6 +28,7 @@ import json
 from cclg.errors import ConcurrencyError
 from cclg.files import read_jsonl
 from cclg.ids import now_iso, sha256_hex
+from cclg.repository import ProjectKeys, project_keys
 from cclg.store import Store
 
 TYPE_CHECKING = False
@@ -63,6 +64,11 @@ class Rule:
             or (step.get("failure") and step.get("failure") == trigger.get("signature"))
             or set(step.get("files", ())) & set(trigger.get("files", ()))
         )
+
+    def of(self, project: ProjectKeys) -> bool:
+        """Whether the rule was learned in ``project`` (any value it answers to; None: no project)."""
+        keys = project_keys(project)
+        return self.project in keys if keys else self.project is None
 
     def to_dict(self) -> dict[str, Any]:
         return {"key": self.key, "project": self.project, "trigger": self.trigger, **self.counts}
@@ -194,17 +200,17 @@ def line(node: MemoryNode, rule: Rule) -> str:
     return f"rule {node.id} ({trust}; {seen}): {json.dumps(node.content, ensure_ascii=False)}"
 
 
-def near(store: Store, step: dict[str, Any], project: str | None, given: set[str]) -> list[tuple[Rule, MemoryNode]]:
+def near(store: Store, step: dict[str, Any], project: ProjectKeys, given: set[str]) -> list[tuple[Rule, MemoryNode]]:
     """The rules of ``project`` whose trigger ``step`` comes near and that this session was not given."""
-    rules = [r for r in read_rules(store).values() if r.project == project and r.key not in given and r.near(step)]
+    rules = [r for r in read_rules(store).values() if r.of(project) and r.key not in given and r.near(step)]
     found = current_rules(store, [r.key for r in rules])
     return [(r, found[r.key]) for r in rules if r.key in found]
 
 
-def strong(store: Store, project: str | None) -> list[tuple[Rule, MemoryNode]]:
+def strong(store: Store, project: ProjectKeys) -> list[tuple[Rule, MemoryNode]]:
     """The rules of ``project`` with evidence enough to open every session, the best evidenced first."""
     rules = sorted(
-        (r for r in read_rules(store).values() if r.project == project and r.evidence >= STRONG),
+        (r for r in read_rules(store).values() if r.of(project) and r.evidence >= STRONG),
         key=lambda r: (-r.evidence, r.key),
     )
     found = current_rules(store, [r.key for r in rules])

@@ -6,7 +6,8 @@ or a status such as ``"superseded"``): forgetting the option narrows the result,
 never widens it.
 
 Scope filters keep a memory when it applies where the query is asked: with
-``project="x"`` a memory scoped to project ``x`` or to no project at all. Of
+``project="x"`` a memory scoped to project ``x`` (or to any value a repository answers to, given
+its ``Project.keys``) or to no project at all. Of
 memories sharing a key, only the most trusted wins (an untrusted memory never
 shadows a trusted one), of those the one with the narrowest applicable scope
 (session > project > workspace > global), then the newest (``view.rank``, kept in
@@ -28,6 +29,7 @@ from cclg.errors import UsageError
 from cclg.ids import parse_time
 from cclg.index import Index, read_fresh, search_fields
 from cclg.records import MemoryNode, Record
+from cclg.repository import ProjectKeys, project_keys
 from cclg.store import Store, patch_order
 from cclg.text import query_terms, tokens
 from cclg.view import effective_view
@@ -45,17 +47,19 @@ MAX_CHAIN = 20  # replacement links followed from a retired memory to the curren
 
 
 class Where(Record):
-    """Which view a search looks at: session overlays, scope filters, the moment."""
+    """Which view a search looks at: session overlays, scope filters, the moment. ``project``: one
+    scope value, or the values a project answers to (``cclg.repository.Project.keys``); a memory of
+    none of them is left out, one of no project is kept."""
 
     def __init__(
         self,
         session_id: str | None = None,
-        project: str | None = None,
+        project: ProjectKeys = None,
         workspace: str | None = None,
         at: datetime | None = None,
     ) -> None:
         self.session_id = session_id
-        self.project = project
+        self.projects = project_keys(project)
         self.workspace = workspace
         self.at = at
 
@@ -114,7 +118,7 @@ def _applies(row: sqlite3.Row, where: Where) -> bool:
     """Whether a current node's row belongs to the view ``where`` describes (key collapse aside)."""
     if row["status"] == "active_session" and (where.session_id is None or row["session"] != where.session_id):
         return False
-    if where.project is not None and row["project"] not in (None, where.project):
+    if where.projects and row["project"] is not None and row["project"] not in where.projects:
         return False
     if where.workspace is not None and row["workspace"] not in (None, where.workspace):
         return False
@@ -325,11 +329,12 @@ def _row_filter(status: str | None, where: Where) -> tuple[str, list[str]]:
     if status in (None, "retired") or where.session_id is not None:
         condition += " AND (n.session IS NULL OR n.session = ?)"
         params.append(where.session_id or "")
-    for column in ("project", "workspace"):
-        value = getattr(where, column)
-        if value is not None:
-            condition += f" AND (n.{column} IS NULL OR n.{column} = ?)"
-            params.append(value)
+    if where.projects:
+        condition += f" AND (n.project IS NULL OR n.project IN ({', '.join('?' * len(where.projects))}))"
+        params.extend(where.projects)
+    if where.workspace is not None:
+        condition += " AND (n.workspace IS NULL OR n.workspace = ?)"
+        params.append(where.workspace)
     return condition, params
 
 

@@ -115,7 +115,7 @@ def similar(
             "ids": ids,
             "limit": limit,
             "session_id": where.session_id,
-            "project": where.project,
+            "project": list(where.projects),
             "workspace": where.workspace,
         }
         if not socket_path(store.root).exists():  # no helper: no socket module, no subprocess unless one starts

@@ -69,6 +69,7 @@ HOOK_FAILURES = "audit/hook_failures.jsonl"
 INDEX_FILE = "index.sqlite"  # the search index: a projection, deleted and rebuilt at will
 SEMANTIC_FILE = "semantic.sqlite"  # the memories' vectors (cclg.semantic): a projection too
 CODEGRAPHS = "active/codegraphs"
+PROJECT_CACHE = "active/projects.json"  # root commits per git folder (cclg.repository): a cache
 TEMP = "tmp"  # every temp file of the store's writes, until it is renamed into place
 RECORD_PREFIXES = {"nodes": "mem", "patches": "patch", "edges": "edge", "sessions": None}  # None: a session id
 
@@ -205,6 +206,11 @@ class Store:
     @property
     def codegraphs_dir(self) -> Path:
         return self.root / CODEGRAPHS
+
+    @property
+    def project_cache_path(self) -> Path:
+        """The root commit of each git folder the hook has seen (``cclg.repository``): a cache."""
+        return self.root / PROJECT_CACHE
 
     def drop_index(self, *, vectors: bool = True) -> None:
         """Delete the search index, the memories' vectors (unless ``vectors`` is false) and their SQLite

@@ -15,6 +15,7 @@ import click
 
 from cclg import api
 from cclg.errors import UsageError
+from cclg.repository import project_filter
 
 
 def store_of(ctx: click.Context) -> api.Store:
@@ -66,15 +67,20 @@ def count(minimum: int = 0) -> click.IntRange:
 
 
 def where(session_id: str | None, project: str | None, workspace: str | None) -> api.Where:
-    """The view a search or pack looks at, from the shared scope options."""
-    return api.Where(session_id=session_id, project=project, workspace=workspace)
+    """The view a search or pack looks at, from the shared scope options (``--project .``: the
+    repository of the current folder)."""
+    return api.Where(session_id=session_id, project=project_filter(project, Path.cwd()), workspace=workspace)
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of TOML.")
 session_option = click.option(
     "--session", "--session-id", "session_id", help="Include this session's overlay memories."
 )
-project_option = click.option("--project", help="Only memories of this project (or of no project).")
+project_option = click.option(
+    "--project",
+    help="Only memories of this project (or of no project): a scope value (git:SHA, a name), "
+    "or . for the current folder's repository.",
+)
 workspace_option = click.option("--workspace", help="Only memories of this workspace (or of no workspace).")
 
 valid_from_option = click.option(

@@ -22,8 +22,9 @@ from cclg.errors import UsageError, ValidationError
 @json_option
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
-    """Summarise the store: memories by status, patches, sessions, raw files."""
-    emit(api.status(store_of(ctx)), as_json)
+    """Summarise the store: memories by status, patches, sessions, raw files; inside a git
+    repository, also its project (the folder's name and the id memories added there are scoped by)."""
+    emit(api.status(store_of(ctx), Path.cwd()), as_json)
 
 
 @click.command()

@@ -6,6 +6,8 @@ the search index, which ``cclg reindex`` rebuilds from the files.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from cclg import api
@@ -19,6 +21,7 @@ from cclg.cli.common import (
     where,
     workspace_option,
 )
+from cclg.repository import project_filter
 
 
 @click.command("search")
@@ -185,7 +188,7 @@ def pack_command(
         store_of(ctx),
         query,
         session_id=session_id,
-        project=project,
+        project=project_filter(project, Path.cwd()),
         workspace=workspace,
         max_nodes=max_nodes,
         max_chars=max_chars,
