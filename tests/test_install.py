@@ -402,3 +402,181 @@ def test_codex_project_install_trusts_its_hooks_once_the_project_is_trusted(tmp_
     assert all(key.startswith(f"{project / '.codex' / 'hooks.json'}:") for key in _trust_tables(config.read_text()))
     assert run("uninstall", "codex", "--project", str(project)).exit_code == 0
     assert config.read_text() == f'[projects."{project}"]\ntrust_level = "trusted"\n'
+
+
+# ---------------------------------------------------------------- symlinks, modes and the user's own bytes
+
+USER_JSON = (
+    '{\n\t"zeta": 1,\n\t"hooks": {\n\t\t"Stop": [{"hooks": [{"type": "command", "command": "other stop"}]}]\n\t}\n}\n'
+)
+USER_SERVERS = '{\n  "numStartups": 7,\n  "mcpServers": {\n    "github": {"command": "gh-mcp"}\n  }\n}'
+
+
+def _host_files(tmp_path: Path, host: str, place: str) -> dict[Path, str]:
+    """Every file ``cclg install <host>`` writes for ``place``, with what a user might keep in it."""
+    project = tmp_path / "proj"
+    if host == "claude" and place == "user":
+        return {Path.home() / ".claude" / "settings.json": USER_JSON, Path.home() / ".claude.json": USER_SERVERS}
+    if host == "claude":
+        return {project / ".claude" / "settings.json": USER_JSON, project / ".mcp.json": USER_SERVERS}
+    folder = Path.home() / ".codex" if place == "user" else project / ".codex"
+    return {folder / "hooks.json": USER_JSON, folder / "config.toml": CODEX_CONFIG}
+
+
+def _where(tmp_path: Path, place: str) -> list[str]:
+    return ["--user"] if place == "user" else ["--project", str(tmp_path / "proj")]
+
+
+@pytest.mark.parametrize(
+    ("host", "place"), [("claude", "user"), ("claude", "project"), ("codex", "user"), ("codex", "project")]
+)
+def test_install_and_uninstall_write_through_symlinks_and_keep_the_links(tmp_path: Path, host: str, place: str) -> None:
+    """Dotfiles kept in a repository and linked into place: install and uninstall change the file the
+    link points to (its mode kept), the link stays a link, and nothing is left in the dotfiles folder."""
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    files = _host_files(tmp_path, host, place)
+    targets = {}
+    for n, (path, text) in enumerate(files.items()):
+        target = dotfiles / f"{n}-{path.name}"
+        target.write_bytes(text.encode())
+        target.chmod(0o640)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if n == 0:  # a chain of two links, the first relative
+            middle = dotfiles / f"link-to-{target.name}"
+            middle.symlink_to(target.name)
+            path.symlink_to(os.path.relpath(middle, path.parent))
+        else:
+            path.symlink_to(target)
+        targets[path] = (os.readlink(path), target)
+    result = run("install", host, *_where(tmp_path, place))
+    assert result.exit_code == 0, result.output
+    for path, (link, target) in targets.items():
+        assert path.is_symlink() and os.readlink(path) == link, f"{path} is no longer the user's link"
+        assert "cclg" in target.read_text(), f"{target} did not get cclg's entries"
+        assert target.stat().st_mode & 0o777 == 0o640, target
+        backup = path.with_name(path.name + ".cclg-backup")
+        assert not backup.is_symlink() and backup.read_bytes() == files[path].encode()
+    assert run("uninstall", host, *_where(tmp_path, place)).exit_code == 0
+    for path, (link, target) in targets.items():
+        assert path.is_symlink() and os.readlink(path) == link
+        assert target.read_bytes() == files[path].encode(), f"{target} is not the user's file again"
+        assert target.stat().st_mode & 0o777 == 0o640, target
+    assert sorted(p.name for p in dotfiles.iterdir()) == sorted(
+        [t.name for _, t in targets.values()] + [f"link-to-0-{next(iter(files)).name}"]
+    ), "no temp file or backup is left beside the targets"
+
+
+JSON_LAYOUTS = {
+    "tabs, CRLF, no final newline, own key order": (
+        '{\r\n\t"zeta": 1,\r\n\t"hooks": {\r\n\t\t"Stop": [\r\n\t\t\t{"hooks": [{"type": "command",'
+        ' "command": "other stop"}]}\r\n\t\t]\r\n\t},\r\n\t"alpha": [1,2]\r\n}'
+    ),
+    "one line": '{"model":"opus","env":{"A":"1"}}',
+    "empty object": "{}\n",
+    "spaced empty object": "{ }",
+    "four spaces, escapes, blank lines after": (
+        '{\n    "title": "caf\\u00e9 \\/ \u00e9",\n    "permissions": {"allow": []},\n'
+        '    "mcpServers": {"github": {"command": "gh-mcp"}}\n}\n\n'
+    ),
+}
+TOML_LAYOUTS = {
+    "comments": CODEX_CONFIG,
+    "no final newline": 'model = "o3"  # mine\n[tools]\nweb = true',
+    "CRLF": 'model = "o3"\r\n\r\n# servers\r\n[mcp_servers.github]\r\ncommand = "gh-mcp"\r\n',
+    "blank lines at the end": 'model = "o3"\n\n\n',
+    "empty": "",
+    "comment last, no final newline": '# top\nmodel = "o3"\n# bottom',
+}
+
+
+def _only_inserts(before: str, after: str) -> bool:
+    """Whether ``after`` is ``before`` with characters added and none changed or taken away."""
+    rest = iter(after)
+    return all(char in rest for char in before)
+
+
+@pytest.mark.parametrize("layout", JSON_LAYOUTS)
+@pytest.mark.parametrize("host", ["claude", "codex"])
+def test_uninstall_after_install_gives_back_the_users_json_byte_for_byte(
+    tmp_path: Path, host: str, layout: str
+) -> None:
+    original = JSON_LAYOUTS[layout]
+    files = [p for p in _host_files(tmp_path, host, "project") if p.suffix == ".json"]
+    for path in files:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(original.encode())
+    assert run("install", host, *_where(tmp_path, "project")).exit_code == 0
+    for path in files:
+        installed = path.read_bytes().decode()
+        assert "cclg" in installed and _only_inserts(original, installed), f"install rewrote {path}:\n{installed}"
+        if "\r\n" in original:
+            assert installed.count("\n") == installed.count("\r\n"), "the file's CRLF line ends are kept"
+        if "\t" in original:
+            assert "\n " not in installed, "what install adds is indented with the file's tabs"
+    assert run("uninstall", host, *_where(tmp_path, "project")).exit_code == 0
+    for path in files:
+        assert path.read_bytes() == original.encode(), path
+
+
+@pytest.mark.parametrize("layout", TOML_LAYOUTS)
+def test_uninstall_after_install_gives_back_the_users_config_toml_byte_for_byte(tmp_path: Path, layout: str) -> None:
+    """The server's table, the startup grace and Codex's trust tables all come out again, and the file
+    is what it was to the byte: comments, CRLF, blank lines and a missing final newline included."""
+    original = TOML_LAYOUTS[layout]
+    config = Path.home() / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_bytes(original.encode())
+    result = run("install", "codex")
+    assert result.exit_code == 0 and "added Codex trust" in result.output, result.output
+    installed = config.read_bytes().decode()
+    assert _only_inserts(original, installed), installed
+    if "\r\n" in original:
+        assert installed.count("\n") == installed.count("\r\n"), "the file's CRLF line ends are kept"
+    assert run("uninstall", "codex").exit_code == 0
+    assert config.read_bytes() == original.encode()
+
+
+def test_uninstall_keeps_what_the_user_edited_after_install_and_their_layout(tmp_path: Path) -> None:
+    """Between install and uninstall the user changed a setting and added another (in their tabs);
+    uninstall takes out cclg's entries and nothing else."""
+    settings = tmp_path / "proj" / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(USER_JSON)
+    assert run("install", "claude", *_where(tmp_path, "project")).exit_code == 0
+    edit = ('\t"zeta": 1,\n', '\t"zeta": 2,\n\t"theme": "dark",\n')
+    settings.write_text(settings.read_text().replace(*edit))
+    assert run("uninstall", "claude", *_where(tmp_path, "project")).exit_code == 0
+    assert settings.read_text() == USER_JSON.replace(*edit)
+
+
+def test_uninstall_keeps_a_table_and_a_comment_the_user_added_after_cclgs(tmp_path: Path) -> None:
+    config = Path.home() / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(CODEX_CONFIG)
+    assert run("install", "codex").exit_code == 0
+    added = '\n# slower, for long tasks\n[profiles.slow]\nmodel = "o3"\n'
+    config.write_text(config.read_text().replace('model = "gpt-5-codex"', 'model = "gpt-5"') + added)
+    assert run("uninstall", "codex").exit_code == 0
+    assert config.read_text() == CODEX_CONFIG.replace('model = "gpt-5-codex"', 'model = "gpt-5"') + added
+
+
+def test_install_through_a_link_to_a_file_not_made_yet_creates_the_target(tmp_path: Path) -> None:
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    settings = Path.home() / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.symlink_to(dotfiles / "settings.json")
+    assert run("install", "claude").exit_code == 0
+    assert settings.is_symlink() and "cclg-hook" in (dotfiles / "settings.json").read_text()
+
+
+def test_a_symlink_loop_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    settings = Path.home() / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.symlink_to(settings.parent / "loop.json")
+    (settings.parent / "loop.json").symlink_to(settings)
+    result = run("install", "claude")
+    assert result.exit_code == 2 and "cannot be followed to a file" in result.stderr
+    assert sorted(p.name for p in settings.parent.iterdir()) == ["loop.json", "settings.json"]
+    assert not Path(os.environ["CCLG_HOME"]).exists(), "not even the store is made"
