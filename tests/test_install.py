@@ -7,10 +7,13 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cclg.cli import cli
 
@@ -580,3 +583,107 @@ def test_a_symlink_loop_is_refused_before_anything_is_written(tmp_path: Path) ->
     assert result.exit_code == 2 and "cannot be followed to a file" in result.stderr
     assert sorted(p.name for p in settings.parent.iterdir()) == ["loop.json", "settings.json"]
     assert not Path(os.environ["CCLG_HOME"]).exists(), "not even the store is made"
+
+
+def _layouts() -> st.SearchStrategy[str]:
+    """JSON objects a user might keep as settings, laid out every way ``json.dumps`` can, with CRLF
+    or LF, and with or without blank lines or spaces around."""
+    leaf = st.one_of(st.integers(-9, 999), st.text(max_size=4), st.booleans(), st.none())
+    value = st.recursive(
+        leaf,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+        max_leaves=8,
+    )
+    other = st.fixed_dictionaries(
+        {}, optional={"hooks": st.just(OTHER["hooks"]), "mcpServers": st.just(OTHER_SERVERS["mcpServers"])}
+    )
+    document = st.tuples(st.dictionaries(st.sampled_from(["model", "env", "zeta", "é"]), value, max_size=3), other)
+    return st.builds(
+        lambda doc, indent, compact, ascii, crlf, before, after: (
+            before
+            + json.dumps(
+                {**doc[0], **doc[1]}, indent=indent, separators=(",", ":") if compact else None, ensure_ascii=ascii
+            )
+            + after
+        ).replace("\n", "\r\n" if crlf else "\n"),
+        document,
+        st.sampled_from([None, 1, 2, 4, "\t"]),
+        st.booleans(),
+        st.booleans(),
+        st.booleans(),
+        st.sampled_from(["", " ", "\n"]),
+        st.sampled_from(["", "\n", "\n\n", " "]),
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(original=_layouts(), host=st.sampled_from(["claude", "codex"]))
+def test_uninstall_after_install_gives_back_any_json_layout_byte_for_byte(original: str, host: str) -> None:
+    from cclg import install
+
+    with tempfile.TemporaryDirectory() as folder:
+        project = Path(folder)
+        hooks_file, servers = install.config_path(host, project), install.mcp_config_path(host, project)
+        files = [hooks_file, servers] if host == "claude" else [hooks_file]
+        for path in files:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(original.encode())
+        install.install(host, project=project, root="/store")
+        if host == "claude":
+            install.register_mcp(host, project=project, root="/store")
+            assert _only_inserts(original, servers.read_bytes().decode())
+        assert _only_inserts(original, hooks_file.read_bytes().decode())
+        install.uninstall(host, project=project)
+        if host == "claude":
+            install.unregister_mcp(host, project=project)
+        for path in files:
+            assert path.read_bytes() == original.encode(), path
+
+
+TOML_PIECES = [
+    'model = "o3"',
+    "# a comment",
+    "",
+    "   ",
+    "[tools]",
+    "web = true",
+    "[mcp_servers.github]",
+    'command = "gh-mcp"  # mine',
+    'args = [\n  "x",\n]',
+    "[[profiles.list]]",
+    "n = 1",
+    "\t# an indented comment",
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lines=st.lists(st.sampled_from(TOML_PIECES), max_size=8),
+    newline=st.sampled_from(["\n", "\r\n"]),
+    end=st.sampled_from(["", "\n", "\n\n"]),
+    trusted=st.integers(0, 3),
+)
+def test_uninstall_after_install_gives_back_any_config_toml_byte_for_byte(
+    lines: list[str], newline: str, end: str, trusted: int
+) -> None:
+    import tomllib
+
+    from cclg import codex_trust, install
+
+    original = ("\n".join(lines) + end).replace("\n", newline)
+    try:
+        tomllib.loads(original)
+    except tomllib.TOMLDecodeError:
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        project = Path(folder)
+        config = install.mcp_config_path("codex", project)
+        config.parent.mkdir()
+        config.write_bytes(original.encode())
+        install.register_mcp("codex", project=project, root="/store")
+        entries = [(f"/hooks.json:stop:0:{n}", f"sha256:{n}") for n in range(trusted)]
+        with_trust = codex_trust.with_trust(config.read_bytes().decode(), entries)
+        assert _only_inserts(original, with_trust)
+        config.write_bytes(codex_trust.without_trust(with_trust).encode())
+        install.unregister_mcp("codex", project=project)
+        assert config.read_bytes() == original.encode()
