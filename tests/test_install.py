@@ -687,3 +687,16 @@ def test_uninstall_after_install_gives_back_any_config_toml_byte_for_byte(
         config.write_bytes(codex_trust.without_trust(with_trust).encode())
         install.unregister_mcp("codex", project=project)
         assert config.read_bytes() == original.encode()
+
+
+def test_an_empty_hooks_object_left_before_install_goes_with_cclgs_entries_and_nothing_else_does(
+    tmp_path: Path,
+) -> None:
+    """JSON has no place to note what install created: uninstall removes the containers its removal
+    leaves empty, as install creates them when missing, so one the user had left empty goes too."""
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{\n\t"model": "x",\n\t"hooks": {}\n}')
+    assert run("install", "claude", "--project", str(tmp_path)).exit_code == 0
+    assert run("uninstall", "claude", "--project", str(tmp_path)).exit_code == 0
+    assert settings.read_text() == '{\n\t"model": "x"\n}'
