@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from cclg.cli import cli
@@ -674,7 +674,7 @@ def test_uninstall_after_install_gives_back_any_config_toml_byte_for_byte(
     try:
         tomllib.loads(original)
     except tomllib.TOMLDecodeError:
-        return
+        assume(False)  # a repeated key or table: no config.toml a user has
     with tempfile.TemporaryDirectory() as folder:
         project = Path(folder)
         config = install.mcp_config_path("codex", project)
