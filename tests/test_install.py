@@ -73,10 +73,24 @@ def test_uninstall_removes_exactly_what_install_added(tmp_path: Path) -> None:
     assert json.loads(settings.read_text()) == OTHER
 
 
-def test_dry_run_writes_nothing(tmp_path: Path) -> None:
-    result = run("install", "claude", "--project", str(tmp_path), "--dry-run")
-    assert result.exit_code == 0 and "would change" in result.output
-    assert not (tmp_path / ".claude").exists()
+@pytest.mark.parametrize(
+    ("host", "place"), [("claude", "user"), ("claude", "project"), ("codex", "user"), ("codex", "project")]
+)
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+def test_dry_run_writes_nothing(tmp_path: Path, host: str, place: str, command: str) -> None:
+    """No file of any host, no backup, no store: the dry run of each command only says what would change
+    (checked on every file a real run writes, the MCP registration and Codex's config.toml included)."""
+    files = _host_files(tmp_path, host, place)
+    if command == "uninstall":
+        assert run("install", host, *_where(tmp_path, place)).exit_code == 0
+    else:
+        for path, text in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    result = run(command, host, *_where(tmp_path, place), "--dry-run")
+    assert result.exit_code == 0 and all(f"would change {path}:" in result.output for path in files), result.output
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
 
 
 def test_a_broken_configuration_is_refused_and_left_alone(tmp_path: Path) -> None:
