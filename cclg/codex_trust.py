@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cclg import config_text
+
 MARKER = "# cclg install: trusts the cclg-hook it installed"
 ASK_TIMEOUT_S = 10.0  # it answers in well under a second; a Codex that hangs costs install this much
 _REQUESTS = [
@@ -106,32 +108,24 @@ def _read_answer(fd: int, request_id: int, deadline: float) -> dict[str, Any] | 
 
 
 def with_trust(text: str, entries: list[tuple[str, str]]) -> str:
-    """``text`` (a Codex ``config.toml``) with a marked ``[hooks.state."<key>"]`` table per entry,
-    replacing the marked tables already there for the same keys."""
-    keys = {key for key, _ in entries}
-    kept = without_trust(text, keys).rstrip()
-    blocks = [f"[hooks.state.{_quoted(key)}]  {MARKER}\ntrusted_hash = {_quoted(digest)}" for key, digest in entries]
-    return "\n\n".join([kept, *blocks] if kept else blocks) + "\n"
+    """``text`` (a Codex ``config.toml``) with a marked ``[hooks.state."<key>"]`` table per entry at its
+    end, replacing the marked tables already there for the same keys."""
+    text = without_trust(text, {key for key, _ in entries})
+    for key, digest in entries:
+        text = config_text.toml_append_table(
+            text, [f"[hooks.state.{_quoted(key)}]  {MARKER}", f"trusted_hash = {_quoted(digest)}"]
+        )
+    return text
 
 
 def without_trust(text: str, keys: set[str] | None = None) -> str:
-    """``text`` without the marked trust tables (those for ``keys`` only, when given)."""
-    lines = text.split("\n")
-    out: list[str] = []
-    skipping = False
-    for line in lines:
-        if line.lstrip().startswith("["):
-            skipping = line.rstrip().endswith(MARKER) and (keys is None or _table_key(line) in keys)
-            if skipping:
-                while out and out[-1].strip() == "":
-                    out.pop()
-                continue
-        if not skipping:
-            out.append(line)
-    if len(out) == len(lines):
-        return text
-    result = "\n".join(out).rstrip("\n")
-    return result + "\n" if result.strip() else ""
+    """``text`` without the marked trust tables (those for ``keys`` only, when given), each with the blank
+    line ``with_trust`` put before it."""
+
+    def ours(header: str) -> bool:
+        return header.rstrip().endswith(MARKER) and (keys is None or _table_key(header) in keys)
+
+    return config_text.toml_remove_tables(text, ours)
 
 
 def marked_keys(text: str) -> list[str]:

@@ -8,9 +8,12 @@ the host's JSON configuration:
 - what is already there is kept (other tools' hooks, other settings);
 - installing twice changes nothing (a handler already present is not added again);
 - the previous file is copied to ``<file>.cclg-backup`` before it is changed;
-- the file is written atomically;
+- the file is edited as text (``config_text``), so every byte cclg did not add stays, and
+  written atomically, through a symlink to the file it points to (the link stays a link), with
+  its mode kept;
 - ``uninstall`` removes exactly the handlers whose command is ``cclg-hook ...``,
-  and the groups and events that this leaves empty.
+  and the groups and events that this leaves empty: right after an install, it gives the
+  file back byte for byte.
 
 The MCP server is registered where each host reads its servers: for Claude Code
 ``mcpServers.cclg`` in ``.mcp.json`` (a project) or ``~/.claude.json`` (the
@@ -27,11 +30,13 @@ import json
 import os
 import shlex
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from cclg import codex_trust
+from cclg import codex_trust, config_text
 from cclg.errors import UsageError
 from cclg.files import atomic_write
 
@@ -94,47 +99,87 @@ def template(host: str, root: str | None = None) -> dict[str, Any]:
     return data
 
 
-def _read(path: Path, key: str = "hooks") -> dict[str, Any]:
-    if not path.exists():
-        return {}
+def _read(path: Path, key: str = "hooks") -> tuple[str | None, dict[str, Any]]:
+    """The file's text exactly as it is (None when there is none) and its JSON object."""
+    text = _read_text(path)
+    if text is None:
+        return None, {}
     try:
-        data = json.loads(path.read_text("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
+        data = json.loads(text)
+    except ValueError as exc:
         raise UsageError(f"{path} is not valid JSON ({exc}); fix or move it, nothing was changed") from None
     if not isinstance(data, dict) or not isinstance(data.get(key, {}), dict):
         raise UsageError(f"{path} does not hold a JSON object with a {key!r} object; nothing was changed")
-    return data
+    return text, data
+
+
+def _read_text(path: Path) -> str | None:
+    """The file's text, through any symlink, with its line ends as they are; None when there is none."""
+    _real_file(path)  # a symlink loop is refused before anything is written
+    try:
+        return path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not UTF-8 ({exc}); fix or move it, nothing was changed") from None
+
+
+def _real_file(path: Path) -> Path:
+    """The file a write of ``path`` replaces: the end of its chain of symlinks (the links stay links),
+    or ``path`` itself."""
+    try:
+        return Path(os.path.realpath(path, strict=True))
+    except FileNotFoundError:
+        return Path(os.path.realpath(path))  # a new file, or a link to a file not made yet
+    except OSError as exc:
+        raise UsageError(f"{path} cannot be followed to a file ({exc.strerror}); nothing was changed") from None
+
+
+def _edited_json(path: Path, text: str, edits: list[Callable[[str], str]], expected: dict[str, Any]) -> str:
+    """``text`` after ``edits`` (``config_text``'s), checked to parse to ``expected``."""
+    try:
+        for edit in edits:
+            text = edit(text)
+        if json.loads(text) == expected:
+            return text
+    except (ValueError, IndexError):
+        pass
+    raise UsageError(f"{path} is laid out in a way cclg cannot edit safely; nothing was changed")
 
 
 def _is_ours(handler: object) -> bool:
     return isinstance(handler, dict) and str(handler.get("command", "")).split(" ")[0] == HOOK_COMMAND
 
 
-def _write(path: Path, data: dict[str, Any]) -> Path | None:
-    return _write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
 def _write_text(path: Path, text: str, keep_backup: bool = False) -> Path | None:
-    """Replace ``path`` atomically, keeping the previous version as ``<file>.cclg-backup`` (unless
-    ``keep_backup``: the backup already there, made earlier in the same install, stays)."""
+    """Replace the file at ``path`` atomically, keeping the previous version as ``<file>.cclg-backup``
+    beside ``path`` (unless ``keep_backup``: the backup already there, made earlier in the same install,
+    stays). A symlink stays one: the file it leads to is replaced, in its own folder, keeping its mode."""
     backup = None
     if keep_backup:
         backup = path.with_name(path.name + ".cclg-backup")
     elif path.exists():
         backup = path.with_name(path.name + ".cclg-backup")
         shutil.copy2(path, backup)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, text.encode("utf-8"), mode=0o644)  # keeps the mode of a file it replaces
+    target = _real_file(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(target, text.encode("utf-8"), mode=0o644)  # keeps the mode of a file it replaces
     return backup
 
 
 def install(host: str, *, project: Path | None = None, root: str | None = None, dry_run: bool = False) -> Change:
-    """Merge the host's template into its configuration; returns what changed."""
+    """Merge the host's template into its configuration (edited as text: the rest of the file stays as
+    it was, to the byte); returns what changed."""
     path = config_path(host, project)
-    data = _read(path)
+    text, data = _read(path)
+    edits: list[Callable[[str], str]] = []
+    if "hooks" not in data:
+        edits.append(partial(config_text.json_insert, path=(), key="hooks", value={}))
     hooks = data.setdefault("hooks", {})
     added = []
     for event, groups in template(host, root)["hooks"].items():
+        if event not in hooks:
+            edits.append(partial(config_text.json_insert, path=("hooks",), key=event, value=[]))
         existing = hooks.setdefault(event, [])
         if not isinstance(existing, list):
             raise UsageError(f"{path}: hooks.{event} is not a list; nothing was changed")
@@ -142,42 +187,49 @@ def install(host: str, *, project: Path | None = None, root: str | None = None, 
             if group in existing:
                 continue
             existing.append(group)
+            edits.append(partial(config_text.json_insert, path=("hooks", event), key=None, value=group))
             added += [f"{event}: {h['command']}" for h in group["hooks"]]
+    new_text = _edited_json(path, text or "{}\n", edits, data) if added else ""
     written = bool(added) and not dry_run
-    backup = _write(path, data) if written else None
+    backup = _write_text(path, new_text) if written else None
     return Change(path=path, added=added, removed=[], backup=backup, written=written)
 
 
 def uninstall(host: str, *, project: Path | None = None, dry_run: bool = False) -> Change:
-    """Remove every ``cclg-hook`` handler (and what that leaves empty) from the host's configuration."""
+    """Remove every ``cclg-hook`` handler (and what that leaves empty) from the host's configuration,
+    as text: what ``install`` added comes out with the separators it came with, the rest stays."""
     path = config_path(host, project)
-    data = _read(path)
+    text, data = _read(path)
     hooks = data.get("hooks", {})
-    removed = []
+    removed: list[str] = []
+    edits: list[Callable[[str], str]] = []  # in the order of the text, done from its end
     for event in list(hooks):
         groups = hooks[event] if isinstance(hooks[event], list) else []
-        kept_groups = []
-        found = False
-        for group in groups:
+        kept_groups, event_edits = [], []
+        for g, group in enumerate(groups):
             handlers = group.get("hooks", []) if isinstance(group, dict) else []
-            ours = [h for h in handlers if _is_ours(h)]
+            ours = [n for n, handler in enumerate(handlers) if _is_ours(handler)]
             if not ours:
                 kept_groups.append(group)
                 continue
-            found = True
-            removed += [f"{event}: {h['command']}" for h in ours]
-            rest = [h for h in handlers if not _is_ours(h)]
-            if rest:
-                kept_groups.append({**group, "hooks": rest})
-        if found:
-            if kept_groups:
-                hooks[event] = kept_groups
-            else:
-                del hooks[event]
+            removed += [f"{event}: {handlers[n]['command']}" for n in ours]
+            if len(ours) == len(handlers):
+                event_edits.append(partial(config_text.json_remove, path=("hooks", event, g)))
+                continue
+            kept_groups.append({**group, "hooks": [h for h in handlers if not _is_ours(h)]})
+            event_edits += [partial(config_text.json_remove, path=("hooks", event, g, "hooks", n)) for n in ours]
+        if event_edits and kept_groups:
+            hooks[event] = kept_groups
+            edits += event_edits
+        elif event_edits:
+            del hooks[event]
+            edits.append(partial(config_text.json_remove, path=("hooks", event)))
     if "hooks" in data and not hooks:
         del data["hooks"]
+        edits = [partial(config_text.json_remove, path=("hooks",))]
     written = bool(removed) and not dry_run
-    backup = _write(path, data) if written else None
+    new_text = _edited_json(path, text or "", edits[::-1], data) if removed else ""
+    backup = _write_text(path, new_text) if written else None
     return Change(path=path, added=[], removed=removed, backup=backup, written=written)
 
 
@@ -224,13 +276,13 @@ def _commands_in(host: str, path: Path, hooks: bool) -> list[str]:
     if hooks:
         return [
             handler["command"]
-            for groups in _read(path).get("hooks", {}).values()
+            for groups in _read(path)[1].get("hooks", {}).values()
             for group in (groups if isinstance(groups, list) else [])
             for handler in (group.get("hooks", []) if isinstance(group, dict) else [])
             if _is_ours(handler)
         ]
     if host == "claude":
-        entry = _read(path, "mcpServers").get("mcpServers", {}).get(MCP_NAME)
+        entry = _read(path, "mcpServers")[1].get("mcpServers", {}).get(MCP_NAME)
     else:
         entry = _read_toml(path)[1].get("mcp_servers", {}).get(MCP_NAME)
     return [shlex.join([MCP_COMMAND, *entry.get("args", [])])] if _is_our_server(entry) else []
@@ -262,19 +314,26 @@ def register_mcp(host: str, *, project: Path | None = None, root: str | None = N
     path = mcp_config_path(host, project)
     if host == "codex":
         return _register_codex(path, root, dry_run)
-    data = _read(path, "mcpServers")
-    servers = data.setdefault("mcpServers", {})
+    text, data = _read(path, "mcpServers")
+    servers = data.get("mcpServers")
     entry = {"type": "stdio", "command": MCP_COMMAND, "args": mcp_arguments(root), "env": {}}
-    existing = servers.get(MCP_NAME)
+    existing = (servers or {}).get(MCP_NAME)
     if existing == entry:
         return Change(path=path, added=[], removed=[], backup=None, written=False)
     if existing is not None and not _is_our_server(existing):
         raise UsageError(
             f"{path} already has an MCP server named {MCP_NAME!r} that is not cclg-mcp; nothing was changed"
         )
-    servers[MCP_NAME] = entry
+    if servers is None:
+        edit = partial(config_text.json_insert, path=(), key="mcpServers", value={MCP_NAME: entry})
+    elif existing is None:
+        edit = partial(config_text.json_insert, path=("mcpServers",), key=MCP_NAME, value=entry)
+    else:
+        edit = partial(config_text.json_replace, path=("mcpServers", MCP_NAME), value=entry)
+    data.setdefault("mcpServers", {})[MCP_NAME] = entry
+    new_text = _edited_json(path, text or "{}\n", [edit], data)
     written = not dry_run
-    backup = _write(path, data) if written else None
+    backup = _write_text(path, new_text) if written else None
     return Change(path=path, added=[_mcp_line(mcp_arguments(root))], removed=[], backup=backup, written=written)
 
 
@@ -283,16 +342,18 @@ def unregister_mcp(host: str, *, project: Path | None = None, dry_run: bool = Fa
     path = mcp_config_path(host, project)
     if host == "codex":
         return _unregister_codex(path, dry_run)
-    data = _read(path, "mcpServers")
+    text, data = _read(path, "mcpServers")
     servers = data.get("mcpServers", {})
     existing = servers.get(MCP_NAME)
-    if existing is None or not _is_our_server(existing):
+    if text is None or existing is None or not _is_our_server(existing):
         return Change(path=path, added=[], removed=[], backup=None, written=False)
     del servers[MCP_NAME]
+    at: config_text.JsonPath = ("mcpServers", MCP_NAME) if servers else ("mcpServers",)
     if not servers:
         del data["mcpServers"]
+    new_text = _edited_json(path, text, [partial(config_text.json_remove, path=at)], data)
     written = not dry_run
-    backup = _write(path, data) if written else None
+    backup = _write_text(path, new_text) if written else None
     return Change(path=path, added=[], removed=[_mcp_line(existing.get("args", []))], backup=backup, written=written)
 
 
@@ -303,9 +364,9 @@ def _is_our_server(entry: object) -> bool:
 def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
     import tomllib
 
-    if not path.exists():
+    text = _read_text(path)
+    if text is None:
         return "", {}
-    text = path.read_text("utf-8")
     try:
         return text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -323,16 +384,14 @@ def _register_codex(path: Path, root: str | None, dry_run: bool) -> Change:
         if existing.get("args", []) == mcp_arguments(root):
             return Change(path=path, added=[], removed=[], backup=None, written=False)
         text = _without_codex_table(path, text)
-    block = "\n".join(
-        [
-            CODEX_MCP_TABLE,
-            f"command = {json.dumps(MCP_COMMAND)}",
-            f"args = {json.dumps(mcp_arguments(root), ensure_ascii=False)}",
-            "startup_timeout_sec = 20",
-            "tool_timeout_sec = 60",
-        ]
-    )
-    new_text = f"{text.rstrip()}\n\n{block}\n" if text.strip() else f"{block}\n"
+    block = [
+        CODEX_MCP_TABLE,
+        f"command = {json.dumps(MCP_COMMAND)}",
+        f"args = {json.dumps(mcp_arguments(root), ensure_ascii=False)}",
+        "startup_timeout_sec = 20",
+        "tool_timeout_sec = 60",
+    ]
+    new_text = config_text.toml_append_table(text, block)
     added = [_mcp_line(mcp_arguments(root))]
     # Codex 0.171 honours the key in a trusted project's config too (RESULTS.md), where it overrides the
     # user's: a project install adds it only when neither file sets it.
@@ -340,7 +399,7 @@ def _register_codex(path: Path, root: str | None, dry_run: bool) -> Change:
         path == codex_home() / "config.toml" or CODEX_GRACE_KEY not in read_codex_config()
     )
     if grace:
-        new_text = f"{CODEX_GRACE_LINE}\n{new_text}"
+        new_text = config_text.toml_prepend_line(new_text, CODEX_GRACE_LINE)
         added.append(f"{CODEX_GRACE_KEY} = 3000 (Codex waits up to 3 s for every MCP server before its first request)")
     _check_codex_edit(path, data, new_text, expect_ours=True, grace_changes=grace)
     written = not dry_run
@@ -354,11 +413,9 @@ def _unregister_codex(path: Path, dry_run: bool) -> Change:
     if existing is None or not _is_our_server(existing):
         return Change(path=path, added=[], removed=[], backup=None, written=False)
     new_text = _without_codex_table(path, text)
-    lines = new_text.split("\n")
-    grace = CODEX_GRACE_LINE in lines  # ours, exactly as install wrote it: a user's own setting stays
-    if grace:
-        lines.remove(CODEX_GRACE_LINE)
-        new_text = "\n".join(lines)
+    without_grace = config_text.toml_remove_line(new_text, CODEX_GRACE_LINE)
+    grace = without_grace != new_text  # ours, exactly as install wrote it: a user's own setting stays
+    new_text = without_grace
     _check_codex_edit(path, data, new_text, expect_ours=False, grace_changes=grace)
     written = not dry_run
     backup = _write_text(path, new_text) if written else None
@@ -444,16 +501,9 @@ def _without_codex_table(path: Path, text: str) -> str:
         raise UsageError(
             f"{path} defines mcp_servers.{MCP_NAME} in a way cclg does not edit; remove it by hand, nothing was changed"
         )
-    start = end = headers[0]
-    end += 1
-    while end < len(lines) and not (lines[end].lstrip().startswith("[") and not _is_our_subtable(lines[end])):
-        end += 1
-    before, after = lines[:start], lines[end:]
-    while before and before[-1].strip() == "":  # the blank lines that set the table apart
-        before.pop()
-    if not after:
-        return "\n".join(before) + "\n" if before else ""
-    return "\n".join([*before, "", *after]) if before else "\n".join(after)
+    return config_text.toml_remove_tables(
+        text, lambda header: header.strip() == CODEX_MCP_TABLE or _is_our_subtable(header)
+    )
 
 
 def _is_our_subtable(line: str) -> bool:

@@ -7,10 +7,13 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from cclg.cli import cli
 
@@ -70,10 +73,24 @@ def test_uninstall_removes_exactly_what_install_added(tmp_path: Path) -> None:
     assert json.loads(settings.read_text()) == OTHER
 
 
-def test_dry_run_writes_nothing(tmp_path: Path) -> None:
-    result = run("install", "claude", "--project", str(tmp_path), "--dry-run")
-    assert result.exit_code == 0 and "would change" in result.output
-    assert not (tmp_path / ".claude").exists()
+@pytest.mark.parametrize(
+    ("host", "place"), [("claude", "user"), ("claude", "project"), ("codex", "user"), ("codex", "project")]
+)
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+def test_dry_run_writes_nothing(tmp_path: Path, host: str, place: str, command: str) -> None:
+    """No file of any host, no backup, no store: the dry run of each command only says what would change
+    (checked on every file a real run writes, the MCP registration and Codex's config.toml included)."""
+    files = _host_files(tmp_path, host, place)
+    if command == "uninstall":
+        assert run("install", host, *_where(tmp_path, place)).exit_code == 0
+    else:
+        for path, text in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    result = run(command, host, *_where(tmp_path, place), "--dry-run")
+    assert result.exit_code == 0 and all(f"would change {path}:" in result.output for path in files), result.output
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
 
 
 def test_a_broken_configuration_is_refused_and_left_alone(tmp_path: Path) -> None:
@@ -106,7 +123,7 @@ def test_the_installed_command_runs_and_answers_json(tmp_path: Path) -> None:
     words = shlex.split(command)
     assert words[:3] == ["cclg-hook", "--root", str(store.resolve())]
     payload = {"session_id": "s1", "transcript_path": "/t.jsonl", "cwd": str(tmp_path), "prompt": "hello"}
-    hook = [sys.executable, "-c", "from cclg.hook import main; main()", *words[1:]]
+    hook = [str(Path(sys.executable).parent / words[0]), *words[1:]]  # the console script, as the host runs it
     result = subprocess.run(hook, input=json.dumps(payload).encode(), capture_output=True, timeout=60)
     assert result.returncode == 0 and json.loads(result.stdout) == {}
     assert (store / "sessions" / "s1.json").is_file(), "the hook wrote to the store install named"
@@ -402,3 +419,298 @@ def test_codex_project_install_trusts_its_hooks_once_the_project_is_trusted(tmp_
     assert all(key.startswith(f"{project / '.codex' / 'hooks.json'}:") for key in _trust_tables(config.read_text()))
     assert run("uninstall", "codex", "--project", str(project)).exit_code == 0
     assert config.read_text() == f'[projects."{project}"]\ntrust_level = "trusted"\n'
+
+
+# ---------------------------------------------------------------- symlinks, modes and the user's own bytes
+
+USER_JSON = (
+    '{\n\t"zeta": 1,\n\t"hooks": {\n\t\t"Stop": [{"hooks": [{"type": "command", "command": "other stop"}]}]\n\t}\n}\n'
+)
+USER_SERVERS = '{\n  "numStartups": 7,\n  "mcpServers": {\n    "github": {"command": "gh-mcp"}\n  }\n}'
+
+
+def _host_files(tmp_path: Path, host: str, place: str) -> dict[Path, str]:
+    """Every file ``cclg install <host>`` writes for ``place``, with what a user might keep in it."""
+    project = tmp_path / "proj"
+    if host == "claude" and place == "user":
+        return {Path.home() / ".claude" / "settings.json": USER_JSON, Path.home() / ".claude.json": USER_SERVERS}
+    if host == "claude":
+        return {project / ".claude" / "settings.json": USER_JSON, project / ".mcp.json": USER_SERVERS}
+    folder = Path.home() / ".codex" if place == "user" else project / ".codex"
+    return {folder / "hooks.json": USER_JSON, folder / "config.toml": CODEX_CONFIG}
+
+
+def _where(tmp_path: Path, place: str) -> list[str]:
+    return ["--user"] if place == "user" else ["--project", str(tmp_path / "proj")]
+
+
+@pytest.mark.parametrize(
+    ("host", "place"), [("claude", "user"), ("claude", "project"), ("codex", "user"), ("codex", "project")]
+)
+def test_install_and_uninstall_write_through_symlinks_and_keep_the_links(tmp_path: Path, host: str, place: str) -> None:
+    """Dotfiles kept in a repository and linked into place: install and uninstall change the file the
+    link points to (its mode kept), the link stays a link, and nothing is left in the dotfiles folder."""
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    files = _host_files(tmp_path, host, place)
+    targets = {}
+    for n, (path, text) in enumerate(files.items()):
+        target = dotfiles / f"{n}-{path.name}"
+        target.write_bytes(text.encode())
+        target.chmod(0o640)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if n == 0:  # a chain of two links, the first relative
+            middle = dotfiles / f"link-to-{target.name}"
+            middle.symlink_to(target.name)
+            path.symlink_to(os.path.relpath(middle, path.parent))
+        else:
+            path.symlink_to(target)
+        targets[path] = (os.readlink(path), target)
+    result = run("install", host, *_where(tmp_path, place))
+    assert result.exit_code == 0, result.output
+    for path, (link, target) in targets.items():
+        assert path.is_symlink() and os.readlink(path) == link, f"{path} is no longer the user's link"
+        assert "cclg" in target.read_text(), f"{target} did not get cclg's entries"
+        assert target.stat().st_mode & 0o777 == 0o640, target
+        backup = path.with_name(path.name + ".cclg-backup")
+        assert not backup.is_symlink() and backup.read_bytes() == files[path].encode()
+    assert run("uninstall", host, *_where(tmp_path, place)).exit_code == 0
+    for path, (link, target) in targets.items():
+        assert path.is_symlink() and os.readlink(path) == link
+        assert target.read_bytes() == files[path].encode(), f"{target} is not the user's file again"
+        assert target.stat().st_mode & 0o777 == 0o640, target
+    assert sorted(p.name for p in dotfiles.iterdir()) == sorted(
+        [t.name for _, t in targets.values()] + [f"link-to-0-{next(iter(files)).name}"]
+    ), "no temp file or backup is left beside the targets"
+
+
+JSON_LAYOUTS = {
+    "tabs, CRLF, no final newline, own key order": (
+        '{\r\n\t"zeta": 1,\r\n\t"hooks": {\r\n\t\t"Stop": [\r\n\t\t\t{"hooks": [{"type": "command",'
+        ' "command": "other stop"}]}\r\n\t\t]\r\n\t},\r\n\t"alpha": [1,2]\r\n}'
+    ),
+    "one line": '{"model":"opus","env":{"A":"1"}}',
+    "empty object": "{}\n",
+    "spaced empty object": "{ }",
+    "four spaces, escapes, blank lines after": (
+        '{\n    "title": "caf\\u00e9 \\/ \u00e9",\n    "permissions": {"allow": []},\n'
+        '    "mcpServers": {"github": {"command": "gh-mcp"}}\n}\n\n'
+    ),
+}
+TOML_LAYOUTS = {
+    "comments": CODEX_CONFIG,
+    "no final newline": 'model = "o3"  # mine\n[tools]\nweb = true',
+    "CRLF": 'model = "o3"\r\n\r\n# servers\r\n[mcp_servers.github]\r\ncommand = "gh-mcp"\r\n',
+    "blank lines at the end": 'model = "o3"\n\n\n',
+    "empty": "",
+    "comment last, no final newline": '# top\nmodel = "o3"\n# bottom',
+}
+
+
+def _only_inserts(before: str, after: str) -> bool:
+    """Whether ``after`` is ``before`` with characters added and none changed or taken away."""
+    rest = iter(after)
+    return all(char in rest for char in before)
+
+
+@pytest.mark.parametrize("layout", JSON_LAYOUTS)
+@pytest.mark.parametrize("host", ["claude", "codex"])
+def test_uninstall_after_install_gives_back_the_users_json_byte_for_byte(
+    tmp_path: Path, host: str, layout: str
+) -> None:
+    original = JSON_LAYOUTS[layout]
+    files = [p for p in _host_files(tmp_path, host, "project") if p.suffix == ".json"]
+    for path in files:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(original.encode())
+    assert run("install", host, *_where(tmp_path, "project")).exit_code == 0
+    for path in files:
+        installed = path.read_bytes().decode()
+        assert "cclg" in installed and _only_inserts(original, installed), f"install rewrote {path}:\n{installed}"
+        if "\r\n" in original:
+            assert installed.count("\n") == installed.count("\r\n"), "the file's CRLF line ends are kept"
+        if "\t" in original:
+            assert "\n " not in installed, "what install adds is indented with the file's tabs"
+    assert run("uninstall", host, *_where(tmp_path, "project")).exit_code == 0
+    for path in files:
+        assert path.read_bytes() == original.encode(), path
+
+
+@pytest.mark.parametrize("layout", TOML_LAYOUTS)
+def test_uninstall_after_install_gives_back_the_users_config_toml_byte_for_byte(tmp_path: Path, layout: str) -> None:
+    """The server's table, the startup grace and Codex's trust tables all come out again, and the file
+    is what it was to the byte: comments, CRLF, blank lines and a missing final newline included."""
+    original = TOML_LAYOUTS[layout]
+    config = Path.home() / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_bytes(original.encode())
+    result = run("install", "codex")
+    assert result.exit_code == 0 and "added Codex trust" in result.output, result.output
+    installed = config.read_bytes().decode()
+    assert _only_inserts(original, installed), installed
+    if "\r\n" in original:
+        assert installed.count("\n") == installed.count("\r\n"), "the file's CRLF line ends are kept"
+    assert run("uninstall", "codex").exit_code == 0
+    assert config.read_bytes() == original.encode()
+
+
+def test_uninstall_keeps_what_the_user_edited_after_install_and_their_layout(tmp_path: Path) -> None:
+    """Between install and uninstall the user changed a setting and added another (in their tabs);
+    uninstall takes out cclg's entries and nothing else."""
+    settings = tmp_path / "proj" / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(USER_JSON)
+    assert run("install", "claude", *_where(tmp_path, "project")).exit_code == 0
+    edit = ('\t"zeta": 1,\n', '\t"zeta": 2,\n\t"theme": "dark",\n')
+    settings.write_text(settings.read_text().replace(*edit))
+    assert run("uninstall", "claude", *_where(tmp_path, "project")).exit_code == 0
+    assert settings.read_text() == USER_JSON.replace(*edit)
+
+
+def test_uninstall_keeps_a_table_and_a_comment_the_user_added_after_cclgs(tmp_path: Path) -> None:
+    config = Path.home() / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(CODEX_CONFIG)
+    assert run("install", "codex").exit_code == 0
+    added = '\n# slower, for long tasks\n[profiles.slow]\nmodel = "o3"\n'
+    config.write_text(config.read_text().replace('model = "gpt-5-codex"', 'model = "gpt-5"') + added)
+    assert run("uninstall", "codex").exit_code == 0
+    assert config.read_text() == CODEX_CONFIG.replace('model = "gpt-5-codex"', 'model = "gpt-5"') + added
+
+
+def test_install_through_a_link_to_a_file_not_made_yet_creates_the_target(tmp_path: Path) -> None:
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    settings = Path.home() / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.symlink_to(dotfiles / "settings.json")
+    assert run("install", "claude").exit_code == 0
+    assert settings.is_symlink() and "cclg-hook" in (dotfiles / "settings.json").read_text()
+
+
+def test_a_symlink_loop_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    settings = Path.home() / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.symlink_to(settings.parent / "loop.json")
+    (settings.parent / "loop.json").symlink_to(settings)
+    result = run("install", "claude")
+    assert result.exit_code == 2 and "cannot be followed to a file" in result.stderr
+    assert sorted(p.name for p in settings.parent.iterdir()) == ["loop.json", "settings.json"]
+    assert not Path(os.environ["CCLG_HOME"]).exists(), "not even the store is made"
+
+
+def _layouts() -> st.SearchStrategy[str]:
+    """JSON objects a user might keep as settings, laid out every way ``json.dumps`` can, with CRLF
+    or LF, and with or without blank lines or spaces around."""
+    leaf = st.one_of(st.integers(-9, 999), st.text(max_size=4), st.booleans(), st.none())
+    value = st.recursive(
+        leaf,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+        max_leaves=8,
+    )
+    other = st.fixed_dictionaries(
+        {}, optional={"hooks": st.just(OTHER["hooks"]), "mcpServers": st.just(OTHER_SERVERS["mcpServers"])}
+    )
+    document = st.tuples(st.dictionaries(st.sampled_from(["model", "env", "zeta", "é"]), value, max_size=3), other)
+    return st.builds(
+        lambda doc, indent, compact, ascii, crlf, before, after: (
+            before
+            + json.dumps(
+                {**doc[0], **doc[1]}, indent=indent, separators=(",", ":") if compact else None, ensure_ascii=ascii
+            )
+            + after
+        ).replace("\n", "\r\n" if crlf else "\n"),
+        document,
+        st.sampled_from([None, 1, 2, 4, "\t"]),
+        st.booleans(),
+        st.booleans(),
+        st.booleans(),
+        st.sampled_from(["", " ", "\n"]),
+        st.sampled_from(["", "\n", "\n\n", " "]),
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(original=_layouts(), host=st.sampled_from(["claude", "codex"]))
+def test_uninstall_after_install_gives_back_any_json_layout_byte_for_byte(original: str, host: str) -> None:
+    from cclg import install
+
+    with tempfile.TemporaryDirectory() as folder:
+        project = Path(folder)
+        hooks_file, servers = install.config_path(host, project), install.mcp_config_path(host, project)
+        files = [hooks_file, servers] if host == "claude" else [hooks_file]
+        for path in files:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(original.encode())
+        install.install(host, project=project, root="/store")
+        if host == "claude":
+            install.register_mcp(host, project=project, root="/store")
+            assert _only_inserts(original, servers.read_bytes().decode())
+        assert _only_inserts(original, hooks_file.read_bytes().decode())
+        install.uninstall(host, project=project)
+        if host == "claude":
+            install.unregister_mcp(host, project=project)
+        for path in files:
+            assert path.read_bytes() == original.encode(), path
+
+
+TOML_PIECES = [
+    'model = "o3"',
+    "# a comment",
+    "",
+    "   ",
+    "[tools]",
+    "web = true",
+    "[mcp_servers.github]",
+    'command = "gh-mcp"  # mine',
+    'args = [\n  "x",\n]',
+    "[[profiles.list]]",
+    "n = 1",
+    "\t# an indented comment",
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lines=st.lists(st.sampled_from(TOML_PIECES), max_size=8),
+    newline=st.sampled_from(["\n", "\r\n"]),
+    end=st.sampled_from(["", "\n", "\n\n"]),
+    trusted=st.integers(0, 3),
+)
+def test_uninstall_after_install_gives_back_any_config_toml_byte_for_byte(
+    lines: list[str], newline: str, end: str, trusted: int
+) -> None:
+    import tomllib
+
+    from cclg import codex_trust, install
+
+    original = ("\n".join(lines) + end).replace("\n", newline)
+    try:
+        tomllib.loads(original)
+    except tomllib.TOMLDecodeError:
+        assume(False)  # a repeated key or table: no config.toml a user has
+    with tempfile.TemporaryDirectory() as folder:
+        project = Path(folder)
+        config = install.mcp_config_path("codex", project)
+        config.parent.mkdir()
+        config.write_bytes(original.encode())
+        install.register_mcp("codex", project=project, root="/store")
+        entries = [(f"/hooks.json:stop:0:{n}", f"sha256:{n}") for n in range(trusted)]
+        with_trust = codex_trust.with_trust(config.read_bytes().decode(), entries)
+        assert _only_inserts(original, with_trust)
+        config.write_bytes(codex_trust.without_trust(with_trust).encode())
+        install.unregister_mcp("codex", project=project)
+        assert config.read_bytes() == original.encode()
+
+
+def test_an_empty_hooks_object_left_before_install_goes_with_cclgs_entries_and_nothing_else_does(
+    tmp_path: Path,
+) -> None:
+    """JSON has no place to note what install created: uninstall removes the containers its removal
+    leaves empty, as install creates them when missing, so one the user had left empty goes too."""
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{\n\t"model": "x",\n\t"hooks": {}\n}')
+    assert run("install", "claude", "--project", str(tmp_path)).exit_code == 0
+    assert run("uninstall", "claude", "--project", str(tmp_path)).exit_code == 0
+    assert settings.read_text() == '{\n\t"model": "x"\n}'
