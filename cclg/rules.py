@@ -27,6 +27,7 @@ import json
 
 from cclg.errors import ConcurrencyError
 from cclg.files import read_jsonl
+from cclg.guard import quote_outside
 from cclg.ids import now_iso, sha256_hex
 from cclg.store import Store
 
@@ -191,7 +192,7 @@ def line(node: MemoryNode, rule: Rule) -> str:
     labelled = node.metadata.get("trust") not in (None, "untrusted")
     trust = "labelled by the user" if labelled else "untrusted until the user labels it"
     seen = f"{rule.counts['detection'] + 1} failure(s) seen, {rule.counts['suppression']} session(s) without it"
-    return f"rule {node.id} ({trust}; {seen}): {json.dumps(node.content, ensure_ascii=False)}"
+    return f"rule {node.id} ({trust}; {seen}): {quote_outside(node.content)}"
 
 
 def near(store: Store, step: dict[str, Any], project: str | None, given: set[str]) -> list[tuple[Rule, MemoryNode]]:
