@@ -125,8 +125,8 @@ def test_every_block_the_hook_emits_shows_outside_text_as_data(store: Store, tmp
         [str(BIN / "cclg"), "--root", str(store.root), "rules", "--json"], capture_output=True, check=True
     )
     (rule,) = json.loads(rules.stdout)["rules"]
-    accept = ["label", rule["id"], "--trust", "trusted", "--reason", "read it"]
-    subprocess.run([str(BIN / "cclg"), "--root", str(store.root), *accept], check=True, capture_output=True)
+    accept = [str(BIN / "cclg"), "--root", str(store.root), "rules", "--accept", rule["id"]]
+    subprocess.run(accept, check=True, capture_output=True)  # held back from session starts until then
 
     session = "walk"
     answer("session-start", payload(session, repo, "SessionStart", source="startup"))

@@ -213,21 +213,34 @@ def scan_command(ctx: click.Context, paths: tuple[Path, ...], in_store: bool, re
 
 
 @click.command("rules")
+@click.option("--accept", "accept_id", metavar="ID", help="Label this rule trusted: it may open sessions.")
 @json_option
 @click.pass_context
-def rules_command(ctx: click.Context, as_json: bool) -> None:
+def rules_command(ctx: click.Context, accept_id: str | None, as_json: bool) -> None:
     """Rules learned from failures, with their evidence.
 
     A rule is written when a command that failed the same way several times in a row
     passes again (the sensors' pain). A detection is its failure seen again; a session
     given the rule that ended without the failure is a suppression. Both count, and
-    nothing decays. Rules are memories: label, narrow or forget them like any other.
+    nothing decays. Once its evidence is strong a rule opens every session of its
+    project, but one whose text (or the tool output it quotes) reads as instructions
+    does so only after you accept it: --accept ID labels it trusted, through the
+    ledger (cclg rollback undoes it). Rules are memories: label, narrow or forget
+    them like any other.
 
-    Example: cclg rules --json
+    Example: cclg rules --json    or    cclg rules --accept mem_01...
     """
     from cclg import rules
 
-    listed = rules.listing(store_of(ctx))
+    store = store_of(ctx)
+    if accept_id is not None:
+        result = rules.accept(store, api.show(store, accept_id))
+        if as_json:
+            emit(result.to_dict(), True)
+        else:
+            click.echo(f"accepted: {result.new_nodes[0].id} states the rule now, labelled trusted ({result.patch.id})")
+        return
+    listed = rules.listing(store)
     if as_json:
         emit({"rules": listed}, True)
         return
@@ -238,6 +251,16 @@ def rules_command(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"{rule['id'] or rule['key']}  [{rule['status']}, {rule['trust']}]  {counts}")
         click.echo(f"    {rule['content']}")
         click.echo(f"    trigger: `{rule['trigger'].get('command')}` with {rule['trigger'].get('signature')}")
+        if (
+            rule["id"]
+            and rule["status"] == "active"
+            and rule["session_start"] is None
+            and rule["trust"] != "quarantined"
+        ):
+            click.echo(
+                "    not given at session start: its text reads as instructions;"
+                f" cclg rules --accept {rule['id']} if you trust it"
+            )
         if rule["id"] and rule["status"] == "active":
             click.echo(
                 f"    keep it: cclg label {rule['id']} --trust trusted --reason ...;"
