@@ -113,14 +113,15 @@ def learn(
 ) -> str | None:
     """If ``step`` (a success) ends a streak of the same failure of its command, at least
     pain spoke about, write the rule it teaches (unless the project has one with that key, current or
-    thrown out by the user) and return its key."""
+    thrown out by the user) and return its key.
+
+    The check for the key, the rule's memory and its ``learned`` line are one step under the store
+    lock: sessions ending the same streak at once learn the rule once, not once each."""
     streak, between = _streak_before(steps, step)
     if not streak:
         return None
     command, signature = step["command"], streak[0]["failure"]
     key = rule_key(command, signature)
-    if _has_key(store, key):
-        return None  # learned before (counted as a detection when pain spoke), or forgotten by the user
     edited = sorted({f for s in between for f in s.get("files", ())})
     ran = sorted({s["command"] for s in between if s.get("command") and s.get("command") != command})
     lesson = _lesson(command, signature, len(streak), edited, ran)
@@ -129,14 +130,15 @@ def learn(
 
     scope = parse_scope({"project": project} if project else None)
     try:
-        add_memory(
-            store, lesson, source=SOURCE, type="warning", key=key, scope=scope, created_by="sensor",
-            lock_wait=LOCK_WAIT_SECONDS, flags=flags,
-        )  # fmt: skip
+        with store.lock(timeout=LOCK_WAIT_SECONDS):
+            if _has_key(store, key):
+                return None  # learned before (counted as a detection when pain spoke), or forgotten by the user
+            add_memory(store, lesson, source=SOURCE, type="warning", key=key, scope=scope, created_by="sensor",
+                       flags=flags)  # fmt: skip
+            trigger = {"command": command, "signature": signature, "files": edited[:20]}
+            note(store, "learned", [key], session_id, trigger=trigger, project=project)
     except ConcurrencyError:
         return None  # the store is busy (an import): the next time the streak ends, it learns
-    trigger = {"command": command, "signature": signature, "files": edited[:20]}
-    note(store, "learned", [key], session_id, trigger=trigger, project=project)
     return key
 
 
