@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from cclg import api
-from cclg.cli.common import count, emit, json_option, store_of
+from cclg.cli.common import count, emit, json_option, shown, store_of
 from cclg.errors import UsageError, ValidationError
 
 
@@ -60,7 +60,7 @@ def log(ctx: click.Context, memory_id: str | None, lineage_id: str | None, limit
         line = f"{p.id}  {p.created_at}  {p.operation:<16} {', '.join(p.target_ids) or '-'}"
         if p.new_node_ids:
             line += f" -> {', '.join(p.new_node_ids[:3])}{' ...' if len(p.new_node_ids) > 3 else ''}"
-        click.echo(f"{line}\n    {p.reason}")
+        click.echo(f"{line}\n    {shown(p.reason)}")
 
 
 def _lineage(store: api.Store, memory_id: str, as_json: bool) -> None:
@@ -73,9 +73,9 @@ def _lineage(store: api.Store, memory_id: str, as_json: bool) -> None:
     for step in chain["steps"]:
         undone = "  (undone)" if step["undone"] else ""
         made = f"{', '.join(step['targets']) or '-'} -> {', '.join(step['new']) or '-'}"
-        click.echo(f"{step['created_at']}  {step['operation']:<16} {made}{undone}\n    {step['reason']}")
+        click.echo(f"{step['created_at']}  {step['operation']:<16} {made}{undone}\n    {shown(step['reason'])}")
     for member in chain["members"]:
-        click.echo(f"{member['id']}  [{member['status']}]  {member['content'][:100]}")
+        click.echo(f"{member['id']}  [{member['status']}]  {shown(member['content'][:100])}")
 
 
 @click.command()
@@ -92,13 +92,13 @@ def diff(ctx: click.Context, patch_id: str, as_json: bool) -> None:
         emit(result, True)
         return
     p = result["patch"]
-    click.echo(f"{p['id']} {p['operation']} at {p['created_at']}\nreason: {p['reason']}")
+    click.echo(f"{p['id']} {p['operation']} at {p['created_at']}\nreason: {shown(p['reason'])}")
     for change in result["status_changes"]:
         click.echo(f"  {change['id']}: {change['before'] or '?'} -> {change['now'] or 'missing'}")
     for node in result["new_nodes"]:
         click.echo(f"  + {node['id']} ({node['status']})")
     for text in result["content_diff"]:
-        click.echo(text)
+        click.echo(shown(text.rstrip("\n")))
 
 
 @click.command()
@@ -140,7 +140,7 @@ def validate(paths: tuple[Path, ...], as_json: bool) -> None:
         emit({"checked": checked, "ok": not findings, "findings": [f.to_dict() for f in findings]}, True)
     else:
         for f in findings:
-            click.echo(f"{f.path}: {f.message}")
+            click.echo(f"{shown(f.path)}: {shown(f.message)}")
         click.echo(f"{checked} file(s) checked, {len(findings)} problem(s)")
     if findings:
         sys.exit(ValidationError.exit_code)
@@ -166,15 +166,15 @@ def doctor_command(ctx: click.Context, repair: bool, as_json: bool) -> None:
         emit({**report.to_dict(), "repairs": actions}, True)
     else:
         for action in actions:
-            click.echo(f"repaired: {action}")
+            click.echo(f"repaired: {shown(action)}")
         for entry in report.refreshed:
-            click.echo(f"refreshed the search index: {entry}")
+            click.echo(f"refreshed the search index: {shown(entry)}")
         counts = ", ".join(f"{v} {k}" for k, v in report.counts.items())
         click.echo(f"store {report.root}: {counts}")
         thresholds = ", ".join(f"{k}={v}" for k, v in report.sensors.items())
         click.echo(f'sensors (config.json "sensors"): {thresholds}')
         for f in report.findings:
-            click.echo(f"[{f.check}] {f.path}: {f.message}")
+            click.echo(f"[{f.check}] {shown(f.path)}: {shown(f.message)}")
         click.echo("ok: no findings" if report.ok else f"{len(report.findings)} finding(s)")
     if not report.ok:
         sys.exit(1)
@@ -249,8 +249,9 @@ def rules_command(ctx: click.Context, accept_id: str | None, as_json: bool) -> N
     for rule in listed:
         counts = f"{rule['detection']} detection(s), {rule['suppression']} suppression(s), {rule['delivered']} given"
         click.echo(f"{rule['id'] or rule['key']}  [{rule['status']}, {rule['trust']}]  {counts}")
-        click.echo(f"    {rule['content']}")
-        click.echo(f"    trigger: `{rule['trigger'].get('command')}` with {rule['trigger'].get('signature')}")
+        click.echo(f"    {shown(rule['content'])}")
+        trigger = rule["trigger"]
+        click.echo(f"    trigger: {shown(trigger.get('command'))} with {shown(trigger.get('signature'))}")
         if (
             rule["id"]
             and rule["status"] == "active"
