@@ -4,8 +4,10 @@
 - Platform auth fields (``FORBIDDEN_KEYS``): never inside records or containers.
 - Trust, sensitivity, retention (``labels``): the vocabulary, the defaults, and
   the cautious reading of a value outside it.
-- Stored text is data: ``instruction_flags`` marks text that talks to the model,
-  and ``reveal`` shows invisible characters before a pack hands text over.
+- Outside text is data: ``instruction_flags`` marks text that talks to the model,
+  ``reveal`` shows invisible characters, and ``quote_outside`` (the one renderer every
+  block of a model's context uses for text cclg did not word itself) does both and
+  quotes it; ``terminal_text`` and ``escape_invisible`` do the same for a terminal.
 
 One secret detector (``scan``) serves every path: explicit writes are refused
 (``refuse_secrets``: a ``SecretError`` naming the rule and the field, showing four characters),
