@@ -242,7 +242,8 @@ def line(node: MemoryNode, rule: Rule) -> str:
     accepted = labels(node.metadata)[0] == "trusted"
     trust = "accepted by the user" if accepted else "untrusted until the user accepts it"
     seen = f"{rule.counts['detection'] + 1} failure(s) seen, {rule.counts['suppression']} session(s) without it"
-    return f"rule {node.id} ({trust}; {seen}): {quote_outside(node.content)}"
+    flagged = "instruction_like" in node.metadata.get("flags", ()) or None  # what its excerpt was, before the cap
+    return f"rule {node.id} ({trust}; {seen}): {quote_outside(node.content, flagged=flagged)}"
 
 
 def near(store: Store, step: dict[str, Any], project: str | None, given: set[str]) -> list[tuple[Rule, MemoryNode]]:

@@ -220,7 +220,8 @@ def test_an_instruction_like_rule_opens_sessions_only_once_the_user_accepts_it(s
     (found,) = rules.read_rules(store).values()
     assert found.evidence >= rules.STRONG
     assert call(store, "s4", "session-start", source="startup") is None, "held back: its text reads as instructions"
-    assert fail_hostile(store, "s4") is not None, "still given near its trigger, as the data it is"
+    near = fail_hostile(store, "s4") or ""
+    assert near.endswith('." (instruction-like)'), "still given near its trigger, as the data it is, marked"
     runner = CliRunner()
     listing = runner.invoke(cli, ["--root", str(store.root), "rules"])
     (node,) = open_index(store).current_with_key(found.key)
