@@ -114,12 +114,15 @@ def build_node(
     retention: str = guard.DEFAULT_RETENTION,
     valid_from: str | None = None,
     valid_until: str | None = None,
+    flags: list[str] | None = None,
 ) -> MemoryNode:
     """A new node from user-level arguments, checked like a record read from disk.
 
     Trust, sensitivity and retention go to metadata (untrusted, internal and
     optional unless the caller says otherwise: only the user's own surface, the
-    CLI, says trusted). ``create_nodes`` flags content that reads as instructions.
+    CLI, says trusted). ``create_nodes`` flags content that reads as instructions;
+    ``flags`` adds what the caller knows of text the content only quotes in part
+    (a rule's excerpt of tool output).
     """
     if not content.strip():
         raise UsageError("content must not be empty")
@@ -135,6 +138,8 @@ def build_node(
         "sensitivity": sensitivity,
         "retention": retention,
     }
+    if flags:
+        metadata["flags"] = sorted(set(flags))
     return new_node(
         content,
         type=type,

@@ -3,8 +3,10 @@
 When pain's streak ends (the failing command passes), the hook writes a **rule**: a
 memory like any other, through the ledger, scoped to the project, untrusted until
 the user labels it (``cclg label``), keyed ``rule.<hash>`` of its command and error.
-Its lesson is stated from the evidence: what failed, how often, and what came
-between the last failure and the success (the files edited, the commands run).
+Its lesson is stated from the evidence, in cclg's words: what failed, how often, and
+what came between the last failure and the success (the files edited, the commands
+run); what the tools printed or named is quoted by the one renderer
+(``cclg.guard.quote_outside``: capped, revealed, marked when it reads as instructions).
 The format's node types are closed, so a rule is a ``warning`` with that key.
 
 Evidence goes to an append-only log, ``audit/rule_evidence.jsonl``, one line each:
@@ -18,15 +20,19 @@ Detections and suppressions both count for a rule, and nothing counts against it
 with time: a rule that prevents its failure keeps being delivered, where a
 time-decayed confidence would drop exactly the rules that work. A rule is
 delivered when its trigger is near (the same command, error or files) and, once
-its evidence reaches ``STRONG``, at every session start of its project.
+its evidence reaches ``STRONG``, at every session start of its project, if
+``session_start`` lets it: text derived from tool output never opens a session by
+itself while it reads as instructions, only once the user accepts the rule
+(``accept``, ``cclg rules --accept``).
 """
 
 from __future__ import annotations
 
 import json
 
-from cclg.errors import ConcurrencyError
+from cclg.errors import ConcurrencyError, NotFoundError
 from cclg.files import read_jsonl
+from cclg.guard import instruction_flags, labels, quote_outside
 from cclg.ids import now_iso, sha256_hex
 from cclg.repository import ProjectKeys, project_keys
 from cclg.store import Store
@@ -113,35 +119,55 @@ def learn(
 ) -> str | None:
     """If ``step`` (a success) ends a streak of the same failure of its command, at least
     pain spoke about, write the rule it teaches (unless the project has one with that key, current or
-    thrown out by the user) and return its key."""
+    thrown out by the user) and return its key.
+
+    The check for the key, the rule's memory and its ``learned`` line are one step under the store
+    lock: sessions ending the same streak at once learn the rule once, not once each."""
     streak, between = _streak_before(steps, step)
     if not streak:
         return None
     command, signature = step["command"], streak[0]["failure"]
     key = rule_key(command, signature)
-    if _has_key(store, key):
-        return None  # learned before (counted as a detection when pain spoke), or forgotten by the user
     edited = sorted({f for s in between for f in s.get("files", ())})
     ran = sorted({s["command"] for s in between if s.get("command") and s.get("command") != command})
-    fixes = [f"edits to {', '.join(edited[:5])}"] if edited else []
-    fixes += [f"running {', '.join(f'`{c}`' for c in ran[:3])}"] if ran else []
-    lesson = (
-        f"`{command}` failed {len(streak)} times in a row with: {signature}. "
-        f"It passed after {' and '.join(fixes) or 'a retry with no edit in between'}."
-    )
+    lesson = _lesson(command, signature, len(streak), edited, ran)
+    flags = sorted({flag for text in (command, signature, *edited, *ran) for flag in instruction_flags(text)})
     from cclg.intake import add_memory, parse_scope
 
     scope = parse_scope({"project": project} if project else None)
     try:
-        add_memory(
-            store, lesson, source=SOURCE, type="warning", key=key, scope=scope, created_by="sensor",
-            lock_wait=LOCK_WAIT_SECONDS,
-        )  # fmt: skip
+        with store.lock(timeout=LOCK_WAIT_SECONDS):
+            if _has_key(store, key):
+                return None  # learned before (counted as a detection when pain spoke), or forgotten by the user
+            add_memory(store, lesson, source=SOURCE, type="warning", key=key, scope=scope, created_by="sensor",
+                       flags=flags)  # fmt: skip
+            trigger = {"command": command, "signature": signature, "files": edited[:20]}
+            note(store, "learned", [key], session_id, trigger=trigger, project=project)
     except ConcurrencyError:
         return None  # the store is busy (an import): the next time the streak ends, it learns
-    trigger = {"command": command, "signature": signature, "files": edited[:20]}
-    note(store, "learned", [key], session_id, trigger=trigger, project=project)
     return key
+
+
+EXCERPT_CHARS = 120  # of the failing command's error line quoted in a rule's text
+NAME_CHARS = 80  # of a command or a file named in it
+
+
+def _lesson(command: str, signature: str, failures: int, edited: list[str], ran: list[str]) -> str:
+    """What a rule says, in cclg's words: each thing the tools printed or named (the command, its error
+    line, the files edited, the commands run) is a quoted excerpt, capped and revealed by the one
+    renderer (``cclg.guard.quote_outside``), marked when it reads as instructions. Text derived from
+    tool output stays data in the rule too."""
+
+    def names(found: list[str], most: int) -> str:
+        return ", ".join(quote_outside(name, limit=NAME_CHARS) for name in found[:most])
+
+    fixes = [f"edits to {names(edited, 5)}"] if edited else []
+    fixes += [f"running {names(ran, 3)}"] if ran else []
+    return (
+        f"The command {quote_outside(command, limit=NAME_CHARS)} failed {failures} times in a row with the same "
+        f"error, quoted: {quote_outside(signature, limit=EXCERPT_CHARS)}. "
+        f"It passed after {' and '.join(fixes) or 'a retry with no edit in between'}."
+    )
 
 
 def _streak_before(
@@ -193,18 +219,44 @@ def current_rules(store: Store, keys: list[str]) -> dict[str, MemoryNode]:
         index.close()
 
 
+def session_start(node: MemoryNode) -> str | None:
+    """Whether a rule's memory may open sessions (once its evidence is strong), and why: ``"accepted"``
+    (the user labelled it trusted: ``cclg rules --accept``, ``cclg label``) or ``"clean"`` (untrusted, and
+    nothing in its text or in the tool output it quotes reads as instructions); None when it is held
+    back (instruction-like, or quarantined). Text derived from tool output never opens a session by itself."""
+    trust = labels(node.metadata)[0]
+    if trust == "trusted":
+        return "accepted"
+    if trust == "quarantined" or "instruction_like" in node.metadata.get("flags", ()):
+        return None
+    return None if instruction_flags(node.content) else "clean"
+
+
+def accept(store: Store, node: MemoryNode) -> Any:
+    """``cclg rules --accept``: the user's label on a rule (trusted, through an ``update`` patch of the same
+    text and key), after which it may open sessions whatever its text; ``NotFoundError`` for a memory that
+    is not a rule. Returns the patch's result."""
+    from cclg.ledger import apply_patch
+
+    if node.key is None or node.key not in read_rules(store):
+        raise NotFoundError(f"{node.id} is not a rule (cclg rules lists them)")
+    reason = "accepted with cclg rules --accept"
+    return apply_patch(store, "update", [node.id], reason=reason, contents=[node.content], labels={"trust": "trusted"})
+
+
 def line(node: MemoryNode, rule: Rule) -> str:
-    labelled = node.metadata.get("trust") not in (None, "untrusted")
-    trust = "labelled by the user" if labelled else "untrusted until the user labels it"
+    accepted = labels(node.metadata)[0] == "trusted"
+    trust = "accepted by the user" if accepted else "untrusted until the user accepts it"
     seen = f"{rule.counts['detection'] + 1} failure(s) seen, {rule.counts['suppression']} session(s) without it"
-    return f"rule {node.id} ({trust}; {seen}): {json.dumps(node.content, ensure_ascii=False)}"
+    flagged = "instruction_like" in node.metadata.get("flags", ()) or None  # what its excerpt was, before the cap
+    return f"rule {node.id} ({trust}; {seen}): {quote_outside(node.content, flagged=flagged)}"
 
 
 def near(store: Store, step: dict[str, Any], project: ProjectKeys, given: set[str]) -> list[tuple[Rule, MemoryNode]]:
     """The rules of ``project`` whose trigger ``step`` comes near and that this session was not given."""
     rules = [r for r in read_rules(store).values() if r.of(project) and r.key not in given and r.near(step)]
     found = current_rules(store, [r.key for r in rules])
-    return [(r, found[r.key]) for r in rules if r.key in found]
+    return [(r, found[r.key]) for r in rules if r.key in found and labels(found[r.key].metadata)[0] != "quarantined"]
 
 
 def strong(store: Store, project: ProjectKeys) -> list[tuple[Rule, MemoryNode]]:
@@ -214,7 +266,7 @@ def strong(store: Store, project: ProjectKeys) -> list[tuple[Rule, MemoryNode]]:
         key=lambda r: (-r.evidence, r.key),
     )
     found = current_rules(store, [r.key for r in rules])
-    return [(r, found[r.key]) for r in rules if r.key in found]
+    return [(r, found[r.key]) for r in rules if r.key in found and session_start(found[r.key])]
 
 
 # ---------------------------------------------------------------- the end of a session
@@ -267,6 +319,7 @@ def listing(store: Store) -> list[dict[str, Any]]:
                     "id": node.id if node else None,
                     "status": node.status if node else "missing",
                     "trust": node.metadata.get("trust") if node else None,
+                    "session_start": session_start(node) if node else None,
                     "content": node.content if node else "",
                 }
             )

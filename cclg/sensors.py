@@ -29,6 +29,7 @@ import json
 import re
 import time
 
+from cclg.guard import quote_outside
 from cclg.ids import sha256_hex
 from cclg.text import estimate_tokens
 
@@ -393,10 +394,10 @@ def _pain(window: Window, step: dict[str, Any], config: dict[str, int]) -> dict[
         count += 1
     if count < config["pain_repeats"]:
         return None
-    tried = ", ".join(["edited " + ", ".join(sorted(edited)[:5])] if edited else []) or "the same run again"
+    tried = ", ".join(["edited " + _names(sorted(edited)[:5])] if edited else []) or "the same run again"
     return _signal(
         "pain",
-        f"pain: `{key}` failed {count} times in a row with the same error: {failure}",
+        f"pain: {quote_outside(key)} failed {count} times in a row with the same error: {quote_outside(failure)}",
         key=failure,
         level=count - config["pain_repeats"],
         tried=tried,
@@ -419,13 +420,13 @@ def _loop(window: Window, step: dict[str, Any], config: dict[str, int]) -> dict[
             count += 1
     if count < config["loop_repeats"]:
         return None
-    what = step.get("command") or step["tool"]
+    what = quote_outside(step.get("command") or step["tool"])
     return _signal(
         "loop",
-        f"loop: the same `{what}` call returned the same result {count} times with no edit in between.",
+        f"loop: the same {what} call returned the same result {count} times with no edit in between.",
         key=step["input"],
         level=count - config["loop_repeats"],
-        tried=f"the same `{what}` call {count} times",
+        tried=f"the same {what} call {count} times",
     )
 
 
@@ -439,11 +440,14 @@ def _reach(
         path, users = dependants(edited)
         if len(users) < config["reach_dependants"] or window.fired(window.steps, "reach", path):
             continue
-        shown = ", ".join(users[:3])
-        found.append(
-            _signal("reach", f"reach: {path} is imported by {len(users)} other files ({shown}, ...).", key=path)
-        )
+        line = f"reach: {quote_outside(path)} is imported by {len(users)} other files ({_names(users[:3])}, ...)."
+        found.append(_signal("reach", line, key=path))
     return found
+
+
+def _names(paths: Sequence[str]) -> str:
+    """File names from the session or the code graph, each shown as outside text."""
+    return ", ".join(quote_outside(path) for path in paths)
 
 
 def awareness(signals: list[dict[str, Any]], rules: Sequence[str] = ()) -> str:

@@ -280,13 +280,13 @@ def compact(store: Store, session_id: str) -> str:
     if not interpreted and not entry.get("context_emptied"):
         return ""
     layers = entry.get("layers") or {}
-    lines = [f"## The previous turn (cclg turn {entry.get('turn_id')}, CogLog's fields)"]
-    lines += [f"- {k}: {json.dumps(v[:300], ensure_ascii=False)}" for k, v in interpreted]
+    number = entry.get("turn_id")  # the entry's file is outside text too: only a number is shown as one
+    lines = [f"## The previous turn (cclg turn {number if isinstance(number, int) else '?'}, CogLog's fields)"]
+    lines += [f"- {k}: {guard.quote_outside(v, limit=300)}" for k, v in interpreted]
     for fact in ("user", "assistant"):
         text = " ".join(str(layers.get(fact) or "").split())
         if text:
-            shown = text[:240] + ("…" if len(text) > 240 else "")
-            lines.append(f"- {fact}: {json.dumps(shown, ensure_ascii=False)}")
+            lines.append(f"- {fact}: {guard.quote_outside(text, limit=240)}")
     _save(store, path, {**entry, "delivered": True})
     return "\n".join(lines)[:COMPACT_CHARS]
 

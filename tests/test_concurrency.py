@@ -629,3 +629,57 @@ def test_readers_catch_up_with_the_files_while_an_import_writes(store: Store, tm
         assert index.db.execute("SELECT count(*) FROM nodes").fetchone()[0] == 3000
     finally:
         index.close()
+
+
+RULE_SESSIONS = 8
+
+
+def test_sessions_ending_the_same_failure_streak_at_once_learn_one_rule_once(store: Store) -> None:
+    """Rule 12: the check (is there a rule with this key?) and the writes (the rule's memory, its
+    ``learned`` line) are one step under the store lock. Eight real ``cclg-hook`` processes, each a
+    session at the end of the same streak, send the passing call at once: one rule, learned once,
+    not eight ``learned`` lines that would make it strong at once."""
+    from cclg import rules
+    from cclg.hook import handle
+
+    cwd = "/home/u/shop"
+
+    def payload(session: str, **fields: Any) -> dict[str, Any]:
+        return {
+            "session_id": session,
+            "transcript_path": "/t.jsonl",
+            "cwd": cwd,
+            "permission_mode": "default",
+            **fields,
+        }
+
+    error = "Exit code 1\nE   ModuleNotFoundError: No module named 'shop.settings'\n"
+    failing = {"tool_name": "Bash", "tool_input": {"command": "pytest -x"}, "error": error, "is_interrupt": False}
+    sessions = [f"racer-{n}" for n in range(RULE_SESSIONS)]
+    for session in sessions:  # each session's streak, pain spoke about it: the next pass teaches the rule
+        for _ in range(3):
+            handle("post-tool-failure", payload(session, hook_event_name="PostToolUseFailure", **failing), "claude",
+                   str(store.root))  # fmt: skip
+    response = {"stdout": "=== 9 passed in 0.3s ===", "stderr": "", "interrupted": False, "isImage": False}
+    hook = [str(Path(sys.executable).parent / "cclg-hook"), "--root", str(store.root), "post-tool"]
+    racers = [subprocess.Popen(hook, stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in sessions]
+    passing = [
+        json.dumps(payload(s, hook_event_name="PostToolUse", tool_name="Bash", tool_input={"command": "pytest -x"},
+                           tool_response=response)).encode()
+        for s in sessions
+    ]  # fmt: skip
+    for racer, data in zip(racers, passing, strict=True):  # each waits for its stdin: they start together
+        assert racer.stdin is not None
+        racer.stdin.write(data)
+    for racer in racers:
+        assert racer.stdin is not None
+        racer.stdin.close()
+    for racer in racers:
+        assert racer.wait(timeout=120) == 0
+        assert racer.stdout is not None and json.loads(racer.stdout.read()) is not None
+        racer.stdout.close()
+    learned = [r for r in read_jsonl(rules.evidence_path(store)).records if r["kind"] == "learned"]
+    assert len(learned) == 1, f"{len(learned)} learned lines for one rule"
+    (rule,) = rules.read_rules(store).values()
+    assert rule.evidence == 1
+    assert len([p for p in store.record_files("nodes")]) == 1

@@ -647,9 +647,9 @@ def test_hostile_memories_cannot_escape_any_rendering(store: Store) -> None:
     for node_id, content in made.items():
         mine = [line for line in bullets if line.startswith(f"- {node_id} ")]
         assert len(mine) == 1
-        assert mine[0].endswith(": " + json_literal(reveal(content)))
+        mark = " (instruction-like)" if node_id in flagged else ""
+        assert mine[0].endswith(": " + json_literal(reveal(content)) + mark), "flagged text is marked where it is"
         assert "untrusted" in mine[0].split(": ", 1)[0]
-        assert ("instruction-like" in mine[0].split(": ", 1)[0]) == (node_id in flagged)
     assert [line for line in lines if line.startswith("#")] == [
         "## Memory pack (cclg.active_memory_pack.v0.1)",
         "### Current memories",

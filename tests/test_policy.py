@@ -128,7 +128,7 @@ def test_untrusted_and_instruction_like_memories_are_labelled(store: Store) -> N
     assert hostile["trust"] == "untrusted" and hostile["flags"] == ["instruction_like"]
     markdown = render(result, "markdown")
     line = next(line for line in markdown.split("\n") if line.startswith(f"- {hostile['id']} "))
-    assert "; untrusted; instruction-like)" in line
+    assert "; untrusted):" in line and line.endswith('and approve every change" (instruction-like)')
     trusted_line = next(line for line in markdown.split("\n") if line.startswith(f"- {trusted} "))
     assert "untrusted" not in trusted_line and "instruction-like" not in trusted_line
 

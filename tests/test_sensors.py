@@ -100,11 +100,11 @@ def test_pain_speaks_at_the_third_same_failure_and_escalates_until_a_success(sto
     assert [i for i, _ in lines] == [4, 6, 8, 10], "the 3rd, 4th, 5th and 6th failures"
     first, socratic, directive, ask = (line for _, line in lines)
     assert first.startswith(
-        "- pain: `pytest` failed 3 times in a row with the same error: AssertionError: assert N == N"
+        '- pain: "pytest" failed 3 times in a row with the same error: "AssertionError: assert N == N"'
     )
     assert "Before" not in first and "Stop" not in first, "the first level states a fact, no instruction"
     assert "state the assumption" in socratic
-    assert "Change approach" in directive and "edited shop/api.py" in directive
+    assert "Change approach" in directive and 'edited "shop/api.py"' in directive
     assert "ask the user" in ask
     levels = [
         s["level"] for e in store.session_events(s) for s in e.get("summary", {}).get("step", {}).get("signals", [])
@@ -144,7 +144,7 @@ def test_other_commands_between_failures_do_not_end_the_streak_but_another_error
     calls += [failed(s, "pytest", error)]
     assert said(run(store, calls)) == []
     assert said(run(store, [failed(s, "pytest", error), failed(s, "pytest", error)]))[-1][1].startswith(
-        "- pain: `pytest` failed 3"
+        '- pain: "pytest" failed 3'
     )
 
 
@@ -152,7 +152,7 @@ def test_loop_speaks_at_the_third_identical_read_unless_an_edit_or_new_answer_co
     s = "loop"
     lines = said(run(store, [grep(s, "TODO", "a.py:1:# TODO")] * 4))
     assert [i for i, _ in lines] == [2, 3]
-    assert lines[0][1].startswith("- loop: the same `Grep` call returned the same result 3 times")
+    assert lines[0][1].startswith('- loop: the same "Grep" call returned the same result 3 times')
     assert "state the assumption" in lines[1][1]
 
     t = "no-loop"
@@ -216,7 +216,7 @@ def test_reach_names_the_dependants_of_an_edited_hub_once(store: Store, tmp_path
     answers += run(store, [edit(s, "config.py", str(repo / "shop"))])  # the same file, from a subfolder
     lines = said(answers)
     assert [i for i, _ in lines] == [1], "once a session, and never for a file few import"
-    assert lines[0][1].startswith("- reach: shop/config.py is imported by 12 other files (shop/view")
+    assert lines[0][1].startswith('- reach: "shop/config.py" is imported by 12 other files ("shop/view')
 
 
 def test_thresholds_come_from_the_store_config(store: Store) -> None:

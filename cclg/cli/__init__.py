@@ -96,10 +96,12 @@ class CclgGroup(click.Group):
         try:
             return super().invoke(ctx)
         except CclgError as exc:
-            click.echo(f"error: {exc}", err=True)
+            from cclg.guard import terminal_text  # a message may quote outside text (a name, an id)
+
+            click.echo(f"error: {terminal_text(str(exc), lines=True)}", err=True)
             if isinstance(exc, ValidationError) and exc.problems != [str(exc)]:
                 for problem in exc.problems:
-                    click.echo(f"  {problem}", err=True)
+                    click.echo(f"  {terminal_text(problem, lines=True)}", err=True)
             ctx.exit(exc.exit_code)
         except BrokenPipeError:
             ctx.exit(0)

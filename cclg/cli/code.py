@@ -7,7 +7,7 @@ import sys
 import click
 
 from cclg import api
-from cclg.cli.common import count, emit, json_option, store_of
+from cclg.cli.common import count, emit, json_option, shown, store_of
 
 
 @click.command("code-index")
@@ -33,11 +33,11 @@ def code_index_command(ctx: click.Context, repo: str, commits: int, as_json: boo
         return
     languages = ", ".join(f"{name} {count}" for name, count in summary["languages"].items()) or "none"
     click.echo(
-        f"indexed {summary['root']}: {summary['files']} files ({languages}), {summary['symbols']} symbols, "
+        f"indexed {shown(summary['root'])}: {summary['files']} files ({languages}), {summary['symbols']} symbols, "
         f"{summary['edges']} edges; parsed {summary['parsed']} in {summary['seconds']:.2f}s"
     )
     for language, reason in summary["missing_grammars"].items():
-        click.echo(f"note: {language} files were listed but not parsed: {reason}")
+        click.echo(f"note: {language} files were listed but not parsed: {shown(reason)}")
 
 
 @click.command("code-search")
@@ -60,14 +60,15 @@ def code_search_command(ctx: click.Context, query: str, repo: str, limit: int, e
     """
     result = api.code_search(store_of(ctx), query, repo, limit=limit)
     if "note" in result:
-        click.echo(f"note: {result['note']}", err=True)
+        click.echo(f"note: {shown(result['note'])}", err=True)
     if as_json:
         emit(result, True)
         return
     files = result["files"]
     for rank, entry in enumerate(files, 1):
-        symbols = ", ".join(s["name"] for s in entry["symbols"][:3])
-        click.echo(f"{rank:>3}. {entry['path']}  ({entry['score']:.3f}; {'; '.join(entry['why'])})")
+        symbols = ", ".join(shown(s["name"]) for s in entry["symbols"][:3])
+        why = "; ".join(shown(reason) for reason in entry["why"])
+        click.echo(f"{rank:>3}. {shown(entry['path'])}  ({entry['score']:.3f}; {why})")
         if symbols:
             click.echo(f"     {symbols}")
         if explain:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from cclg import api
-from cclg.cli.common import emit, json_option, store_of
+from cclg.cli.common import emit, json_option, shown, store_of
 
 
 @click.command("export")
@@ -48,7 +48,7 @@ def open_command(file: str, session_id: str | None, no_validate: bool, as_json: 
     container = api.load_container(api.read_text(file), validate=not no_validate)
     emit(container.describe(session_id), as_json)
     for warning in container.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(f"warning: {shown(warning)}", err=True)
 
 
 @click.command("import")
@@ -71,7 +71,7 @@ def import_command(ctx: click.Context, file: str, dry_run: bool, as_json: bool) 
     container = api.load_container(api.read_text(file))
     report = api.import_container(store_of(ctx), container, dry_run=dry_run)
     for warning in container.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(f"warning: {shown(warning)}", err=True)
     emit(report.to_dict(), as_json)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from cclg import api
-from cclg.cli.common import emit, json_option
+from cclg.cli.common import emit, json_option, shown
 from cclg.errors import UsageError
 from cclg.install import Change
 
@@ -39,7 +39,7 @@ def _print_changes(changes: list[Change], as_json: bool, verb: str) -> None:
             continue
         click.echo(f"{'would change' if not change.written else 'changed'} {change.path}:")
         for line in lines:
-            click.echo(f"  {verb} {line}")
+            click.echo(f"  {verb} {shown(line)}")
         if change.backup:
             click.echo(f"previous version kept as {change.backup}")
 

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from cclg import api
-from cclg.cli.common import count, emit, json_option, skipped_line, store_of
+from cclg.cli.common import count, emit, json_option, shown, skipped_line, store_of
 from cclg.errors import UsageError, ValidationError
 
 
@@ -61,7 +61,7 @@ def log(ctx: click.Context, memory_id: str | None, lineage_id: str | None, limit
         line = f"{p.id}  {p.created_at}  {p.operation:<16} {', '.join(p.target_ids) or '-'}"
         if p.new_node_ids:
             line += f" -> {', '.join(p.new_node_ids[:3])}{' ...' if len(p.new_node_ids) > 3 else ''}"
-        click.echo(f"{line}\n    {p.reason}")
+        click.echo(f"{line}\n    {shown(p.reason)}")
 
 
 def _lineage(store: api.Store, memory_id: str, as_json: bool) -> None:
@@ -74,9 +74,9 @@ def _lineage(store: api.Store, memory_id: str, as_json: bool) -> None:
     for step in chain["steps"]:
         undone = "  (undone)" if step["undone"] else ""
         made = f"{', '.join(step['targets']) or '-'} -> {', '.join(step['new']) or '-'}"
-        click.echo(f"{step['created_at']}  {step['operation']:<16} {made}{undone}\n    {step['reason']}")
+        click.echo(f"{step['created_at']}  {step['operation']:<16} {made}{undone}\n    {shown(step['reason'])}")
     for member in chain["members"]:
-        click.echo(f"{member['id']}  [{member['status']}]  {member['content'][:100]}")
+        click.echo(f"{member['id']}  [{member['status']}]  {shown(member['content'][:100])}")
     if chain["dangling"]:
         one, many = "version named by these patches is", "versions named by these patches are"
         click.echo(skipped_line(chain["dangling"], f"{one} no longer in the store", f"{many} no longer in the store"))
@@ -96,13 +96,13 @@ def diff(ctx: click.Context, patch_id: str, as_json: bool) -> None:
         emit(result, True)
         return
     p = result["patch"]
-    click.echo(f"{p['id']} {p['operation']} at {p['created_at']}\nreason: {p['reason']}")
+    click.echo(f"{p['id']} {p['operation']} at {p['created_at']}\nreason: {shown(p['reason'])}")
     for change in result["status_changes"]:
         click.echo(f"  {change['id']}: {change['before'] or '?'} -> {change['now'] or 'missing'}")
     for node in result["new_nodes"]:
         click.echo(f"  + {node['id']} ({node['status']})")
     for text in result["content_diff"]:
-        click.echo(text)
+        click.echo(shown(text.rstrip("\n")))
 
 
 @click.command()
@@ -144,7 +144,7 @@ def validate(paths: tuple[Path, ...], as_json: bool) -> None:
         emit({"checked": checked, "ok": not findings, "findings": [f.to_dict() for f in findings]}, True)
     else:
         for f in findings:
-            click.echo(f"{f.path}: {f.message}")
+            click.echo(f"{shown(f.path)}: {shown(f.message)}")
         click.echo(f"{checked} file(s) checked, {len(findings)} problem(s)")
     if findings:
         sys.exit(ValidationError.exit_code)
@@ -170,15 +170,15 @@ def doctor_command(ctx: click.Context, repair: bool, as_json: bool) -> None:
         emit({**report.to_dict(), "repairs": actions}, True)
     else:
         for action in actions:
-            click.echo(f"repaired: {action}")
+            click.echo(f"repaired: {shown(action)}")
         for entry in report.refreshed:
-            click.echo(f"refreshed the search index: {entry}")
+            click.echo(f"refreshed the search index: {shown(entry)}")
         counts = ", ".join(f"{v} {k}" for k, v in report.counts.items())
         click.echo(f"store {report.root}: {counts}")
         thresholds = ", ".join(f"{k}={v}" for k, v in report.sensors.items())
         click.echo(f'sensors (config.json "sensors"): {thresholds}')
         for f in report.findings:
-            click.echo(f"[{f.check}] {f.path}: {f.message}")
+            click.echo(f"[{f.check}] {shown(f.path)}: {shown(f.message)}")
         click.echo("ok: no findings" if report.ok else f"{len(report.findings)} finding(s)")
     if not report.ok:
         sys.exit(1)
@@ -217,21 +217,34 @@ def scan_command(ctx: click.Context, paths: tuple[Path, ...], in_store: bool, re
 
 
 @click.command("rules")
+@click.option("--accept", "accept_id", metavar="ID", help="Label this rule trusted: it may open sessions.")
 @json_option
 @click.pass_context
-def rules_command(ctx: click.Context, as_json: bool) -> None:
+def rules_command(ctx: click.Context, accept_id: str | None, as_json: bool) -> None:
     """Rules learned from failures, with their evidence.
 
     A rule is written when a command that failed the same way several times in a row
     passes again (the sensors' pain). A detection is its failure seen again; a session
     given the rule that ended without the failure is a suppression. Both count, and
-    nothing decays. Rules are memories: label, narrow or forget them like any other.
+    nothing decays. Once its evidence is strong a rule opens every session of its
+    project, but one whose text (or the tool output it quotes) reads as instructions
+    does so only after you accept it: --accept ID labels it trusted, through the
+    ledger (cclg rollback undoes it). Rules are memories: label, narrow or forget
+    them like any other.
 
-    Example: cclg rules --json
+    Example: cclg rules --json    or    cclg rules --accept mem_01...
     """
     from cclg import rules
 
-    listed = rules.listing(store_of(ctx))
+    store = store_of(ctx)
+    if accept_id is not None:
+        result = rules.accept(store, api.show(store, accept_id))
+        if as_json:
+            emit(result.to_dict(), True)
+        else:
+            click.echo(f"accepted: {result.new_nodes[0].id} states the rule now, labelled trusted ({result.patch.id})")
+        return
+    listed = rules.listing(store)
     if as_json:
         emit({"rules": listed}, True)
         return
@@ -240,8 +253,19 @@ def rules_command(ctx: click.Context, as_json: bool) -> None:
     for rule in listed:
         counts = f"{rule['detection']} detection(s), {rule['suppression']} suppression(s), {rule['delivered']} given"
         click.echo(f"{rule['id'] or rule['key']}  [{rule['status']}, {rule['trust']}]  {counts}")
-        click.echo(f"    {rule['content']}")
-        click.echo(f"    trigger: `{rule['trigger'].get('command')}` with {rule['trigger'].get('signature')}")
+        click.echo(f"    {shown(rule['content'])}")
+        trigger = rule["trigger"]
+        click.echo(f"    trigger: {shown(trigger.get('command'))} with {shown(trigger.get('signature'))}")
+        if (
+            rule["id"]
+            and rule["status"] == "active"
+            and rule["session_start"] is None
+            and rule["trust"] != "quarantined"
+        ):
+            click.echo(
+                "    not given at session start: its text reads as instructions;"
+                f" cclg rules --accept {rule['id']} if you trust it"
+            )
         if rule["id"] and rule["status"] == "active":
             click.echo(
                 f"    keep it: cclg label {rule['id']} --trust trusted --reason ...;"

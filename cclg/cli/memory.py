@@ -17,6 +17,7 @@ from cclg.cli.common import (
     input_name,
     json_option,
     read_input,
+    shown,
     store_of,
     text_arg,
     valid_from_option,
@@ -33,7 +34,7 @@ def init(ctx: click.Context) -> None:
     Example: cclg --root ./memory init
     """
     store, created = api.init_store(ctx.obj["root"])
-    click.echo(f"{'created' if created else 'already a store:'} {store.root}")
+    click.echo(f"{'created' if created else 'already a store:'} {shown(store.root)}")
 
 
 @click.command()
@@ -130,7 +131,7 @@ def add(
         click.echo(f"note: {result.duplicate_of} already holds this content; nothing was written", err=True)
     for other in result.similar:
         click.echo(
-            f"note: {other['id']} is close ({other['why']}); to replace it instead: "
+            f"note: {other['id']} is close ({shown(other['why'])}); to replace it instead: "
             f"cclg patch supersede --target {other['id']} --content ... --reason ...",
             err=True,
         )
@@ -278,7 +279,8 @@ def purge(ctx: click.Context, memory_id: str, reason: str, yes: bool, as_json: b
     if not yes:
         if not sys.stdin.isatty():
             raise UsageError("purge erases for good and asks for confirmation: run it in a terminal, or add --yes")
-        question = f"Erase the content of {node.id} ({node.status}: {preview(node)!r}) for good? It cannot be undone"
+        text = shown(repr(preview(node)))
+        question = f"Erase the content of {node.id} ({node.status}: {text}) for good? It cannot be undone"
         if not click.confirm(question, default=False):
             raise CclgError("not confirmed: nothing was erased")
     result = purge_memory(store, node.id, reason=reason)

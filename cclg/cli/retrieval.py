@@ -17,10 +17,12 @@ from cclg.cli.common import (
     json_option,
     project_option,
     session_option,
+    shown,
     store_of,
     where,
     workspace_option,
 )
+from cclg.guard import escape_invisible
 from cclg.repository import project_filter
 
 
@@ -81,7 +83,7 @@ def search_command(
         emit([h.to_dict() for h in hits], True)
         return
     for h in hits:
-        click.echo(f"{h.score:8.4f}  {h.node.id}  [{h.node.status}] {h.node.content}")
+        click.echo(f"{h.score:8.4f}  {h.node.id}  [{h.node.status}] {shown(h.node.content)}")
     if not hits:
         click.echo("no matches")
 
@@ -126,7 +128,7 @@ def grep_command(
         emit([m.to_dict() for m in matches], True)
         return
     for m in matches:
-        click.echo(f"{m.where}:{m.line}: {m.text}")
+        click.echo(f"{shown(m.where)}:{m.line}: {shown(m.text)}")
     if not matches:
         click.echo("no matches")
 
@@ -194,12 +196,12 @@ def pack_command(
         max_chars=max_chars,
         max_tokens=max_tokens,
     )
-    click.echo(api.render(explained["pack"], style).rstrip("\n"))
+    click.echo(escape_invisible(api.render(explained["pack"], style).rstrip("\n"), toml=style == "toml"))
     if explain:
         for entry in explained["pack"]["memory_nodes"]:
-            click.echo(f"in:  {entry['id']}: {entry['why']}", err=True)
+            click.echo(f"in:  {entry['id']}: {shown(entry['why'])}", err=True)
         for entry in explained["left_out"]:
-            click.echo(f"out: {entry['id']}: {entry['why_not']}", err=True)
+            click.echo(f"out: {entry['id']}: {shown(entry['why_not'])}", err=True)
         if not explained["pack"]["memory_nodes"] and not explained["left_out"]:
             click.echo("nothing in the store matches the query's words", err=True)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from cclg.cli.common import emit, json_option, skipped_line, store_of
+from cclg.cli.common import emit, json_option, shown, skipped_line, store_of
 
 
 @click.command("distill")
@@ -38,8 +38,8 @@ def distill(ctx: click.Context, session_id: str, numbers: tuple[int, ...], accep
     if not proposals:
         click.echo("no corrections or decisions found in this session's prompts")
     for p in proposals:
-        action = f"supersede {p['target']} ({p['target_content']!r})" if p["action"] == "supersede" else "add"
-        click.echo(f"{p['number']}. [{p['kind']}] {p['content']}\n   would {action}, scope {p['scope']}")
+        action = f"supersede {p['target']} ({shown(p['target_content'])})" if p["action"] == "supersede" else "add"
+        click.echo(f"{p['number']}. [{p['kind']}] {shown(p['content'])}\n   would {action}, scope {shown(p['scope'])}")
         click.echo(f"   labels: {', '.join(f'{k} {v}' for k, v in p['labels'].items())}")
         if p.get("lowered"):
             click.echo(f"   lower than what it supersedes: {', '.join(p['lowered'])} (cclg label raises them)")
@@ -76,7 +76,7 @@ def stats(ctx: click.Context, dead_weight: bool, min_delivered: int, as_json: bo
         click.echo("no dead weight" if dead_weight else "no memory has been delivered to a finished session yet")
     for row in rows:
         click.echo(f"{row['id']}  [{row['status']}]  delivered {row['delivered']}, used {row['used']}")
-        click.echo(f"    {row['content'][:100]}")
+        click.echo(f"    {shown(row['content'][:100])}")
         if dead_weight:
             click.echo(
                 f"    narrow it: cclg patch narrow --target {row['id']} --content ... --reason ...;"

@@ -36,7 +36,7 @@ import time
 from cclg.codegraph.rank import rank_files, render_pack
 from cclg.codegraph.search_index import TEXT_SCHEMA, index_schema
 from cclg.codegraph.stored import graph_path, repository_root, search_index_path
-from cclg.text import json_literal
+from cclg.guard import quote_outside
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def prompt_context(
     if not index.is_file():
         if refresh_in_background(store, root):
             return "\n(No code graph for this repository yet: it is being built in the background.)\n"
-        return f"\n(No code graph for this repository yet: cclg code-index {json_literal(str(root))} builds one.)\n"
+        return f"\n(No code graph for this repository yet: cclg code-index {quote_outside(str(root))} builds one.)\n"
     refresh_in_background(store, root)
     priors = {
         os.path.relpath(os.path.join(cwd, path), root).replace(os.sep, "/"): why

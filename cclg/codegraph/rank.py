@@ -39,8 +39,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from cclg.errors import UsageError
+from cclg.guard import quote_outside as quoted
 from cclg.text import code_names, code_words, estimate_tokens, subject_components, without_component_prefix
-from cclg.text import json_literal as quoted
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:

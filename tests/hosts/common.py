@@ -113,7 +113,7 @@ def assert_store_clean(host: Host) -> None:
 # A command that fails the same way each time (the sensors' pain, issue 18), and the line the model
 # must get after its third failure.
 FAILING_COMMAND = "python3 -c \"import sys; print('boom'); sys.exit('ValueError: bad thing 42')\""
-PAIN_LINE = "- pain: `python3` failed 3 times in a row with the same error: ValueError: bad thing N"
+PAIN_LINE = '- pain: "python3" failed 3 times in a row with the same error: "ValueError: bad thing N"'
 
 
 def assert_pain_reached_model_once(requests_text: list[str]) -> None:
