@@ -1,0 +1,202 @@
+"""Erasure rewrites content, never structure (issue 27, rule 1).
+
+A purge (and a redaction, through the same rewrite) changes text only inside the string values that
+hold content (``cclg.redaction.CONTENT_FIELDS``): never an id, a status, an operation, a schema id, a
+key or config.json. Each test spreads a store the way use does (patches, edges, a hook session with a
+prompt, a tool call, a turn and its end), purges a memory whose text is a word of the ledger itself,
+and checks that the store still reads: every command works, doctor finds nothing, every other memory
+is as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cclg import api, hook, mcp_tools
+from cclg.cli import cli
+from cclg.doctor import diagnose
+from cclg.errors import CclgError
+from cclg.purge import purge_memory
+from cclg.store import Store
+
+SESSION = "sess-erasure-1"
+
+
+def cclg(root: Path, *args: str, input: str | None = None) -> Result:
+    return CliRunner().invoke(cli, ["--root", str(root), *args], input=input)
+
+
+def files_of(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def build_spread(root: Path, work: Path) -> dict[str, Any]:
+    """A store with a lineage (add, supersede, refine, forget), a hook session (start, prompt, a failing
+    and a passing tool call, a stop, the end), and the ids of what it holds."""
+    store, _ = Store.init(root)
+    first = api.add_memory(store, "Deploys go out from the Jenkins box", source="user", key="deploy").node
+    second = api.patch(store, "supersede", [first.id], reason="moved", contents=["Deploys use the bastion"])
+    third = api.patch(store, "refine", [second.new_nodes[0].id], reason="r", contents=["Deploys use the new bastion"])
+    gone = api.add_memory(store, "The staging database is called kestrel", source="user").node
+    api.forget(store, gone.id, reason="renamed")
+    base = {"session_id": SESSION, "cwd": str(work), "transcript_path": ""}
+    hook.handle("session-start", {**base, "source": "startup"}, "claude", str(root))
+    hook.handle("user-prompt", {**base, "prompt": "How do deploys go out?"}, "claude", str(root))
+    for failing in (True, False):
+        call = {"tool_name": "Bash", "tool_input": {"command": "make test"}, "tool_use_id": f"t{failing}"}
+        response = {"stdout": "", "stderr": "FAILED test_x" if failing else "ok", "exit_code": int(failing)}
+        hook.handle("post-tool", {**base, **call, "tool_response": response}, "claude", str(root))
+    hook.handle("stop", {**base, "last_assistant_message": "Deploys use the bastion."}, "claude", str(root))
+    store = Store.open(root)
+    ids = [p.stem for folder in ("nodes", "patches", "edges") for p in store.record_files(folder)]
+    return {"kept": [first.id, second.new_nodes[0].id, third.new_nodes[0].id, gone.id], "ids": ids}
+
+
+def add_and_spread(root: Path, work: Path, text: str) -> str:
+    """Memory X holding ``text``, quoted by a hook prompt too; its id."""
+    store = Store.open(root)
+    node = api.add_memory(store, text, source="user", force=True).node
+    prompt = {"session_id": SESSION, "cwd": str(work), "transcript_path": "", "prompt": f"Remember: {text}"}
+    hook.handle("user-prompt", prompt, "claude", str(root))
+    return node.id
+
+
+def structure(value: Any, under: str = "") -> Any:
+    """Every string of a JSON value but those under a field that holds content: what an erasure keeps."""
+    from cclg.redaction import CONTENT_FIELDS
+
+    if isinstance(value, dict):
+        return {k: structure(v, k if k in CONTENT_FIELDS else under) for k, v in value.items()}
+    if isinstance(value, list):
+        return [structure(v, under) for v in value]
+    return "<content>" if under and isinstance(value, str) else value
+
+
+def parsed(name: str, data: bytes) -> list[Any]:
+    """The JSON a store file holds (one value per line for a log), for the files that are JSON."""
+    if name.endswith(".jsonl"):
+        return [json.loads(line) for line in data.split(b"\n") if line.strip()]
+    return [json.loads(data)]
+
+
+def assert_store_intact(root: Path, before: dict[str, bytes], purged: str, kept: list[str]) -> None:
+    """After purging ``purged``: commands work, doctor is clean, config and every other memory are as they
+    were, and every JSON file of the store still parses with the same structure."""
+    after = files_of(root)
+    assert after["config.json"] == before["config.json"]
+    for node_id in kept:
+        assert after[f"nodes/{node_id}.json"] == before[f"nodes/{node_id}.json"], f"{node_id} was changed"
+    for name, data in after.items():
+        if name.startswith(("raw/", "tmp/", "index.", "semantic.")) or not name.endswith((".json", ".jsonl")):
+            continue
+        values = parsed(name, data)  # every rewritten file still reads as JSON
+        if name in before and name != f"nodes/{purged}.json":
+            old = parsed(name, before[name])
+            assert [structure(v) for v in values[: len(old)]] == [structure(v) for v in old], name
+    for command in (("status",), ("log",), ("doctor",), ("search", "deploys"), ("conflicts",)):
+        result = cclg(root, *command)
+        assert result.exit_code == 0, f"{command}: {result.output}"
+    assert cclg(root, "export", str(root.parent / "out.cclg")).exit_code == 0
+    assert [f.message for f in diagnose(Store.open(root)).findings] == []
+    store = Store.open(root)
+    for node_id in kept:
+        assert store.read_node(node_id).content == Store.open(root).read_node(node_id).content
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    base = tmp_path_factory.mktemp("erasure")
+    work = base / "work"
+    work.mkdir()
+    spread = build_spread(base / "store", work)
+    return {"root": base / "store", "work": work, **spread}
+
+
+def copy_of(template: dict[str, Any], target: Path) -> Path:
+    shutil.copytree(template["root"], target)
+    return target
+
+
+LEDGER_WORDS = ["active", "forgotten", "superseded", "create", "supersede", "refine", "forget", "memory", "user"]
+SCHEMA_IDS = ["cclg.store.v0.1", "cclg.format.v0.1", "cclg.memory_node.v0.1", "cclg.memory_patch.v0.1"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["active", "cclg.store.v0.1", "OTHER_ID", '", "', "supersedes", "prompt", "0.1"],
+)
+def test_purging_a_ledger_word_rewrites_content_never_structure(
+    template: dict[str, Any], tmp_path: Path, text: str
+) -> None:
+    root = copy_of(template, tmp_path / "store")
+    text = template["kept"][1] if text == "OTHER_ID" else text
+    node_id = add_and_spread(root, template["work"], text)
+    before = files_of(root)
+    result = cclg(root, "purge", node_id, "--yes", "--json")
+    assert result.exit_code == 0, result.output
+    assert_store_intact(root, before, node_id, template["kept"])
+    assert Store.open(root).read_node(node_id).content == "[purged]"
+    sessions = [n for n in files_of(root) if n.endswith(".events.jsonl")]
+    prompts = [e for n in sessions for e in parsed(n, files_of(root)[n]) if e.get("event") == "user_prompt"]
+    assert "Remember: [purged]" in [e["summary"]["prompt"] for e in prompts], "the content itself is erased"
+
+
+def test_mcp_purge_of_a_ledger_word_rewrites_content_never_structure(template: dict[str, Any], tmp_path: Path) -> None:
+    root = copy_of(template, tmp_path / "store")
+    config = json.loads((root / "config.json").read_text())
+    (root / "config.json").write_text(json.dumps({**config, "mcp": {"allow_purge": True}}, indent=2) + "\n")
+    node_id = add_and_spread(root, template["work"], "active")
+    before = files_of(root)
+    mcp_tools.memory_purge(Store.open(root), node_id, "asked to erase", node_id)
+    assert_store_intact(root, before, node_id, template["kept"])
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_purged_text_leaves_the_store_whole(template: dict[str, Any], tmp_path: Path, data: Any) -> None:
+    """Property: whatever the text (ledger words, schema ids, other records' ids, JSON punctuation,
+    whitespace, one character, and mixes of them), after its purge the store loads, doctor finds nothing,
+    and every other memory is intact."""
+    pieces = st.sampled_from(
+        [*LEDGER_WORDS, *SCHEMA_IDS, *template["ids"], '"', "'", ",", ":", "{", "}", "[", "]", ", ", '": "', "\\"]
+    )
+    chunk = st.one_of(pieces, st.sampled_from([" ", "\n", "\t", "\r\n"]), st.characters(codec="utf-8"))
+    text = data.draw(st.lists(chunk, min_size=1, max_size=4).map("".join).filter(lambda t: t.strip() != ""))
+    root = copy_of(template, tmp_path / f"store-{abs(hash(text))}")
+    try:
+        node_id = add_and_spread(root, template["work"], text)
+    except CclgError:  # a text no memory may hold (a secret shape, say): nothing to purge
+        shutil.rmtree(root)
+        return
+    before = files_of(root)
+    try:
+        purge_memory(Store.open(root), node_id)
+        assert_store_intact(root, before, node_id, template["kept"])
+    finally:
+        shutil.rmtree(root)
+        (root.parent / "out.cclg").unlink(missing_ok=True)
+
+
+def test_purge_needs_the_full_id_or_eight_characters_of_it(template: dict[str, Any], tmp_path: Path) -> None:
+    root = copy_of(template, tmp_path / "store")
+    store = Store.open(root)
+    lone = Store.init(tmp_path / "lone")[0]
+    node = api.add_memory(lone, "The only memory of this store", source="user").node
+    for short in ("mem_", "mem_0", node.id[:11]):
+        result = cclg(lone.root, "purge", short, "--yes")
+        assert result.exit_code == 2 and "8 characters" in result.output, (short, result.output)
+        with pytest.raises(CclgError, match="8 characters"):
+            config = json.loads((lone.root / "config.json").read_text())
+            (lone.root / "config.json").write_text(json.dumps({**config, "mcp": {"allow_purge": True}}))
+            mcp_tools.memory_purge(lone, short, "asked to erase", node.id)
+    assert lone.read_node(node.id).content == "The only memory of this store", "nothing was erased"
+    assert cclg(lone.root, "purge", node.id[:12], "--yes").exit_code == 0  # mem_ and 8 characters
+    assert store.read_node(template["kept"][0]).status == "superseded"
