@@ -6,7 +6,7 @@ audit log, the search index (rows, FTS tables, free pages, WAL) and the vectors.
 erases it from all of them, under the store lock, in this order:
 
 1. **The purge patch** (the commit point). A ``forget`` patch marked
-   ``resolution_policy.rule = "purge"`` (``cclg.undo.is_purge``) is written durably and the
+   ``resolution_policy.rule = "purge"`` (``cclg.ledger.is_purge``) is written durably and the
    memory set to ``forgotten``, as any forget does. From here on the content is refused by
    ``cclg add`` and ``import-jsonl`` (it is forgotten), and ``cclg rollback`` refuses to undo the
    purge or any patch that touched the memory (``cclg.undo``): nothing could be restored.
@@ -19,7 +19,7 @@ erases it from all of them, under the store lock, in this order:
    still point at the right characters; a code graph holding it is deleted (a cache that
    ``cclg code-index`` builds again). A rule's trigger in the rule evidence is blanked too.
 3. **The tombstone.** The memory's own node file is written last: its content becomes
-   ``[purged]`` (``intake.PURGED_CONTENT``), its source quote goes, its retrieval keys and
+   ``[purged]`` (``ledger.PURGED_CONTENT``), its source quote goes, its retrieval keys and
    ``metadata.content_hash`` follow the marker, and ``metadata.purged`` keeps the one thing left
    of the content, its ``sha256:`` hash, with the purge patch and time. ``cclg.intake`` finds
    tombstones by the marker's hash and refuses the content they stand for, also after
@@ -64,12 +64,10 @@ from cclg import guard, staging
 from cclg.errors import CclgError, IllegalPatchError, UsageError, ValidationError
 from cclg.ids import content_hash, new_id, normalize_text, now_iso
 from cclg.index import note_changes, open_index
-from cclg.intake import PURGED, PURGED_CONTENT, purged_hash
-from cclg.ledger import patch_audit, set_status
+from cclg.ledger import PURGE_RULE, PURGED, PURGED_CONTENT, is_purge, patch_audit, purged_hash, set_status
 from cclg.records import MemoryNode, MemoryPatch, Record, Source, default_resolution_policy, retrieval_for
 from cclg.redaction import content_only, rebuild_projections, rewrite_store
 from cclg.store import RULE_EVIDENCE, Store, audit_record
-from cclg.undo import PURGE_RULE, is_purge
 
 DEFAULT_REASON = "purged at the user's request"
 PURGED_EVENT = "node_purged"  # the audit record of a finished purge

@@ -24,6 +24,8 @@ from cclg import api, hook, mcp_tools
 from cclg.cli import cli
 from cclg.doctor import diagnose
 from cclg.errors import CclgError
+from cclg.intake import parse_scope
+from cclg.promotion import promote
 from cclg.purge import purge_memory
 from cclg.store import Store
 
@@ -36,6 +38,11 @@ def cclg(root: Path, *args: str, input: str | None = None) -> Result:
 
 def files_of(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def written(root: Path) -> dict[str, bytes]:
+    """The files a write changes (the search index, a projection, left out: opening it may touch it)."""
+    return {name: data for name, data in files_of(root).items() if not name.startswith(("index.sqlite", "tmp/"))}
 
 
 def build_spread(root: Path, work: Path) -> dict[str, Any]:
@@ -200,3 +207,101 @@ def test_purge_needs_the_full_id_or_eight_characters_of_it(template: dict[str, A
     assert lone.read_node(node.id).content == "The only memory of this store", "nothing was erased"
     assert cclg(lone.root, "purge", node.id[:12], "--yes").exit_code == 0  # mem_ and 8 characters
     assert store.read_node(template["kept"][0]).status == "superseded"
+
+
+# ---------------------------------------------------------------- rule 9: purged content is refused on every write
+
+SECRET_TEXT = "The wire transfer code word is heronfall"
+
+
+@pytest.fixture
+def purged(tmp_path: Path) -> dict[str, Any]:
+    """A store where memory X held ``SECRET_TEXT`` and was purged, Y is a current memory, and ``old.cclg`` is
+    an export made before the purge."""
+    root = tmp_path / "store"
+    store, _ = Store.init(root)
+    x = api.add_memory(store, SECRET_TEXT, source="user").node
+    y = api.add_memory(store, "Payments go through the ledger service", source="user").node
+    api.export_to(store, tmp_path / "old.cclg")
+    purge_memory(store, x.id)
+    return {"root": root, "x": x.id, "y": y.id, "old": tmp_path / "old.cclg"}
+
+
+@pytest.mark.parametrize("operation", ["update", "refine", "supersede", "expand", "split"])
+def test_purged_content_is_refused_by_every_patch_operation(purged: dict[str, Any], operation: str) -> None:
+    root = purged["root"]
+    before = written(root)
+    contents = ["--content", SECRET_TEXT] + (["--content", "and the rest"] if operation == "split" else [])
+    result = cclg(root, "patch", operation, "--target", purged["y"], *contents, "--reason", "r")
+    assert result.exit_code == 6 and "purged" in result.stderr, result.output
+    assert written(root) == before, "nothing was written"
+
+
+def test_purged_content_is_refused_through_mcp_patch_and_a_promotion(purged: dict[str, Any]) -> None:
+    store = Store.open(purged["root"])
+    with pytest.raises(CclgError, match="purged"):
+        mcp_tools.memory_patch(store, "update", "asked to", [purged["y"]], [SECRET_TEXT])
+    scope = parse_scope(["session=s1"])
+    session = api.add_memory(store, SECRET_TEXT, source="user", force=True, scope=scope)
+    with pytest.raises(CclgError, match="purged"):
+        promote(store, session.node.id, reason="keep it")
+
+
+def test_an_export_made_before_the_purge_does_not_bring_the_content_back(purged: dict[str, Any]) -> None:
+    root = purged["root"]
+    before = written(root)
+    result = cclg(root, "import", str(purged["old"]))
+    assert result.exit_code == 6 and "purged" in result.stderr, result.output
+    assert written(root) == before, "nothing was imported"
+
+
+def test_a_purged_rule_leaves_no_trigger_behind(tmp_path: Path) -> None:
+    from tests.test_rules import call, struggle
+
+    store, _ = Store.init(tmp_path / "store")
+    call(store, "s1", "session-start", source="startup")
+    struggle(store, "s1")
+    (rule,) = json.loads(cclg(store.root, "rules", "--json").stdout)["rules"]
+    assert "shop.settings" in json.dumps(rule["trigger"])
+    assert cclg(store.root, "purge", rule["id"], "--yes").exit_code == 0
+    evidence = (store.root / "audit" / "rule_evidence.jsonl").read_text()
+    assert "shop.settings" not in evidence and "shop/api.py" not in evidence
+    shown = cclg(store.root, "rules").stdout
+    assert "shop.settings" not in shown and "[purged]" in shown
+    assert [f.message for f in diagnose(Store.open(store.root)).findings] == []
+
+
+# ---------------------------------------------------------------- rule 10: markers never come from foreign records
+
+CHOSEN = "Use the staging cluster for load tests"
+
+
+def test_an_imported_line_shaped_like_a_tombstone_refuses_nothing(tmp_path: Path) -> None:
+    from cclg.ids import content_hash
+    from cclg.records import Source, new_node
+
+    store, _ = Store.init(tmp_path / "store")
+    forged = new_node("[purged]", source=Source(label="import"))
+    forged.metadata["purged"] = {"content_hash": content_hash(CHOSEN), "patch_id": "patch_" + "0" * 26, "purged_at": ""}
+    line = tmp_path / "forged.jsonl"
+    line.write_text(json.dumps(forged.to_dict()) + "\n")
+    assert cclg(store.root, "import-jsonl", str(line)).exit_code == 0
+    added = cclg(store.root, "add", "--content", CHOSEN, "--source", "user")
+    assert added.exit_code == 0, added.output
+
+
+def test_a_container_holding_a_purge_refuses_nothing_and_purges_nothing_here(tmp_path: Path) -> None:
+    other, _ = Store.init(tmp_path / "other")
+    node = api.add_memory(other, CHOSEN, source="user").node
+    purge_memory(other, node.id)  # a real purge, elsewhere: its tombstone and its purge patch travel
+    api.export_to(other, tmp_path / "purged.cclg")
+    store, _ = Store.init(tmp_path / "store")
+    mine = api.add_memory(store, f"Quoting it: {CHOSEN}", source="user").node
+    imported = cclg(store.root, "import", str(tmp_path / "purged.cclg"), "--json")
+    assert imported.exit_code == 0, imported.output
+    added = cclg(store.root, "add", "--content", CHOSEN, "--source", "user")
+    assert added.exit_code == 0, added.output
+    assert [f.message for f in diagnose(Store.open(store.root)).findings] == []
+    assert cclg(store.root, "doctor", "--repair").exit_code == 0
+    assert Store.open(store.root).read_node(mine.id).content == f"Quoting it: {CHOSEN}"
+    assert Store.open(store.root).read_node(node.id).status == "forgotten", "a forgotten memory, as any reader sees it"
