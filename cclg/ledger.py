@@ -18,7 +18,9 @@ visible before the patch is durable, and a crash cannot lose a fact:
 ``cclg.undo``, a patch like the others.
 
 After each write the ledger tells the search index what changed through one
-call, ``cclg.index.note_changes``; it never reads through the index.
+call, ``cclg.index.note_changes``. It reads the index for one thing: the
+tombstones of purges, whose content every write refuses (``refuse_purged``); a
+store with no index yet has them read from its purge patches instead.
 """
 
 from __future__ import annotations
@@ -523,27 +525,61 @@ def purged_hash(node: MemoryNode) -> str | None:
     return digest if isinstance(digest, str) else None
 
 
-def purged_contents(store: Store, index: Index) -> dict[str, MemoryNode]:
+def purged_contents(store: Store, index: Index | None = None) -> dict[str, MemoryNode]:
     """The tombstones of this store's purges, by the hash of the content each erased. They all hold
-    ``PURGED_CONTENT``, so the index finds them by that one hash (as many as purges, a handful). A
-    tombstone counts only when its marker names a purge patch of this ledger that targets it: only a
-    purge this store performed refuses content (an import never brings a marker in: ``cclg.intake.
-    cap_imported`` drops a node's, ``cclg.importing`` a foreign patch's purge rule)."""
+    ``PURGED_CONTENT``, so the index (``index``, else the store's own) finds them by that one hash (as
+    many as purges, a handful); a store with no index yet (no read since it was made) has them read
+    from its purge patches, and no index is built for a write. A tombstone counts only when its mark
+    names a purge patch of this ledger that targets it: only a purge this store performed refuses
+    content (and no import brings a mark in: ``cclg.intake.cap_imported`` drops a node's,
+    ``cclg.importing`` a foreign patch's purge rule)."""
+    if index is None and not store.index_path.exists():
+        candidates = [node for patch in purge_patches(store) for node in _readable(store, patch.target_ids)]
+    else:
+        own = index is None
+        index = index or open_index(store)
+        try:
+            rows = index.same_content(content_hash(PURGED_CONTENT))
+        finally:
+            if own:
+                index.close()
+        candidates = [MemoryNode.from_dict(json.loads(r), where=f"nodes/{i}.json") for i, _, _, r in rows]
     found: dict[str, MemoryNode] = {}
-    for node_id, _, _, record in index.same_content(content_hash(PURGED_CONTENT)):
-        tombstone = MemoryNode.from_dict(json.loads(record), where=f"nodes/{node_id}.json")
+    for tombstone in candidates:
         digest = purged_hash(tombstone)
         if digest is not None and digest not in found and _purged_here(store, tombstone):
             found[digest] = tombstone
     return found
 
 
+def purge_patches(store: Store) -> list[MemoryPatch]:
+    """Every purge patch of the store, from the patch files (only those that name the rule are parsed)."""
+    found = []
+    for path in store.record_files("patches"):
+        data = path.read_bytes()
+        if f'"{PURGE_RULE}"'.encode() not in data:
+            continue
+        with contextlib.suppress(ValueError, ValidationError):
+            patch = MemoryPatch.from_dict(json.loads(data), where=store.relative(path))
+            if is_purge(patch):
+                found.append(patch)
+    return found
+
+
+def _readable(store: Store, node_ids: list[str]) -> list[MemoryNode]:
+    found = []
+    for node_id in node_ids:
+        with contextlib.suppress(CclgError):
+            found.append(store.read_node(node_id))
+    return found
+
+
 def _purged_here(store: Store, tombstone: MemoryNode) -> bool:
-    """Whether ``tombstone``'s marker names a purge patch of the ledger that purged it."""
+    """Whether ``tombstone``'s mark names a purge patch of the ledger that purged it."""
     patch_id = tombstone.metadata[PURGED].get("patch_id")
     try:
         patch = store.read_patch(patch_id) if isinstance(patch_id, str) else None
-    except CclgError:  # no such patch here: a marker that came from elsewhere
+    except CclgError:  # no such patch here: a mark that came from elsewhere
         return False
     return patch is not None and is_purge(patch) and tombstone.id in patch.target_ids
 
@@ -552,15 +588,7 @@ def refuse_purged(store: Store, nodes: list[MemoryNode], index: Index | None = N
     """``IllegalPatchError`` (exit 6) when a node about to be written holds content a purge of this store
     erased: every write of the ledger (add, import, a patch of any operation, a promotion, a container's
     memories) checks it, so nothing brings purged content back but ``cclg add --force``."""
-    if not nodes:
-        return
-    own = index is None
-    index = index or open_index(store)
-    try:
-        purged = purged_contents(store, index)
-    finally:
-        if own:
-            index.close()
+    purged = purged_contents(store, index) if nodes else {}
     for node in nodes if purged else ():
         tombstone = purged.get(content_hash(node.content))
         if tombstone is not None:

@@ -61,10 +61,19 @@ from collections.abc import Iterable
 from typing import Any
 
 from cclg import guard, staging
-from cclg.errors import CclgError, IllegalPatchError, UsageError, ValidationError
+from cclg.errors import CclgError, IllegalPatchError, UsageError
 from cclg.ids import content_hash, new_id, normalize_text, now_iso
 from cclg.index import note_changes, open_index
-from cclg.ledger import PURGE_RULE, PURGED, PURGED_CONTENT, is_purge, patch_audit, purged_hash, set_status
+from cclg.ledger import (
+    PURGE_RULE,
+    PURGED,
+    PURGED_CONTENT,
+    is_purge,
+    patch_audit,
+    purge_patches,
+    purged_hash,
+    set_status,
+)
 from cclg.records import MemoryNode, MemoryPatch, Record, Source, default_resolution_policy, retrieval_for
 from cclg.redaction import content_only, rebuild_projections, rewrite_store
 from cclg.store import RULE_EVIDENCE, Store, audit_record
@@ -359,26 +368,12 @@ def finish_interrupted(store: Store) -> list[str]:
     """``cclg doctor --repair``: finish every purge that did not; returns what was done (audited)."""
     done = []
     with store.lock():
-        for node_id, patch_id in interrupted(store, _purge_patches(store)):
+        for node_id, patch_id in interrupted(store, purge_patches(store)):
             result = purge_memory(store, node_id)
             done.append(f"finished the interrupted purge {patch_id} of {node_id} ({len(result.files)} file(s) erased)")
         if done:
             store.audit("repair_applied", actions=done)
     return done
-
-
-def _purge_patches(store: Store) -> list[MemoryPatch]:
-    """Every purge patch of the store (only the patch files that name the rule are parsed)."""
-    found = []
-    for path in store.record_files("patches"):
-        data = path.read_bytes()
-        if f'"{PURGE_RULE}"'.encode() not in data:
-            continue
-        with contextlib.suppress(ValueError, ValidationError):
-            patch = MemoryPatch.from_dict(json.loads(data), where=store.relative(path))
-            if is_purge(patch):
-                found.append(patch)
-    return found
 
 
 def _completed(store: Store) -> set[str]:

@@ -305,3 +305,12 @@ def test_a_container_holding_a_purge_refuses_nothing_and_purges_nothing_here(tmp
     assert cclg(store.root, "doctor", "--repair").exit_code == 0
     assert Store.open(store.root).read_node(mine.id).content == f"Quoting it: {CHOSEN}"
     assert Store.open(store.root).read_node(node.id).status == "forgotten", "a forgotten memory, as any reader sees it"
+
+
+def test_purged_content_is_refused_also_by_a_write_to_a_store_without_its_index(purged: dict[str, Any]) -> None:
+    """A write never builds the search index; without one, the purges are read from their patches."""
+    root = purged["root"]
+    (root / "index.sqlite").unlink()
+    result = cclg(root, "patch", "update", "--target", purged["y"], "--content", SECRET_TEXT, "--reason", "r")
+    assert result.exit_code == 6 and "purged" in result.stderr, result.output
+    assert not (root / "index.sqlite").exists()
