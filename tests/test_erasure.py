@@ -314,3 +314,41 @@ def test_purged_content_is_refused_also_by_a_write_to_a_store_without_its_index(
     result = cclg(root, "patch", "update", "--target", purged["y"], "--content", SECRET_TEXT, "--reason", "r")
     assert result.exit_code == 6 and "purged" in result.stderr, result.output
     assert not (root / "index.sqlite").exists()
+
+
+def test_redaction_rewrites_content_never_structure(template: dict[str, Any], tmp_path: Path) -> None:
+    """``scan --store --redact`` runs on the same rewrite: a secret in a prompt goes, every log line keeps
+    its structure, and config.json (the user's settings, never rewritten) is reported, not edited."""
+    from cclg import guard
+
+    root = copy_of(template, tmp_path / "store")
+    secret = "Xk9mQ2vL7pR4tW8zB3nY"
+    config = json.loads((root / "config.json").read_text())
+    (root / "config.json").write_text(json.dumps({**config, "db_password": secret}, indent=2) + "\n")
+    prompt = {
+        "session_id": SESSION,
+        "cwd": str(template["work"]),
+        "transcript_path": "",
+        "prompt": "How do deploys go?",
+    }
+    hook.handle("user-prompt", prompt, "claude", str(root))
+    log = Store.open(root).session_events_path(SESSION)
+    lines = log.read_bytes().split(b"\n")
+    planted = json.loads(lines[-2])
+    planted["summary"]["prompt"] = f"db_password={secret}"
+    lines[-2] = json.dumps(planted).encode()
+    log.write_bytes(b"\n".join(lines))  # a log written before the guard: the secret on disk
+    before = files_of(root)
+    result = cclg(root, "scan", "--store", "--redact", "--json")
+    report = json.loads(result.stdout)
+    assert result.exit_code == 1 and [r["path"] for r in report["remaining"]] == [str(root / "config.json")]
+    after = files_of(root)
+    assert after["config.json"] == before["config.json"]
+    name = store_relative(root, log)
+    assert [structure(v) for v in parsed(name, after[name])] == [structure(v) for v in parsed(name, before[name])]
+    assert secret.encode() not in after[name] and guard.scan_bytes(after[name]) == []
+    assert [f.message for f in diagnose(Store.open(root)).findings] == []
+
+
+def store_relative(root: Path, path: Path) -> str:
+    return path.relative_to(root).as_posix()
