@@ -71,8 +71,8 @@ CONTENT_FIELDS = frozenset(
         "content", "quote", "tags", "metadata", "new_content", "reason",
         # the hook's session logs (a host's payload is all outside text) and its failures
         "payload", "prompt", "recent_prompts", "compact_summary", "tool_input", "error", "last_assistant_message",
-        # a tool call as the sensors keep it, and a rule's trigger (``cclg.rules``)
-        "command", "failure", "files", "read", "trigger",
+        # a tool call as the sensors keep it (a signal's line quotes it), and a rule's trigger (``cclg.rules``)
+        "command", "failure", "files", "read", "line", "trigger",
         # a turn's entry (``cclg.turns``) and a session's task
         "layers", "current_focus", "theory_of_mind", "self_narrative", "annotation", "active_task",
     }
