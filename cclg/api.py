@@ -156,9 +156,15 @@ def init_store(root: str | Path | None = None) -> tuple[Store, bool]:
 # ---------------------------------------------------------------- ids
 
 
-def resolve_node_id(store: Store, text: str) -> str:
-    """Accept a full memory id, or a unique prefix of one (``mem_01jq`` style)."""
-    return _resolve_id(store, text, "mem", "nodes", "memory", "memories")
+def resolve_node_id(store: Store, text: str, *, least: int = 0) -> str:
+    """Accept a full memory id, or a unique prefix of one (``mem_01jq`` style) holding at least ``least``
+    characters after ``mem_`` (``PURGE_ID_CHARS`` for a purge, which cannot be undone)."""
+    return _resolve_id(store, text, "mem", "nodes", "memory", "memories", least)
+
+
+# The characters after ``mem_`` a prefix needs to name the memory a purge erases: ``mem_`` alone named the
+# only memory of a store, and a few characters the only one made that day.
+PURGE_ID_CHARS = 8
 
 
 def named_node_id(store: Store, text: str) -> str:
@@ -178,9 +184,11 @@ def resolve_patch_id(store: Store, text: str) -> str:
     return _resolve_id(store, text, "patch", "patches", "patch", "patches")
 
 
-def _resolve_id(store: Store, text: str, prefix: str, folder: str, noun: str, plural: str) -> str:
+def _resolve_id(store: Store, text: str, prefix: str, folder: str, noun: str, plural: str, least: int = 0) -> str:
     if is_valid_id(text, prefix) and (store.folder(folder) / f"{text}.json").exists():
         return text
+    if text.startswith(prefix + "_") and len(text) < len(prefix) + 1 + least:
+        raise UsageError(f"{text!r} is too short: give the full id or at least {least} characters after {prefix}_")
     matches = []
     if text.startswith(prefix + "_"):
         matches = [p.stem for p in store.record_files(folder) if p.stem.startswith(text)]

@@ -37,7 +37,7 @@ from cclg.fields import parse_json
 from cclg.ids import content_hash, normalize_text
 from cclg.index import Index, open_index
 from cclg.lattice import INITIAL_STATUSES
-from cclg.ledger import create_nodes
+from cclg.ledger import PURGED, create_nodes, purged_contents, purged_hash
 from cclg.records import MemoryNode, MemoryPatch, Record, Scope, Source, new_node
 from cclg.repository import git_project
 from cclg.search import Where, bm25, rarest_terms
@@ -162,7 +162,8 @@ IMPORT_MAX_RETENTION = guard.UNPINNED_RETENTION
 
 def cap_imported(node: MemoryNode) -> list[str]:
     """Lower what an imported node claims for itself, in place: trust at most untrusted, retention
-    at most preferred, never pinned. Returns what was lowered (empty when nothing was)."""
+    at most preferred, never pinned, no purge marker (``metadata.purged``: a foreign record never makes
+    this store refuse content). Returns what was lowered (empty when nothing was)."""
     metadata = node.metadata
     lowered = []
     if metadata.get("trust") == "trusted":
@@ -173,15 +174,14 @@ def cap_imported(node: MemoryNode) -> list[str]:
         lowered.append(f"retention required -> {IMPORT_MAX_RETENTION}")
     if "pinned" in metadata:
         lowered.append(f"pinned {json.dumps(metadata.pop('pinned'))} -> not pinned")
+    if PURGED in metadata:  # only a purge this store performed refuses content
+        metadata.pop(PURGED)
+        lowered.append("a purge marker -> none (only a purge of this store counts)")
     return lowered
 
 
 # Statuses of content that was thrown out: adding it again needs ``force``.
 THROWN_OUT = ("forgotten", "discarded")
-# A purged memory's node file (``cclg.purge``) holds this content, and in ``metadata.purged`` the hash of the
-# content it erased ({"content_hash", "patch_id", "purged_at"}): adding that content is refused as forgotten.
-PURGED_CONTENT = "[purged]"
-PURGED = "purged"
 SIMILAR_RATIO = 0.85  # how alike two texts must be (difflib ratio, normalised) to be reported as near-duplicates
 
 
@@ -252,14 +252,19 @@ def add_memory(
         finish(store)  # an import a crash interrupted
         index = open_index(store)  # one connection for the checks and the write: closing one costs a checkpoint
         try:
-            existing, thrown_out = _content_seen(store, index, node, purged_contents(index))
+            existing, thrown_out = _content_seen(store, index, node, purged_contents(store, index))
             if existing is not None:
                 return AddResult(existing, duplicate_of=existing.id)
             if thrown_out is not None and not force:
                 raise IllegalPatchError(f"refused: {thrown_out}; add it again with --force if it is true after all")
             similar = _similar(index, node)
             result = create_nodes(
-                store, [node], reason=reason or f"added from {source}", source=node.source, index=index
+                store,
+                [node],
+                reason=reason or f"added from {source}",
+                source=node.source,
+                index=index,
+                allow_purged=force,
             )
         finally:
             index.close()
@@ -290,25 +295,6 @@ def _content_seen(
     how = "" if last is None else f" by {last.id} ({last.operation}, {last.created_at[:10]}: {last.reason})"
     status = "purged (erased for good)" if purged_hash(other) is not None else other.status
     return None, f"this content was {status}{how} as {other.id}"
-
-
-def purged_hash(node: MemoryNode) -> str | None:
-    """The hash of the content a purged memory's tombstone erased (``metadata.purged``); None for any other node."""
-    mark = node.metadata.get(PURGED)
-    digest = mark.get("content_hash") if isinstance(mark, dict) else None
-    return digest if isinstance(digest, str) else None
-
-
-def purged_contents(index: Index) -> dict[str, MemoryNode]:
-    """The tombstones of purged memories, by the hash of the content each erased. They all hold
-    ``PURGED_CONTENT``, so the index finds them by that one hash (as many as purges, a handful)."""
-    found: dict[str, MemoryNode] = {}
-    for node_id, _, _, record in index.same_content(content_hash(PURGED_CONTENT)):
-        tombstone = MemoryNode.from_dict(json.loads(record), where=f"nodes/{node_id}.json")
-        digest = purged_hash(tombstone)
-        if digest is not None:
-            found.setdefault(digest, tombstone)
-    return found
 
 
 SIMILAR_CHARS = 2_000  # the near-duplicate check looks at this much of each text
@@ -461,6 +447,7 @@ def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>", force: boo
                 source=Source(label=f"import:{name}"),
                 new_content=lambda count: f"imported {count} memories from {name}",
                 index=index,
+                allow_purged=force,
             )
         finally:
             index.close()
@@ -492,7 +479,7 @@ class _Lines:
         self.seen: dict[str, int] = {}  # id -> line
         self.marks: dict[tuple[str, str], str] = {}  # (content hash, scope) -> id, within the file
         self.open_relations: list[tuple[int, str, str]] = []  # (line, kind, id) not found yet
-        self.purged = purged_contents(index)  # looked up once for the whole import
+        self.purged = purged_contents(store, index)  # looked up once for the whole import
 
     def fresh(self, data: bytes) -> Iterator[MemoryNode]:
         for number, raw in enumerate(_split_lines(data), start=1):

@@ -18,21 +18,24 @@ visible before the patch is durable, and a crash cannot lose a fact:
 ``cclg.undo``, a patch like the others.
 
 After each write the ledger tells the search index what changed through one
-call, ``cclg.index.note_changes``; it never reads through the index.
+call, ``cclg.index.note_changes``. It reads the index for one thing: the
+tombstones of purges, whose content every write refuses (``refuse_purged``); a
+store with no index yet has them read from its purge patches instead.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from cclg import guard, lattice
-from cclg.errors import IllegalPatchError, NotFoundError, UsageError, ValidationError
-from cclg.ids import new_id, now_iso, parse_moment
-from cclg.index import Index, note_changes
+from cclg.errors import CclgError, IllegalPatchError, NotFoundError, UsageError, ValidationError
+from cclg.ids import content_hash, new_id, now_iso, parse_moment
+from cclg.index import Index, note_changes, open_index
 from cclg.lattice import rule_for
 from cclg.records import (
     MemoryEdge,
@@ -86,11 +89,13 @@ def create_nodes(
     source: Source | None = None,
     new_content: str | Callable[[int], str] | None = None,
     index: Index | None = None,
+    allow_purged: bool = False,
 ) -> PatchResult:
     """Write new nodes with one ``create`` patch that names them all.
 
     ``nodes`` is a list or a stream (an import's generator, which may raise to refuse
-    the whole write). They are checked (secrets, size, instruction-like text), staged
+    the whole write). They are checked (secrets, size, purged content unless ``allow_purged``: the
+    user's ``--force``, instruction-like text), staged
     and, given the caller's ``index``, indexed ``CHUNK`` at a time; the patch is written
     once the last is staged, then they get their names. Anything raised before the patch,
     by a check or by the stream, leaves nothing: the staged files are deleted and the
@@ -111,6 +116,8 @@ def create_nodes(
             for chunk in _chunks(nodes):
                 refuse_node_secrets(chunk)
                 refuse_oversized(store, chunk)
+                if not allow_purged:
+                    refuse_purged(store, chunk, index)
                 first = first or chunk[0]
                 for node in chunk:
                     staged.append(str(_stage_node(store, node, patch_id, index)))
@@ -378,6 +385,7 @@ def _write_new(
     durable (under the store lock): stage them, write the patch, append ``audit`` (so a writer
     killed while naming them leaves none unaudited), name them."""
     refuse_oversized(store, nodes)
+    refuse_purged(store, nodes)
     staged = [(store.node_path(n.id), dumps(n.to_dict())) for n in nodes]
     staged += [(store.edge_path(e.id), dumps(e.to_dict())) for e in edges]
     temps: list[tuple[Path, Path]] = []
@@ -496,6 +504,101 @@ def refuse_oversized(store: Store, nodes: list[MemoryNode]) -> None:
             f'{problems[0]} (set config.json "limits": {{"memory_chars": N}} to change it); nothing was written',
             problems,
         )
+
+
+# ---------------------------------------------------------------- purged content
+
+# A purge (``cclg.purge``) writes a ``forget`` patch marked with this resolution_policy rule, then the
+# memory's node file as a tombstone: this content, and in ``metadata.purged`` the hash of the content
+# it erased ({"content_hash", "patch_id", "purged_at"}). That content is refused on every write.
+PURGE_RULE = "purge"
+PURGED_CONTENT = "[purged]"
+PURGED = "purged"
+
+
+def is_purge(patch: MemoryPatch) -> bool:
+    """Whether ``patch`` is the ``forget`` patch of a purge, which erased its targets' content for good."""
+    return patch.operation == "forget" and patch.resolution_policy.get("rule") == PURGE_RULE
+
+
+def purged_hash(node: MemoryNode) -> str | None:
+    """The hash of the content a purged memory's tombstone erased (``metadata.purged``); None for any other node."""
+    mark = node.metadata.get(PURGED)
+    digest = mark.get("content_hash") if isinstance(mark, dict) else None
+    return digest if isinstance(digest, str) else None
+
+
+def purged_contents(store: Store, index: Index | None = None) -> dict[str, MemoryNode]:
+    """The tombstones of this store's purges, by the hash of the content each erased. They all hold
+    ``PURGED_CONTENT``, so the index (``index``, else the store's own) finds them by that one hash (as
+    many as purges, a handful); a store with no index yet (no read since it was made) has them read
+    from its purge patches, and no index is built for a write. A tombstone counts only when its mark
+    names a purge patch of this ledger that targets it: only a purge this store performed refuses
+    content (and no import brings a mark in: ``cclg.intake.cap_imported`` drops a node's,
+    ``cclg.importing`` a foreign patch's purge rule)."""
+    if index is None and not store.index_path.exists():
+        candidates = [node for patch in purge_patches(store) for node in _readable(store, patch.target_ids)]
+    else:
+        own = index is None
+        index = index or open_index(store)
+        try:
+            rows = index.same_content(content_hash(PURGED_CONTENT))
+        finally:
+            if own:
+                index.close()
+        candidates = [MemoryNode.from_dict(json.loads(r), where=f"nodes/{i}.json") for i, _, _, r in rows]
+    found: dict[str, MemoryNode] = {}
+    for tombstone in candidates:
+        digest = purged_hash(tombstone)
+        if digest is not None and digest not in found and _purged_here(store, tombstone):
+            found[digest] = tombstone
+    return found
+
+
+def purge_patches(store: Store) -> list[MemoryPatch]:
+    """Every purge patch of the store, from the patch files (only those that name the rule are parsed)."""
+    found = []
+    for path in store.record_files("patches"):
+        data = path.read_bytes()
+        if f'"{PURGE_RULE}"'.encode() not in data:
+            continue
+        with contextlib.suppress(ValueError, ValidationError):
+            patch = MemoryPatch.from_dict(json.loads(data), where=store.relative(path))
+            if is_purge(patch):
+                found.append(patch)
+    return found
+
+
+def _readable(store: Store, node_ids: list[str]) -> list[MemoryNode]:
+    found = []
+    for node_id in node_ids:
+        with contextlib.suppress(CclgError):
+            found.append(store.read_node(node_id))
+    return found
+
+
+def _purged_here(store: Store, tombstone: MemoryNode) -> bool:
+    """Whether ``tombstone``'s mark names a purge patch of the ledger that purged it."""
+    patch_id = tombstone.metadata[PURGED].get("patch_id")
+    try:
+        patch = store.read_patch(patch_id) if isinstance(patch_id, str) else None
+    except CclgError:  # no such patch here: a mark that came from elsewhere
+        return False
+    return patch is not None and is_purge(patch) and tombstone.id in patch.target_ids
+
+
+def refuse_purged(store: Store, nodes: list[MemoryNode], index: Index | None = None) -> None:
+    """``IllegalPatchError`` (exit 6) when a node about to be written holds content a purge of this store
+    erased: every write of the ledger (add, import, a patch of any operation, a promotion, a container's
+    memories) checks it, so nothing brings purged content back but ``cclg add --force``."""
+    purged = purged_contents(store, index) if nodes else {}
+    for node in nodes if purged else ():
+        tombstone = purged.get(content_hash(node.content))
+        if tombstone is not None:
+            raise IllegalPatchError(
+                f"refused: {node.id} would hold content that was purged (erased for good) as {tombstone.id} by "
+                f"{tombstone.metadata[PURGED].get('patch_id')}; nothing was written"
+            )
 
 
 # The secret check reads the fields that carry text from outside; the others are made here or checked to

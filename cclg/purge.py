@@ -6,18 +6,20 @@ audit log, the search index (rows, FTS tables, free pages, WAL) and the vectors.
 erases it from all of them, under the store lock, in this order:
 
 1. **The purge patch** (the commit point). A ``forget`` patch marked
-   ``resolution_policy.rule = "purge"`` (``cclg.undo.is_purge``) is written durably and the
+   ``resolution_policy.rule = "purge"`` (``cclg.ledger.is_purge``) is written durably and the
    memory set to ``forgotten``, as any forget does. From here on the content is refused by
    ``cclg add`` and ``import-jsonl`` (it is forgotten), and ``cclg rollback`` refuses to undo the
    purge or any patch that touched the memory (``cclg.undo``): nothing could be restored.
 2. **Every other file** that holds the text verbatim is rewritten without it, one atomic write
-   each (``cclg.redaction.rewrite_store``, the machinery ``scan --store --redact`` runs on):
-   patches, edges, sessions and logs get ``[purged]`` in its place and stay valid JSON; raw
-   evidence and other files get a marker of the same length (``[purged----]``), so raw spans
+   each (``cclg.redaction.rewrite_store``, the machinery ``scan --store --redact`` runs on), in
+   its content only (``cclg.redaction.CONTENT_FIELDS``): patches, sessions and logs get
+   ``[purged]`` in its place inside those string values, and their ids, statuses, operations,
+   schema ids and keys keep their bytes, whatever the text is (``active``, another memory's id,
+   ``", "``); raw evidence gets a marker of the same length (``[purged----]``), so raw spans
    still point at the right characters; a code graph holding it is deleted (a cache that
-   ``cclg code-index`` builds again).
+   ``cclg code-index`` builds again). A rule's trigger in the rule evidence is blanked too.
 3. **The tombstone.** The memory's own node file is written last: its content becomes
-   ``[purged]`` (``intake.PURGED_CONTENT``), its source quote goes, its retrieval keys and
+   ``[purged]`` (``ledger.PURGED_CONTENT``), its source quote goes, its retrieval keys and
    ``metadata.content_hash`` follow the marker, and ``metadata.purged`` keeps the one thing left
    of the content, its ``sha256:`` hash, with the purge patch and time. ``cclg.intake`` finds
    tombstones by the marker's hash and refuses the content they stand for, also after
@@ -59,15 +61,22 @@ from collections.abc import Iterable
 from typing import Any
 
 from cclg import guard, staging
-from cclg.errors import CclgError, IllegalPatchError, UsageError, ValidationError
+from cclg.errors import CclgError, IllegalPatchError, UsageError
 from cclg.ids import content_hash, new_id, normalize_text, now_iso
 from cclg.index import note_changes, open_index
-from cclg.intake import PURGED, PURGED_CONTENT, purged_hash
-from cclg.ledger import patch_audit, set_status
-from cclg.records import MemoryNode, MemoryPatch, Record, Source, default_resolution_policy, dumps, retrieval_for
-from cclg.redaction import rebuild_projections, rewrite_store
-from cclg.store import Store, audit_record
-from cclg.undo import PURGE_RULE, is_purge
+from cclg.ledger import (
+    PURGE_RULE,
+    PURGED,
+    PURGED_CONTENT,
+    is_purge,
+    patch_audit,
+    purge_patches,
+    purged_hash,
+    set_status,
+)
+from cclg.records import MemoryNode, MemoryPatch, Record, Source, default_resolution_policy, retrieval_for
+from cclg.redaction import content_only, rebuild_projections, rewrite_store
+from cclg.store import RULE_EVIDENCE, Store, audit_record
 
 DEFAULT_REASON = "purged at the user's request"
 PURGED_EVENT = "node_purged"  # the audit record of a finished purge
@@ -193,7 +202,7 @@ def _write_purge_patch(store: Store, node: MemoryNode, reason: str, source: str)
 def _erase(store: Store, node: MemoryNode, patch: MemoryPatch) -> tuple[list[dict[str, Any]], list[str]]:
     """Steps 2 and 3: every other file without the text, then the tombstone. Returns the files rewritten
     and the other memories that hold the text."""
-    erasure = _Erasure(node.content, node.id)
+    erasure = _Erasure(node.content, node.id, _rule_stated_alone(store, node))
     own = store.relative(store.node_path(node.id))
     files = rewrite_store(store, erasure, skip={own})
     store.write_node(_tombstone(node, patch.id, erasure))
@@ -201,17 +210,30 @@ def _erase(store: Store, node: MemoryNode, patch: MemoryPatch) -> tuple[list[dic
     return files, sorted(erasure.elsewhere)
 
 
+def _rule_stated_alone(store: Store, node: MemoryNode) -> str | None:
+    """``node``'s key when no other memory holds it: the trigger its rule evidence keeps under that key
+    (``cclg.rules``: what the rule was learned from) is the memory's substance, and goes with it."""
+    if node.key is None:
+        return None
+    index = open_index(store)
+    try:
+        other = index.db.execute("SELECT 1 FROM nodes WHERE key = ? AND id != ? LIMIT 1", (node.key, node.id))
+        return None if other.fetchone() is not None else node.key
+    finally:
+        index.close()
+
+
 def _tombstone(node: MemoryNode, patch_id: str, erasure: _Erasure) -> MemoryNode:
-    """``node`` with its content erased: the marker, its hash, and the erased content's hash in ``metadata.purged``."""
+    """``node`` with its content erased: the marker, its hash, and the erased content's hash in
+    ``metadata.purged``. Its key, scope and source pointers stay (what it was about, not what it said)."""
     stamp = now_iso()
     digest = content_hash(node.content)
     set_status(node, "forgotten", stamp)
     node.content = PURGED_CONTENT
-    node.key = erasure.value(node.key)
-    node.tags = erasure.value(node.tags)
+    node.tags = erasure.strings(node.tags)
     node.source.quote = None  # the words the memory rested on
     node.retrieval = retrieval_for(PURGED_CONTENT)
-    node.metadata = erasure.value(node.metadata)
+    node.metadata = content_only(node.metadata, erasure.strings(node.metadata))
     node.metadata["content_hash"] = content_hash(PURGED_CONTENT)
     node.metadata[PURGED] = {"content_hash": digest, "patch_id": patch_id, "purged_at": stamp}
     return node
@@ -229,14 +251,18 @@ _WORD = "A-Za-z0-9_"  # an ASCII word character: a match never starts or ends in
 
 
 class _Erasure:
-    """The ``cclg.redaction.Rewrite`` of a purge: every form of one memory's text, replaced by the marker."""
+    """The ``cclg.redaction.Rewrite`` of a purge: every form of one memory's text, replaced by the marker
+    in content (``cclg.redaction.CONTENT_FIELDS``); and, for a rule, its trigger in the rule evidence."""
 
     verb = "erased"
 
-    def __init__(self, text: str, node_id: str) -> None:
+    def __init__(self, text: str, node_id: str, rule_key: str | None = None) -> None:
         self.node_id = node_id
+        self.rule_key = rule_key  # a rule's key whose trigger goes too (no other memory states the rule)
         forms = _forms(text)
         self.needles = [form.encode("utf-8") for form in forms]
+        if rule_key is not None:
+            self.needles.append(json.dumps(rule_key).encode("utf-8"))
         self.pattern = re.compile("|".join(_bounded(form) for form in forms))
         self.elsewhere: set[str] = set()  # other memories whose records hold the text
 
@@ -247,29 +273,39 @@ class _Erasure:
         text = data.decode("utf-8", "surrogateescape")  # bytes that are no UTF-8 are kept as they are
         return self.pattern.sub(lambda m: _filler(len(m.group())), text).encode("utf-8", "surrogateescape")
 
-    def value(self, value: Any) -> Any:
+    def strings(self, value: Any) -> Any:
         if isinstance(value, str):
             return self.pattern.sub(PURGED_CONTENT, value)
         if isinstance(value, list):
-            return [self.value(item) for item in value]
+            return [self.strings(item) for item in value]
         if isinstance(value, dict):
-            return {self.value(key): self.value(item) for key, item in value.items()}
+            return {key: self.strings(item) for key, item in value.items()}
         return value
 
-    def record(self, relative: str, data: bytes) -> bytes:
-        value = json.loads(data)
-        if relative.startswith("nodes/") and isinstance(value, dict):
-            if value.get("id") == self.node_id:  # a copy of the purged memory (a sync tool's): erased
-                return self.text(data)
-            if self.pattern.search(data.decode("utf-8", "surrogateescape")):
+    def record(self, relative: str, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        if relative.startswith("nodes/") and value.get("id") != self.node_id:
+            if self.pattern.search(json.dumps(value.get("content"), ensure_ascii=False)):
                 self.elsewhere.add(str(value.get("id")))
-            return data  # another memory: its own text, never changed here
-        new = self.value(value)
-        if relative.startswith("patches/") and isinstance(value, dict) and "new_content" in value:
+            return value  # another memory: its own text, never changed here
+        new = content_only(value, self.strings(value))
+        if relative.startswith("patches/") and "new_content" in value:
             wrote = value.get("new_node_ids")
             if not (isinstance(wrote, list) and self.node_id in wrote):  # it wrote other memories: their content
                 new["new_content"] = value["new_content"]
-        return data if new == value else dumps(new)
+        if relative == RULE_EVIDENCE and self.rule_key is not None and value.get("rule") == self.rule_key:
+            new = {**new, "trigger": _blanked(new.get("trigger"))} if "trigger" in new else new
+        return new
+
+
+def _blanked(value: Any) -> Any:
+    """Every string of ``value`` replaced by the marker (a purged rule's trigger: what it was learned from)."""
+    if isinstance(value, dict):
+        return {key: _blanked(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_blanked(item) for item in value]
+    return PURGED_CONTENT if isinstance(value, str) else value
 
 
 def _forms(text: str) -> list[str]:
@@ -332,26 +368,12 @@ def finish_interrupted(store: Store) -> list[str]:
     """``cclg doctor --repair``: finish every purge that did not; returns what was done (audited)."""
     done = []
     with store.lock():
-        for node_id, patch_id in interrupted(store, _purge_patches(store)):
+        for node_id, patch_id in interrupted(store, purge_patches(store)):
             result = purge_memory(store, node_id)
             done.append(f"finished the interrupted purge {patch_id} of {node_id} ({len(result.files)} file(s) erased)")
         if done:
             store.audit("repair_applied", actions=done)
     return done
-
-
-def _purge_patches(store: Store) -> list[MemoryPatch]:
-    """Every purge patch of the store (only the patch files that name the rule are parsed)."""
-    found = []
-    for path in store.record_files("patches"):
-        data = path.read_bytes()
-        if f'"{PURGE_RULE}"'.encode() not in data:
-            continue
-        with contextlib.suppress(ValueError, ValidationError):
-            patch = MemoryPatch.from_dict(json.loads(data), where=store.relative(path))
-            if is_purge(patch):
-                found.append(patch)
-    return found
 
 
 def _completed(store: Store) -> set[str]:

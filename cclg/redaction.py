@@ -8,9 +8,12 @@ rule existed or by another tool. Both use the one detector of ``cclg.guard``, so
 what ``scan`` reports is what ``--redact`` removes and what a write would refuse.
 
 ``rewrite_store`` takes something out of every file of a store that holds it, through
-a ``Rewrite`` (what to look for, and how to clean text, JSON values and records): each
-file rewritten on its own, atomically (a log under its lock, so no append is lost);
-records and logs stay valid JSON; a code graph holding it is deleted (a cache). Then
+a ``Rewrite`` (what to look for, and how to clean bytes, strings and records): each
+file rewritten on its own, atomically (a log under its lock, so no append is lost).
+It rewrites content only, the string values under the fields ``CONTENT_FIELDS`` declares
+(and raw evidence, which is all content): never an id, a status, an operation, a schema
+id, a key or ``config.json``, so every record and log line still reads as it did. A code
+graph holding it is deleted (a cache). Then
 ``rebuild_projections`` deletes the search index and the vectors and builds the index
 again, compacted, so no SQLite page or WAL frame keeps the old bytes.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Container
 from pathlib import Path
@@ -31,7 +35,7 @@ from cclg.errors import UsageError, ValidationError
 from cclg.ids import content_hash
 from cclg.index import rebuild_index
 from cclg.records import MemoryNode, dumps, retrieval_for
-from cclg.store import CODEGRAPHS, INDEX_FILE, RECORD_PREFIXES, SEMANTIC_FILE, TEMP, Store, audit_record
+from cclg.store import CODEGRAPHS, INDEX_FILE, SEMANTIC_FILE, TEMP, Store, audit_record
 
 
 def scan_secrets(paths: list[Path]) -> list[dict[str, Any]]:
@@ -55,6 +59,40 @@ def scan_secrets(paths: list[Path]) -> list[dict[str, Any]]:
 
 # ---------------------------------------------------------------- rewriting a whole store
 
+# The JSON fields of a store's files that hold content: what a memory or a patch says, and what a user,
+# a tool or the agent said (a prompt, a tool's input and output, an answer, a turn's entry, what the
+# sensors and the rules keep of a command). A rewrite changes string values under these fields, at any
+# depth, and nowhere else: ids, statuses, operations, schema ids, times, counts, object keys and
+# ``config.json`` are the structure the records are read by, and they keep their bytes. Raw evidence is
+# content through and through (``cleaned``).
+CONTENT_FIELDS = frozenset(
+    {
+        # memories (a node's metadata is a free map, which an import fills) and patches
+        "content", "quote", "tags", "metadata", "new_content", "reason",
+        # the hook's session logs (a host's payload is all outside text) and its failures
+        "payload", "prompt", "recent_prompts", "compact_summary", "tool_input", "error", "last_assistant_message",
+        # a tool call as the sensors keep it (a signal's line quotes it), and a rule's trigger (``cclg.rules``)
+        "command", "failure", "files", "read", "line", "trigger",
+        # a turn's entry (``cclg.turns``) and a session's task
+        "layers", "current_focus", "theory_of_mind", "self_narrative", "annotation", "active_task",
+    }
+)  # fmt: skip
+
+
+def content_only(old: Any, new: Any, inside: bool = False) -> Any:
+    """``old`` with what ``new`` (the same value with its strings rewritten) changed under a content field
+    (``CONTENT_FIELDS``) and nothing else: keys, and every value outside content, stay ``old``'s."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        if len(old) != len(new):  # keys merged by the rewrite: inside content, its word; outside, nothing
+            return new if inside else old
+        return {
+            key: content_only(item, other, inside or key in CONTENT_FIELDS)
+            for (key, item), other in zip(old.items(), new.values(), strict=True)
+        }
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [content_only(item, other, inside) for item, other in zip(old, new, strict=True)]
+    return new if inside else old
+
 
 class Rewrite(Protocol):
     """What one pass of ``rewrite_store`` takes out of a store's files."""
@@ -65,14 +103,15 @@ class Rewrite(Protocol):
         """What a file's bytes hold of it, for the report (an empty dict says little); None for nothing."""
 
     def text(self, data: bytes) -> bytes:
-        """The bytes of a file without it, read as text (raw evidence, a torn line)."""
+        """Bytes of evidence (a raw file, a torn line) without it, every other byte kept."""
 
-    def value(self, value: Any) -> Any:
-        """A JSON value (a log line) without it."""
+    def strings(self, value: Any) -> Any:
+        """A JSON value with every string (keys too, where it may) rewritten without it; ``content_only``
+        keeps what of that lies outside content."""
 
-    def record(self, relative: str, data: bytes) -> bytes:
-        """A record file (``nodes/``, ``patches/``, ``edges/``, ``sessions/``) without it; a ``ValueError`` or
-        ``ValidationError`` has it cleaned as text instead."""
+    def record(self, relative: str, value: Any) -> Any:
+        """A JSON file's value or a log line's (``relative`` names the file) without it, its structure
+        kept (``content_only``)."""
 
 
 # Projections of the records, deleted and rebuilt rather than edited (SQLite pages keep old text).
@@ -86,12 +125,14 @@ def rewrite_store(store: Store, rewrite: Rewrite, *, skip: Container[str] = ()) 
     ``skip`` (paths relative to the root), each file on its own; returns {file, ...found, action} for
     each file that held it: ``rewrite.verb`` (rewritten), ``removed`` (a code graph, with its
     indexes) or ``rebuilt`` (a projection: call ``rebuild_projections``). A file that holds it
-    only where the rewrite leaves it is not listed. Temp files of writes in progress are left alone."""
+    only where the rewrite leaves it is not listed. Temp files of writes in progress and the store's
+    config are left alone."""
     changed = []
+    untouched = (fmt.PATHS["lock"], fmt.PATHS["config"])
     with store.lock():
         for path in sorted(p for p in store.root.rglob("*") if p.is_file()):
             relative = store.relative(path)
-            if relative in skip or relative == fmt.PATHS["lock"] or relative.startswith(TEMP + "/"):
+            if relative in skip or relative in untouched or relative.startswith(TEMP + "/"):
                 continue
             entry = _rewrite_file(store, rewrite, path, relative)
             if entry is not None:
@@ -142,16 +183,25 @@ def rebuild_projections(store: Store) -> None:
 
 
 def cleaned(rewrite: Rewrite, relative: str, data: bytes) -> bytes:
-    """A file's bytes without what ``rewrite`` takes out: logs line by line and records value by value
-    (both still valid JSON), anything else as text."""
-    if _is_log(relative):
-        return b"\n".join(_cleaned_line(rewrite, line) if line.strip() else line for line in data.split(b"\n"))
-    if not (relative.endswith(".json") and relative.split("/")[0] in RECORD_PREFIXES):
+    """A file's bytes without what ``rewrite`` takes out. Raw evidence is content through and through: a
+    JSON file (or JSON lines) of it has its string values rewritten where they stand, any other has its
+    bytes rewritten. Every other JSON file of the store (records, logs line by line, turn entries) has
+    only its content rewritten (``content_only``) and stays valid JSON; a file that does not parse (a
+    torn line, a broken copy) is cleaned as text."""
+    if relative.startswith("raw/"):
+        return _cleaned_evidence(rewrite, data)
+    if relative.endswith(".jsonl"):
+        return b"\n".join(
+            _cleaned_line(rewrite, relative, line) if line.strip() else line for line in data.split(b"\n")
+        )
+    if not relative.endswith(".json"):
         return rewrite.text(data)
     try:
-        return rewrite.record(relative, data)
-    except (ValueError, ValidationError):  # not a record that reads back: cleaned as text
+        value = json.loads(data)
+    except ValueError:
         return rewrite.text(data)
+    new = rewrite.record(relative, value)
+    return data if new == value else dumps(new)
 
 
 def _is_log(relative: str) -> bool:
@@ -159,15 +209,61 @@ def _is_log(relative: str) -> bool:
     return relative.endswith(".jsonl") and relative.split("/")[0] in ("audit", "sessions")
 
 
-def _cleaned_line(rewrite: Rewrite, line: bytes) -> bytes:
+def _cleaned_line(rewrite: Rewrite, relative: str, line: bytes) -> bytes:
     if rewrite.found(line) is None:  # the lines that hold nothing of it keep their bytes
         return line
     try:
         value = json.loads(line)
     except ValueError:  # not JSON (a torn line): cleaned as text
         return rewrite.text(line)
-    new = json.dumps(rewrite.value(value), ensure_ascii=False).encode("utf-8")
-    return rewrite.text(new)  # (a no-op unless the line's text holds what its values do not)
+    new = rewrite.record(relative, value)
+    return line if new == value else json.dumps(new, ensure_ascii=False).encode("utf-8")
+
+
+# A JSON string token, and whether it is an object's key (a colon follows).
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"(\s*:)?', re.DOTALL)
+
+
+def _cleaned_evidence(rewrite: Rewrite, data: bytes) -> bytes:
+    """Raw evidence without it. Its bytes are rewritten, unless that would change the structure of a JSON
+    file (a hook event's payload, a turn's entry, JSON lines): then each string value is rewritten where
+    it stands, and every key and every other byte is kept."""
+    new = rewrite.text(data)
+    text = data.decode("utf-8", "surrogateescape")
+    before = _json_shape(text)
+    if before is None or new == data or _json_shape(new.decode("utf-8", "surrogateescape")) == before:
+        return new
+
+    def value(match: re.Match[str]) -> str:
+        token = match.group()
+        if match.group(1) is not None:  # a key
+            return token
+        old = json.loads(token)
+        clean = rewrite.text(old.encode("utf-8", "surrogateescape")).decode("utf-8", "surrogateescape")
+        return token if clean == old else json.dumps(clean, ensure_ascii=token.isascii() and not old.isascii())
+
+    return _JSON_STRING.sub(value, text).encode("utf-8", "surrogateescape")
+
+
+def _json_shape(text: str) -> list[Any] | None:
+    """The structure of JSON text (one document, or JSON lines): its keys, nesting and every value but
+    strings; None for text that is no JSON."""
+
+    def shape(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: shape(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [shape(item) for item in value]
+        return None if isinstance(value, str) else value
+
+    try:
+        return [shape(json.loads(text))]
+    except ValueError:
+        pass
+    try:
+        return [shape(json.loads(line)) for line in text.split("\n") if line.strip()] or None
+    except ValueError:
+        return None
 
 
 def _remove_graph(path: Path) -> None:
@@ -186,8 +282,9 @@ def redact_store(store: Store) -> list[dict[str, Any]]:
     repair per file; returns {file, rules, secrets, action} for each file changed.
 
     Secrets are the one thing rewritten in place (a patch would leave the old bytes on disk):
-    records and logs are redacted and stay valid JSON (a memory keeps its id; its content hash
-    and retrieval keys follow the new content), raw evidence keeps every other byte. The
+    records and logs are redacted in their content (``CONTENT_FIELDS``) and stay valid JSON (a
+    memory keeps its id; its content hash and retrieval keys follow the new content), raw evidence
+    keeps every other byte. A secret outside content is left and reported by the scan after. The
     search index and the vectors are deleted and rebuilt, so no old page keeps the bytes. A
     code graph holding a secret (built before graphs were redacted) is deleted with its
     indexes: ``cclg code-index`` builds it again, without the secret.
@@ -206,7 +303,7 @@ def redact_store(store: Store) -> list[dict[str, Any]]:
 
 
 class _Redaction:
-    """The secrets of ``cclg.guard``, replaced by ``[REDACTED:rule]``."""
+    """The secrets of ``cclg.guard``, replaced by ``[REDACTED:rule]``, in content only."""
 
     verb = "redacted"
 
@@ -217,22 +314,18 @@ class _Redaction:
     def text(self, data: bytes) -> bytes:
         return guard.redact_bytes(data)[0]
 
-    def value(self, value: Any) -> Any:
-        return guard.redact_value(value)[0]
+    def strings(self, value: Any) -> Any:
+        return guard.redact_value(value)[0]  # a key read with its value, as every write reads it
 
-    def record(self, relative: str, data: bytes) -> bytes:
-        new = _redacted_record(relative, data)
-        if guard.scan_bytes(new):  # a secret the record reads apart but its file joins: redact the text too
-            new = _redacted_record(relative, guard.redact_bytes(new)[0])
+    def record(self, relative: str, value: Any) -> Any:
+        new = content_only(value, self.strings(value))
+        if relative.startswith("nodes/") and isinstance(new, dict) and new.get("content") != value.get("content"):
+            try:  # a memory keeps its id; its retrieval keys and content hash follow the new content
+                node = MemoryNode.from_dict(new, where=relative)
+            except ValidationError:  # no record that reads back (a sync tool's copy): its content is cleaned
+                return new
+            node.retrieval = retrieval_for(node.content)
+            if node.stored_hash is not None:
+                node.metadata["content_hash"] = content_hash(node.content)
+            return node.to_dict()
         return new
-
-
-def _redacted_record(relative: str, data: bytes) -> bytes:
-    value, _ = guard.redact_value(json.loads(data))
-    if relative.startswith("nodes/") and isinstance(value, dict) and isinstance(value.get("content"), str):
-        node = MemoryNode.from_dict(value, where=relative)
-        node.retrieval = retrieval_for(node.content)
-        if node.stored_hash is not None:
-            node.metadata["content_hash"] = content_hash(node.content)
-        value = node.to_dict()
-    return dumps(value)

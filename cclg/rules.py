@@ -35,7 +35,7 @@ from cclg.files import read_jsonl
 from cclg.guard import instruction_flags, labels, quote_outside
 from cclg.ids import now_iso, sha256_hex
 from cclg.repository import ProjectKeys, project_keys
-from cclg.store import Store
+from cclg.store import RULE_EVIDENCE, Store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     from cclg.records import MemoryNode
 
-EVIDENCE = "audit/rule_evidence.jsonl"
+EVIDENCE = RULE_EVIDENCE
 STRONG = 3  # evidence (learned + detections + suppressions) for a rule to open every session
 LOCK_WAIT_SECONDS = 0.5  # the hook learns only if the store is free: it never waits behind an import
 SOURCE = "sensor:pain"

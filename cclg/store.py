@@ -66,6 +66,7 @@ if TYPE_CHECKING:
 LAYOUT = ("raw", "nodes", "patches", "edges", "sessions", "audit", "active", "active/codegraphs", "tmp")
 LOCK_TIMEOUT_SECONDS = 30.0
 HOOK_FAILURES = "audit/hook_failures.jsonl"
+RULE_EVIDENCE = "audit/rule_evidence.jsonl"  # the evidence of learned rules (cclg.rules), which a purge reaches
 INDEX_FILE = "index.sqlite"  # the search index: a projection, deleted and rebuilt at will
 SEMANTIC_FILE = "semantic.sqlite"  # the memories' vectors (cclg.semantic): a projection too
 CODEGRAPHS = "active/codegraphs"

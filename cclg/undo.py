@@ -16,17 +16,10 @@ from cclg.errors import IllegalPatchError
 from cclg.ids import new_id, now_iso
 from cclg.index import note_changes
 from cclg.lattice import rule_for
-from cclg.ledger import PatchResult, link_replacements, patch_audit, read_target, set_status
+from cclg.ledger import PatchResult, is_purge, link_replacements, patch_audit, read_target, set_status
 from cclg.records import MemoryNode, MemoryPatch, Source, default_resolution_policy
 from cclg.store import Store, audit_record, patch_order
 from cclg.view import touched_ids, undone_patch_ids
-
-PURGE_RULE = "purge"  # the resolution_policy rule of a purge's forget patch (cclg.purge)
-
-
-def is_purge(patch: MemoryPatch) -> bool:
-    """Whether ``patch`` is the ``forget`` patch of a purge, which erased its targets' content for good."""
-    return patch.operation == "forget" and patch.resolution_policy.get("rule") == PURGE_RULE
 
 
 def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | None = None) -> PatchResult:

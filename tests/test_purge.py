@@ -23,7 +23,7 @@ from cclg.doctor import PURGE, diagnose
 from cclg.errors import UsageError
 from cclg.files import read_jsonl
 from cclg.ids import content_hash
-from cclg.intake import PURGED, PURGED_CONTENT
+from cclg.ledger import PURGED, PURGED_CONTENT
 from cclg.purge import purge_memory
 from cclg.store import Store
 

@@ -270,12 +270,14 @@ def purge(ctx: click.Context, memory_id: str, reason: str, yes: bool, as_json: b
     each. Asks for confirmation unless --yes. If it is interrupted, run it again
     (or `cclg doctor --repair`) to finish.
 
+    MEMORY_ID is the full id or at least its 8 characters after mem_.
+
     Example: cclg purge mem_01... --yes
     """
     from cclg.purge import preview, purge_memory
 
     store = store_of(ctx)
-    node = store.read_node(api.resolve_node_id(store, memory_id))
+    node = store.read_node(api.resolve_node_id(store, memory_id, least=api.PURGE_ID_CHARS))
     if not yes:
         if not sys.stdin.isatty():
             raise UsageError("purge erases for good and asks for confirmation: run it in a terminal, or add --yes")
