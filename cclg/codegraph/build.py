@@ -16,6 +16,10 @@ from one ``git log`` over recent history, and writes:
 - ``active/codegraphs/<repo>.history.json``: the last ``git log`` tally
   (``cclg.codegraph.history``), read again from git only when HEAD moves.
 
+Nothing outside the repository is read: only its own regular files (``_regular_inside``: no
+symbolic link, tracked or not, nothing under a linked folder, no FIFO or device), each opened
+without following a link or waiting (``cclg.files.open_regular``) and read no further than its size.
+
 The repository itself is never written to, and no secret in it is copied into the store:
 each file is read with its secrets redacted (``cclg.guard.redact_bytes``, line breaks kept so
 that line numbers hold) before it is parsed or indexed.
