@@ -37,13 +37,13 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from cclg import format as fmt
 from cclg import guard, view
 from cclg.errors import UsageError, ValidationError
 from cclg.fields import parse_json
+from cclg.files import read_regular
 from cclg.ids import content_hash, now_iso, sha256_hex
 from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Record, Session
 from cclg.store import Store
@@ -165,9 +165,10 @@ def export_store(store: Store, session_ids: Iterable[str] | None = None) -> str:
 
 
 def read_text(path: str) -> str:
-    """A container file's text; ``-`` reads standard input."""
+    """A container file's text; ``-`` reads standard input. A path must name a regular file (a FIFO or a
+    device is refused, never waited on or read without end)."""
     try:
-        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+        data = sys.stdin.buffer.read() if path == "-" else read_regular(path)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 from cclg import format as fmt
 from cclg import purge, sensors, staging
 from cclg.errors import CclgError, UnknownPatchOperationError, ValidationError
-from cclg.files import read_jsonl
+from cclg.files import read_jsonl, read_regular
 from cclg.ids import content_hash, parse_time
 from cclg.index import Index, connect, discard_damaged, is_damage, rebuild_index
 from cclg.install import check_installation
@@ -577,11 +577,14 @@ def validate_paths(paths: list[Path]) -> tuple[int, list[Finding]]:
     for path in files:
         where = str(path)
         try:
-            data = json.loads(path.read_bytes())
+            data = json.loads(read_regular(path))  # never a FIFO or a device: a folder may hold anything
         except FileNotFoundError:
             findings.append(Finding(SCHEMA, where, "no such file"))
             continue
-        except (OSError, ValueError, UnicodeDecodeError) as exc:
+        except OSError as exc:
+            findings.append(Finding(SCHEMA, where, exc.strerror or str(exc)))
+            continue
+        except (ValueError, UnicodeDecodeError) as exc:
             findings.append(Finding(SCHEMA, where, f"not valid JSON: {exc}"))
             continue
         schema = data.get("schema_version") if isinstance(data, dict) else None

@@ -210,6 +210,52 @@ def flock_before(fd: int, deadline: float, *, poll: float) -> bool:
             time.sleep(poll)
 
 
+def open_regular(path: str | os.PathLike[str], *, follow: bool = True) -> tuple[int, os.stat_result]:
+    """Open ``path`` for reading only when it is a regular file; returns the descriptor and its ``fstat``.
+
+    The one way to open a file that someone else named (a user's argument, a repository's file, a
+    host's payload): it never waits on a FIFO (``O_NONBLOCK``), never takes a device (``/dev/zero``)
+    or a folder, and with ``follow=False`` never goes through a symbolic link (``O_NOFOLLOW``). The
+    check is made on the opened descriptor, so the file cannot be swapped between check and read. A
+    refusal is an ``OSError`` whose ``strerror`` says why."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow:
+            raise OSError(errno.ELOOP, "a symbolic link, not followed", str(path)) from None
+        raise
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return fd, info
+
+
+def read_open(fd: int, size: int) -> bytes:
+    """At most ``size`` bytes of the open file ``fd`` from where it is (less at its end)."""
+    chunks = []
+    while size > 0:
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_regular(path: str | os.PathLike[str], limit: int | None = None, *, follow: bool = True) -> bytes:
+    """The bytes of the regular file ``path`` (``open_regular`` says what is refused), read no further than
+    its size when opened; a file over ``limit`` bytes is refused before any of it is read."""
+    fd, info = open_regular(path, follow=follow)
+    try:
+        if limit is not None and info.st_size > limit:
+            raise OSError(errno.EFBIG, f"larger than {limit:,} bytes", str(path))
+        return read_open(fd, info.st_size)
+    finally:
+        os.close(fd)
+
+
 def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:

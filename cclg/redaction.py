@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from cclg import format as fmt
 from cclg import guard
 from cclg.errors import UsageError, ValidationError
+from cclg.files import read_regular
 from cclg.ids import content_hash
 from cclg.index import rebuild_index
 from cclg.records import MemoryNode, dumps, retrieval_for
@@ -44,12 +45,10 @@ def scan_secrets(paths: list[Path]) -> list[dict[str, Any]]:
     for path in paths:
         if not path.exists():
             raise UsageError(f"no such file or folder: {path}")
-        files = (
-            [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and ".git" not in p.parts)
-        )
-        for file in files:
+        files = sorted(p for p in path.rglob("*") if p.is_file() and ".git" not in p.parts) if path.is_dir() else [path]
+        for file in files:  # regular files only: a FIFO or a device named here is refused, never read
             try:
-                data = file.read_bytes()
+                data = read_regular(file)
             except OSError as exc:
                 raise UsageError(f"cannot read {file}: {exc.strerror or exc}") from None
             for line, match in guard.scan_bytes(data):

@@ -7,13 +7,25 @@ than a hook that lives for one prompt can spend, so one helper process per
 store holds the model and the vectors and answers over a Unix socket:
 
 - ``python -m cclg.semantic --root STORE`` loads the model, brings the vectors up
-  to date, listens on ``socket_path(root)`` (``/tmp/cclg-<uid>/<hash>.sock``, the
-  folder 0700: a store's own path may pass the 107-byte limit of a socket's) and
+  to date, listens on ``socket_path(root)`` (``<runtime>/<hash>.sock``, 0600, in
+  ``runtime_dir()``: ``$XDG_RUNTIME_DIR/cclg`` or ``/tmp/cclg-<uid>``, 0700; a store's
+  own path may pass the 107-byte limit of a socket's) and
   answers one JSON line per connection: ``{"query", "ids", "limit", "session_id",
   "project", "workspace"}`` -> ``{"hits": [[id, cosine], ...]}``, best first, only
   current memories of that view. It exits after ``--idle`` seconds without a
   request (default ``$CCLG_SEMANTIC_IDLE`` or 600). It never takes the store lock:
   it reads memories through the index like any reader.
+- Who it talks to: the prompt goes only to a socket of this user's (0600) in a
+  runtime folder of this user's that is no link and open to nobody else (0700),
+  served by a process of this user's (``SO_PEERCRED``, ``LOCAL_PEERCRED``; checked
+  before a byte is sent). Anything else (another user made the folder first and
+  listens in it) is ``Untrusted``: no prompt is sent, the refusal is logged in
+  ``audit/hook_failures.jsonl``, and the prompt is answered lexically. The helper
+  refuses to start in such a folder too.
+- Litter: a helper removes its socket, lock and start marker when it ends (SIGTERM
+  included); the hook that starts a helper first sweeps what gone ones left
+  (``sweep``: a lock nobody holds and its socket, a socket without a lock, markers
+  past their time).
 - ``similar(store, query, ...)`` asks it, within ``TIMEOUT`` (50 ms) in all. When
   nobody listens it starts the helper in the background (detached; a marker file
   makes concurrent hooks start one, at most once a minute) and returns None: that
@@ -42,6 +54,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import sys
 import time
 
@@ -66,6 +79,7 @@ START_INTERVAL = 60.0  # at most one helper start per store this often
 OFF_SECONDS = 3600.0  # after the model failed to load, no helper is started for this long
 BATCH = 256  # memories embedded at a time
 MAX_ANSWER = 1 << 20
+SOCKET_PATH_MAX = 107  # bytes of a Unix socket's path
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS vectors"
     " (id TEXT PRIMARY KEY, model TEXT NOT NULL, hash TEXT NOT NULL, vector BLOB NOT NULL)"
@@ -79,11 +93,29 @@ def enabled() -> bool:
     return os.environ.get("CCLG_SEMANTIC", "").strip().lower() not in ("off", "0", "no", "false")
 
 
+def expected_uid() -> int:
+    """The user the runtime folder, the socket and the helper behind it must belong to: this process's."""
+    return os.geteuid()
+
+
 def runtime_dir() -> Path:
-    """Where the helpers' sockets and markers live: a folder of this user's, 0700."""
+    """Where the helpers' sockets and markers live: ``$CCLG_SEMANTIC_DIR``; else ``$XDG_RUNTIME_DIR/cclg``
+    when that folder is what the XDG spec promises (absolute, this user's, 0700) and short enough for a
+    socket's path; else ``/tmp/cclg-<uid>``. Whichever it is, ``private_dir`` checks it before use."""
     from pathlib import Path
 
-    return Path(os.environ.get("CCLG_SEMANTIC_DIR") or f"/tmp/cclg-{os.getuid()}")
+    chosen = os.environ.get("CCLG_SEMANTIC_DIR")
+    if chosen:
+        return Path(chosen)
+    xdg = os.environ.get("XDG_RUNTIME_DIR") or ""
+    if os.path.isabs(xdg) and len(os.fsencode(xdg)) <= SOCKET_PATH_MAX - len("/cclg/.sock") - 20:
+        try:
+            info = os.stat(xdg)
+        except OSError:
+            info = None
+        if info is not None and stat.S_ISDIR(info.st_mode) and _private(info):
+            return Path(xdg) / "cclg"
+    return Path(f"/tmp/cclg-{os.getuid()}")
 
 
 def socket_path(root: Path) -> Path:
@@ -118,10 +150,15 @@ def similar(
             "project": list(where.projects),
             "workspace": where.workspace,
         }
-        if not socket_path(store.root).exists():  # no helper: no socket module, no subprocess unless one starts
+        private_dir()
+        if not _our_socket(socket_path(store.root)):  # no helper: no socket module, no subprocess unless one starts
             _start(store)
             return None
         return _ask(store, request, TIMEOUT if timeout is None else timeout)
+    except Untrusted as refused:  # someone else's folder, socket or helper: not one byte is sent
+        with contextlib.suppress(Exception):
+            log_refusal(store, refused)
+        return None
     except Exception:  # fail open: lexical retrieval goes on without it
         return None
 
@@ -135,6 +172,74 @@ def _in_process(
             return None
         _local[key] = Vectors(store)
     return _local[key].query(query, where, ids, limit)
+
+
+# ---------------------------------------------------------------- who the client talks to
+
+
+class Untrusted(PermissionError):
+    """The runtime folder, the socket or the process behind it is not this user's alone."""
+
+
+def _private(info: os.stat_result) -> bool:
+    return info.st_uid == expected_uid() and not info.st_mode & 0o077
+
+
+def _check_private(path: Path, info: os.stat_result, what: str) -> None:
+    """Refuse ``path`` (whose ``lstat`` is ``info``) unless it is this user's with no access for others."""
+    if info.st_uid != expected_uid():
+        raise Untrusted(f"the {what} {path} belongs to uid {info.st_uid}, not {expected_uid()}")
+    if info.st_mode & 0o077:
+        raise Untrusted(f"the {what} {path} is open to others (mode {stat.S_IMODE(info.st_mode):o})")
+
+
+def private_dir() -> Path:
+    """The runtime folder, created 0700 when missing; ``Untrusted`` when it is a link, someone else's or
+    open to group or others (another user could have made it first, to listen on its sockets)."""
+    folder = runtime_dir()
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700, parents=True)
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode):
+        raise Untrusted(f"the semantic helper's runtime folder {folder} is not a folder (a link or a file)")
+    _check_private(folder, info, "semantic helper's runtime folder")
+    return folder
+
+
+def _our_socket(path: Path) -> bool:
+    """Whether a helper's socket is at ``path``: False when there is none (or something that is not a
+    socket, which a starting helper replaces); ``Untrusted`` for a socket of someone else's or open to others."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISSOCK(info.st_mode):
+        return False
+    _check_private(path, info, "semantic helper's socket")
+    return True
+
+
+def _peer_uid(conn: Any) -> int | None:
+    """The uid of the process at the other end of the Unix socket ``conn``, from the kernel; None where
+    the system has no way to tell (then the folder's and the socket's checks stand alone)."""
+    import socket
+    import struct
+
+    if hasattr(socket, "SO_PEERCRED"):  # Linux: struct ucred {pid_t pid; uid_t uid; gid_t gid}
+        _, uid, _ = struct.unpack("iII", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+        return int(uid)
+    if hasattr(socket, "LOCAL_PEERCRED"):  # macOS, FreeBSD: struct xucred {u_int version; uid_t uid; ...}
+        data = conn.getsockopt(0, socket.LOCAL_PEERCRED, 76)  # level SOL_LOCAL
+        return int(struct.unpack_from("II", data)[1])
+    return None
+
+
+def log_refusal(store: Store, refused: Untrusted, outcome: str = "no prompt was sent") -> None:
+    """Say in the store's hook failure log (``cclg doctor`` shows it) what was refused, and what came of it."""
+    from cclg.ids import now_iso
+
+    error = f"semantic recall refused its runtime ({outcome}): {refused}"
+    store.append(store.hook_failures_path, [{"event": "semantic", "error": error, "created_at": now_iso()}])
 
 
 # ---------------------------------------------------------------- the client
@@ -152,6 +257,9 @@ def _ask(store: Store, request: dict[str, Any], timeout: float) -> list[tuple[st
         except (FileNotFoundError, ConnectionRefusedError):
             _start(store)
             return None
+        peer = _peer_uid(conn)
+        if peer is not None and peer != expected_uid():
+            raise Untrusted(f"the semantic helper's socket {path} is served by uid {peer}, not {expected_uid()}")
         conn.sendall(json.dumps(request).encode() + b"\n")
         answer = b""
         while not answer.endswith(b"\n") and len(answer) < MAX_ANSWER:
@@ -173,25 +281,23 @@ def _marker(root: Path, suffix: str) -> Path:
 
 def _fresh(path: Path, seconds: float) -> bool:
     try:
-        return time.time() - path.stat().st_mtime < seconds
+        return time.time() - os.lstat(path).st_mtime < seconds
     except OSError:
         return False
 
 
-def _private_dir() -> Path:
-    """The runtime folder, created 0700; refused when it is someone else's or open to others."""
-    folder = runtime_dir()
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = folder.stat()
-    if info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise PermissionError(f"{folder} is not this user's private folder")
-    return folder
+def _write_marker(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
 
 
 def _start(store: Store) -> None:
-    """Start the helper for ``store`` in the background, unless one was started in the last minute or the
-    model was found missing lately."""
-    _private_dir()
+    """Start the helper for ``store`` in the background (the caller checked the runtime folder), unless one
+    was started in the last minute or the model was found missing lately. The one that starts it first
+    sweeps what gone helpers left in the folder."""
     if _fresh(_marker(store.root, ".off"), OFF_SECONDS):
         return
     marker = _marker(store.root, ".start")
@@ -205,11 +311,12 @@ def _start(store: Store) -> None:
         os.utime(marker)  # a stale marker: this one starts it (a race here costs one extra helper, which exits)
     else:
         os.close(fd)
+    sweep(marker.parent)
     import importlib.util  # only when a helper may start: these cost the hook milliseconds
 
     if importlib.util.find_spec(embed.PACKAGE_MODULE) is None:
         # Not installed is a choice (the semantic extra), not a failure: lexical retrieval, nothing logged.
-        _marker(store.root, ".off").write_text(f"{embed.PACKAGE} is not installed\n", encoding="utf-8")
+        _write_marker(_marker(store.root, ".off"), f"{embed.PACKAGE} is not installed\n")
         return
     import subprocess  # 4 ms: only once a helper is to start
 
@@ -223,12 +330,60 @@ def _start(store: Store) -> None:
     )
 
 
+def sweep(folder: Path) -> list[str]:
+    """Remove from the runtime folder what helpers no longer running left (a helper killed with SIGKILL,
+    a store deleted): a lock no process holds and its socket, a socket without a lock, a start marker
+    older than ``START_INTERVAL``, an off marker older than ``OFF_SECONDS``. Only files named like a
+    store's (``<20 hex digits>.<suffix>``) are looked at. Returns the names removed."""
+    names = set(os.listdir(folder))
+    removed = []
+    for name in sorted(names):
+        stem, _, suffix = name.partition(".")
+        if len(stem) != 20 or not all(c in "0123456789abcdef" for c in stem):
+            continue
+        path = folder / name
+        if suffix == "lock":  # removed under its flock, or not at all
+            removed += [name] if _unheld_lock_removed(path, path.with_suffix(".sock")) else []
+            continue
+        if suffix in ("start", "off"):
+            gone = not _fresh(path, START_INTERVAL if suffix == "start" else OFF_SECONDS)
+        else:
+            gone = suffix == "sock" and f"{stem}.lock" not in names
+        if gone:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            removed.append(name)
+    return removed
+
+
+def _unheld_lock_removed(lock: Path, sock: Path) -> bool:
+    """Whether ``lock`` was no live helper's; then it and its socket are removed while this holds it (a
+    helper that opened it meanwhile finds it gone once it has it, and opens a new one)."""
+    import fcntl
+
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if os.fstat(fd).st_ino != os.lstat(lock).st_ino:
+            return False  # replaced meanwhile: a new helper's
+        sock.unlink(missing_ok=True)
+        lock.unlink()
+        return True
+    except OSError:  # held: its helper runs
+        return False
+    finally:
+        os.close(fd)
+
+
 def turn_off(store: Store, reason: str) -> None:
     """Remember that the installed model cannot be loaded (no helper starts for ``OFF_SECONDS``) and say so
     once in the store's hook failure log, where ``cclg doctor`` shows it."""
     from cclg.ids import now_iso
 
-    _marker(store.root, ".off").write_text(reason + "\n", encoding="utf-8")
+    _write_marker(_marker(store.root, ".off"), reason + "\n")
     store.append(store.hook_failures_path, [{"event": "semantic", "error": reason, "created_at": now_iso()}])
 
 
@@ -336,21 +491,22 @@ def _open_vectors(store: Store) -> sqlite3.Connection:
 
 def serve(root: str, idle: float) -> int:
     """Run the helper for the store at ``root`` until ``idle`` seconds pass without a request."""
-    import fcntl
+    import signal
 
     from cclg.store import Store
 
     store = Store.open(root)
-    folder = _private_dir()
-    lock = open(_marker(store.root, ".lock"), "a+")  # noqa: SIM115 - held for the helper's whole life
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return 0  # another helper serves this store
-    lock.seek(0)
-    lock.truncate()
-    lock.write(f"{os.getpid()}\n")
-    lock.flush()
+        folder = private_dir()
+    except Untrusted as refused:
+        log_refusal(store, refused, "the helper did not start")
+        return 1
+    lock_path = _marker(store.root, ".lock")
+    lock = _hold_lock(lock_path)
+    if lock is None:  # another helper serves this store: the start it was asked for is answered
+        _marker(store.root, ".start").unlink(missing_ok=True)
+        return 0
+    signal.signal(signal.SIGTERM, _exit)  # so that the socket and the lock go with the helper
     try:
         missing = os.environ.get("CCLG_SEMANTIC_TEST_UNAVAILABLE")  # lets the tests play a missing package
         if missing or not embed.available():
@@ -365,7 +521,34 @@ def serve(root: str, idle: float) -> int:
         return _listen(store, vectors, idle, folder)
     finally:
         _marker(store.root, ".start").unlink(missing_ok=True)
-        lock.close()
+        lock_path.unlink(missing_ok=True)  # while held: a helper starting now takes a new lock file
+        os.close(lock)
+
+
+def _hold_lock(path: Path) -> int | None:
+    """The helper's lock (``<hash>.lock``, an exclusive ``flock`` holding its pid) for its whole life; None
+    when another helper holds it. A lock file removed while this waited for it (by an ending helper or a
+    sweep) is not held: the one at the path is."""
+    import fcntl
+
+    for _ in range(3):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return None
+        with contextlib.suppress(FileNotFoundError):
+            if os.fstat(fd).st_ino == os.lstat(path).st_ino:
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
+                return fd
+        os.close(fd)  # removed while this waited: try the one at the path now
+    return None
+
+
+def _exit(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 def _listen(store: Store, vectors: Vectors, idle: float, folder: Path) -> int:
@@ -374,8 +557,11 @@ def _listen(store: Store, vectors: Vectors, idle: float, folder: Path) -> int:
     path = socket_path(store.root)
     path.unlink(missing_ok=True)  # a socket left by a helper that died, or garbage: the lock says it is ours
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
-        server.bind(str(path))
-        os.chmod(path, 0o600)
+        umask = os.umask(0o177)  # the socket is 0600 from its first moment
+        try:
+            server.bind(str(path))
+        finally:
+            os.umask(umask)
         server.listen(16)
         _marker(store.root, ".start").unlink(missing_ok=True)
         last = time.monotonic()

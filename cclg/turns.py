@@ -34,6 +34,7 @@ from pathlib import Path
 
 from cclg import guard
 from cclg.errors import NotFoundError, UsageError
+from cclg.files import open_regular
 from cclg.ids import is_valid_session_id, now_iso
 from cclg.sessions import event_payload
 from cclg.store import Store
@@ -167,10 +168,14 @@ def _last_prompt(events: list[dict[str, Any]], store: Store) -> str:
 def _from_transcript(path: object, prompt: str) -> tuple[str, str]:
     """(thinking, assistant text) after the last user prompt of a Claude Code transcript (JSON lines
     of ``{"type": "user"|"assistant", "message": {"content": ...}}``); ("", "") when there is none."""
-    if not isinstance(path, str) or not os.path.isfile(path):
+    if not isinstance(path, str) or not path:
+        return "", ""
+    try:  # the host's payload names it: a regular file only, never a FIFO to wait on or a device
+        fd, _ = open_regular(path)
+    except OSError:
         return "", ""
     messages = []
-    with open(path, "rb") as handle:
+    with open(fd, "rb") as handle:
         for line in handle:
             try:
                 record = json.loads(line)

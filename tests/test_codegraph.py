@@ -1459,3 +1459,97 @@ def test_a_rebuild_of_the_search_index_leaves_readers_the_old_one_until_it_is_do
     index.with_name(index.name + ".building").write_bytes(b"what a killed rebuild left")
     build_graph(store, root)  # an update in place
     assert not index.with_name(index.name + ".building").exists()
+
+
+# ---------------------------------------------------------------- the code graph never reads outside its repository
+
+OUTSIDE_SOURCE = "def outside_only_function() -> str:\n    return 'zanzibar quokka'\n"
+
+
+def run_capped(command: list[str], stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    """``command`` as a process with a minute to finish and 1 GiB of address space: one that waits on a
+    FIFO or reads a device without end fails its test, not the machine."""
+    import resource
+
+    def capped() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    return subprocess.run(command, input=stdin, capture_output=True, timeout=60, preexec_fn=capped, check=False)
+
+
+def _code_index_process(store: Store, folder: Path) -> subprocess.CompletedProcess[bytes]:
+    """``cclg code-index`` as the hook starts it (a process of its own), capped as ``run_capped`` says."""
+    return run_capped([sys.executable, "-m", "cclg", "--root", str(store.root), "code-index", str(folder)])
+
+
+def _outside(tmp_path: Path) -> Path:
+    """A file outside every repository of the test: what no graph may hold."""
+    secret = tmp_path / "outside" / "secret.py"
+    secret.parent.mkdir()
+    secret.write_text(OUTSIDE_SOURCE)
+    return secret
+
+
+def _links(root: Path, outside: Path) -> None:
+    """Links a repository must not follow: out of it (absolute and relative, to a file and a folder), to
+    a device, in a loop; and one to a file of its own (skipped: its target is indexed under its own path)."""
+    (root / "leak.py").symlink_to(outside)
+    (root / "relative_leak.py").symlink_to(os.path.relpath(outside, root))
+    (root / "linked").symlink_to(outside.parent, target_is_directory=True)
+    (root / "zero.py").symlink_to("/dev/zero")
+    (root / "loop_a.py").symlink_to("loop_b.py")
+    (root / "loop_b.py").symlink_to("loop_a.py")
+    (root / "alias.py").symlink_to("app.py")
+
+
+def _assert_only_the_repositorys_own_file(store: Store, root: Path) -> None:
+    graph = load_graph(store, root)
+    assert sorted(by_path(graph)) == ["app.py"]
+    assert {s["name"] for s in graph["symbols"]} == {"inside_app"}
+    assert "outside_only_function" not in graph_path(store, root.resolve()).read_text()
+    assert rank_files(search_index_path(store, root.resolve()), "zanzibar quokka outside only function") == []
+    context = prompt_context(store, str(root), "where is outside_only_function, zanzibar quokka", max_tokens=400)
+    assert "outside_only_function" not in context and "secret.py" not in context
+
+
+def test_code_index_never_reads_a_tracked_link_out_of_the_repository(store: Store, tmp_path: Path) -> None:
+    """Rule: the code graph never reads outside its repository. git tracks a symbolic link as a link;
+    the index reads only regular files whose real path is the one listed, inside the root."""
+    outside = _outside(tmp_path)
+    repo = GitRepo(tmp_path / "repo")
+    repo.write({"app.py": "def inside_app() -> int:\n    return 1\n"})
+    _links(repo.root, outside)
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", "links")
+    tracked = set(repo.git("ls-files").split())
+    assert {"leak.py", "relative_leak.py", "linked", "zero.py", "loop_a.py", "alias.py"} <= tracked
+    done = _code_index_process(store, repo.root)
+    assert done.returncode == 0, done.stderr
+    _assert_only_the_repositorys_own_file(store, repo.root)
+
+
+def test_code_index_of_a_plain_folder_skips_fifos_devices_links_and_loops(store: Store, tmp_path: Path) -> None:
+    """Outside git, a FIFO named like source hung ``code-index`` for ever and a link to /dev/zero read
+    until MemoryError: only regular files inside the folder are read, and never past their size."""
+    outside = _outside(tmp_path)
+    folder = tmp_path / "plain"
+    write_tree(folder, {"app.py": "def inside_app() -> int:\n    return 1\n"})
+    _links(folder, outside)
+    os.mkfifo(folder / "x.py")
+    os.mkfifo(folder / "pipe.go")
+    done = _code_index_process(store, folder)
+    assert done.returncode == 0, done.stderr
+    _assert_only_the_repositorys_own_file(store, folder)
+    assert Repository(folder).files() == ["app.py"]
+
+
+def test_a_file_over_the_parse_limit_is_listed_with_its_size_and_lines(store: Store, tmp_path: Path) -> None:
+    """A file over ``MAX_FILE_BYTES`` is hashed and counted a chunk at a time, never parsed."""
+    big = "x = 1\n" * (build_module.MAX_FILE_BYTES // 6 + 1000) + "y = 2"
+    repo = GitRepo(tmp_path / "big")
+    repo.commit({"big.py": big, "small.py": "def small() -> int:\n    return 1\n"})
+    files = by_path(build_graph(store, repo.root))
+    assert files["big.py"] == {**files["big.py"], "parsed": False, "bytes": len(big), "lines": big.count("\n") + 1}
+    assert files["small.py"]["parsed"] is True
+    repo.commit({"big.py": big + "\n"})
+    assert by_path(build_graph(store, repo.root))["big.py"]["lines"] == big.count("\n") + 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -37,16 +38,36 @@ OTHERS = (
 PARAPHRASE = "how should I set up a virtualenv for this repo"
 
 
+def _stop_helpers(folder: Path) -> None:
+    """End the helpers serving from ``folder``, by the pid in their lock, and wait until each is gone."""
+    pids = [int(pid) for pid in (lock.read_text().strip() for lock in folder.glob("*.lock")) if pid.isdigit()]
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    for pid in pids:
+        try:
+            os.waitpid(pid, 0)  # started by this process's client: its child
+        except ChildProcessError:
+            assert _wait(lambda pid=pid: not _alive(pid))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 @pytest.fixture(scope="module")
 def runtime() -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="cs", dir="/tmp"))
     os.chmod(folder, 0o700)
     yield folder
-    for lock in folder.glob("*.lock"):  # end the helpers these tests started, by their pid
-        pid = lock.read_text().strip()
-        if pid.isdigit():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pid), signal.SIGTERM)
+    _stop_helpers(folder)
+    left = sorted(p.name for p in folder.iterdir() if p.suffix in (".lock", ".sock"))
+    shutil.rmtree(folder)  # the tests leave nothing in /tmp
+    assert left == [], "a helper stopped with SIGTERM removes its socket and its lock"
 
 
 @pytest.fixture(autouse=True)
@@ -132,6 +153,22 @@ def test_the_helper_exits_when_idle(tmp_path: Path) -> None:
             helper.kill()
 
 
+def test_a_helper_stopped_with_sigterm_leaves_no_socket_or_lock(tmp_path: Path, runtime: Path) -> None:
+    store, _ = _store(tmp_path / "stopped")
+    helper = subprocess.Popen([sys.executable, "-m", "cclg.semantic", "--root", str(store.root), "--idle", "60"])
+    try:
+        lock = semantic.socket_path(store.root).with_suffix(".lock")
+        assert _wait(lambda: lock.exists() and lock.read_text().strip() == str(helper.pid))
+        assert _wait(lambda: _serving(store))
+        helper.send_signal(signal.SIGTERM)
+        assert helper.wait(timeout=30) == 0
+        stem = semantic.socket_path(store.root).stem
+        assert sorted(p.name for p in runtime.iterdir() if p.stem == stem) == []
+    finally:
+        if helper.poll() is None:
+            helper.kill()
+
+
 def test_a_missing_model_turns_it_off_without_starting_helpers_in_a_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -190,8 +227,12 @@ def test_the_hook_answers_when_the_socket_is_garbage(tmp_path: Path) -> None:
     path = semantic.socket_path(store.root)
     path.write_text("not a socket")
     path.with_suffix(".start").touch()  # a helper "just started": the hook must not wait for it
-    context = _hook(store, "how do deploys go out?")["hookSpecificOutput"]["additionalContext"]
-    assert "Deploys go out" in context
+    try:
+        context = _hook(store, "how do deploys go out?")["hookSpecificOutput"]["additionalContext"]
+        assert "Deploys go out" in context
+    finally:
+        path.unlink()
+        path.with_suffix(".start").unlink()
 
 
 def test_a_hanging_helper_costs_the_client_its_timeout_only(tmp_path: Path) -> None:
@@ -199,6 +240,7 @@ def test_a_hanging_helper_costs_the_client_its_timeout_only(tmp_path: Path) -> N
     path = semantic.socket_path(store.root)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(path))
+    os.chmod(path, 0o600)  # as a helper's: one open to others is refused before any wait
     listener.listen(4)
     held: list[socket.socket] = []
     thread = threading.Thread(target=lambda: held.append(listener.accept()[0]), daemon=True)
@@ -211,6 +253,7 @@ def test_a_hanging_helper_costs_the_client_its_timeout_only(tmp_path: Path) -> N
         assert "Deploys go out" in context
     finally:
         listener.close()
+        path.unlink()
         for conn in held:
             conn.close()
 

@@ -46,13 +46,18 @@ def shown(value: object) -> str:
 
 
 def read_input(value: str) -> bytes:
-    """The bytes of a file, or of stdin for ``-``."""
+    """The bytes of a file, or of stdin for ``-``: a regular file only (a FIFO or a device is refused,
+    never waited on or read without end; ``cclg.files.read_regular``)."""
     if value == "-":
         return sys.stdin.buffer.read()
-    path = Path(value)
-    if not path.is_file():
-        raise UsageError(f"no such file: {value}")
-    return path.read_bytes()
+    from cclg.files import read_regular
+
+    try:
+        return read_regular(value)
+    except FileNotFoundError:
+        raise UsageError(f"no such file: {value}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {value}: {exc.strerror or exc}") from None
 
 
 def input_name(value: str) -> str:

@@ -16,6 +16,10 @@ from one ``git log`` over recent history, and writes:
 - ``active/codegraphs/<repo>.history.json``: the last ``git log`` tally
   (``cclg.codegraph.history``), read again from git only when HEAD moves.
 
+Nothing outside the repository is read: only its own regular files (``_regular_inside``: no
+symbolic link, tracked or not, nothing under a linked folder, no FIFO or device), each opened
+without following a link or waiting (``cclg.files.open_regular``) and read no further than its size.
+
 The repository itself is never written to, and no secret in it is copied into the store:
 each file is read with its secrets redacted (``cclg.guard.redact_bytes``, line breaks kept so
 that line numbers hold) before it is parsed or indexed.
@@ -27,6 +31,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
@@ -51,7 +56,7 @@ from cclg.codegraph.stored import (
     search_index_path,
 )
 from cclg.errors import ConcurrencyError, UsageError
-from cclg.files import flock_before
+from cclg.files import flock_before, open_regular, read_open, read_regular
 from cclg.ids import now_iso
 from cclg.store import Store
 
@@ -136,14 +141,12 @@ class Repository:
         if self.git is not None:
             listed = self.git.git.ls_files("-z", "--cached", "--others", "--exclude-standard")
             paths = sorted({p for p in listed.split("\0") if p})
-            return [p for p in paths if not _in_vendored_folder(p) and (self.root / p).is_file()]
-        return sorted(_walk(self.root))
+            return _regular_inside(self.root, [p for p in paths if not _in_vendored_folder(p)])
+        return _regular_inside(self.root, sorted(_walk(self.root)))
 
     def go_module(self) -> str | None:
-        go_mod = self.root / "go.mod"
-        if not go_mod.is_file():
-            return None
-        match = re.search(r"^module\s+(\S+)", go_mod.read_text("utf-8", errors="replace"), re.MULTILINE)
+        text = _small_text(self.root / "go.mod")
+        match = re.search(r"^module\s+(\S+)", text, re.MULTILINE)
         return match.group(1) if match else None
 
     def churn(self, max_commits: int = CHURN_COMMITS) -> Churn:
@@ -168,6 +171,36 @@ class Repository:
             ]
         )
         return tally(output)
+
+
+def _regular_inside(root: Path, paths: list[str]) -> list[str]:
+    """The paths that are regular files of the repository itself: neither a symbolic link (git tracks
+    a link as a link; one to a file of the repository is skipped, its target is listed under its own
+    name) nor under a linked folder, so never outside ``root``; never a FIFO, a device or a socket."""
+    base = str(root)  # resolved: its real path is itself
+    real: dict[str, bool] = {"": True}  # folder -> whether its real path is the path listed
+    kept = []
+    for path in paths:
+        folder = path.rpartition("/")[0]
+        if folder not in real:
+            full = os.path.join(base, folder)
+            real[folder] = os.path.realpath(full) == full
+        try:
+            regular = real[folder] and stat.S_ISREG(os.lstat(os.path.join(base, path)).st_mode)
+        except OSError:
+            continue
+        if regular:
+            kept.append(path)
+    return kept
+
+
+def _small_text(path: Path) -> str:
+    """A repository's configuration file (``go.mod``, ``.gitignore``) read as ``_read`` reads sources;
+    empty when it is missing, a link, not a regular file or too large."""
+    try:
+        return read_regular(path, MAX_FILE_BYTES, follow=False).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _in_vendored_folder(path: str) -> bool:
@@ -196,11 +229,8 @@ def _walk(root: Path) -> Iterable[str]:
 
 def _gitignore_patterns(root: Path) -> list[tuple[str, bool, bool]]:
     """The root ``.gitignore``'s patterns as (pattern, anchored, folders only); negations are not supported."""
-    path = root / ".gitignore"
-    if not path.is_file():
-        return []
     patterns = []
-    for line in path.read_text("utf-8", errors="replace").splitlines():
+    for line in _small_text(root / ".gitignore").splitlines():
         line = line.strip()
         if not line or line.startswith(("#", "!")):
             continue
@@ -229,11 +259,42 @@ def _names(facts: dict[str, Any] | None) -> list[str]:
 
 
 def _read(path: Path) -> bytes | None:
-    """A file's bytes with any secret in them redacted (what the graph and its indexes may hold)."""
+    """A file's bytes with any secret in them redacted (what the graph and its indexes may hold): a
+    regular file, never through a link, never over ``MAX_FILE_BYTES`` (none larger is parsed)."""
     try:
-        return _without_secrets(path.read_bytes())
+        return _without_secrets(read_regular(path, MAX_FILE_BYTES, follow=False))
     except OSError:
         return None
+
+
+def _read_source(path: Path) -> tuple[os.stat_result, bytes | None, str, int] | None:
+    """A source file as the scan takes it: (its ``fstat``, its bytes or None when over ``MAX_FILE_BYTES``,
+    their hash, their line count), read through ``open_regular`` (no link, no FIFO, no device) and
+    never past the size it had when opened; None when it cannot be read."""
+    try:
+        fd, info = open_regular(path, follow=False)
+    except OSError:
+        return None
+    try:
+        if info.st_size <= MAX_FILE_BYTES:
+            data = read_open(fd, info.st_size)
+            return info, data, _content_hash(data), _line_count(data)
+        digest = hashlib.sha1(usedforsecurity=False)  # listed, not parsed: hashed and counted a chunk at a time
+        newlines, left, last = 0, info.st_size, b""
+        while left > 0 and (chunk := read_open(fd, min(left, 1 << 20))):
+            digest.update(chunk)
+            newlines += chunk.count(b"\n")
+            left -= len(chunk)
+            last = chunk[-1:]
+        return info, None, digest.hexdigest(), newlines + (1 if last not in (b"\n", b"") else 0)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _line_count(data: bytes) -> int:
+    return data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
 
 
 def _without_secrets(data: bytes) -> bytes:
@@ -392,25 +453,24 @@ def _scan(repo: Repository, old_cache: dict[str, Any]) -> _Scan:
         if language is None:
             continue
         try:
-            info = (repo.root / path).stat()
+            info = os.lstat(repo.root / path)
         except OSError:
             continue
-        scan.listed.append((path, language, info))
         entry = old_cache.get(path)
         unparsed = entry is not None and entry.get("facts") is None and info.st_size <= MAX_FILE_BYTES
         if entry and entry.get("size") == info.st_size and entry.get("mtime_ns") == info.st_mtime_ns and not unparsed:
+            scan.listed.append((path, language, info))
             scan.cache[path] = entry  # unchanged (a file left unparsed is looked at again: its grammar may be here now)
             continue
-        try:
-            data = (repo.root / path).read_bytes()
-        except OSError:
+        read = _read_source(repo.root / path)
+        if read is None:  # gone, or no longer a regular file of its own (a link now)
             continue
-        digest = _content_hash(data)
+        info, data, digest, lines = read
+        scan.listed.append((path, language, info))
         if entry and entry.get("sha1") == digest and not unparsed:
             scan.cache[path] = {**entry, "mtime_ns": info.st_mtime_ns}
             continue
         scan.changed.add(path)
-        lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
         scan.cache[path] = {
             "size": info.st_size,
             "mtime_ns": info.st_mtime_ns,
@@ -418,7 +478,7 @@ def _scan(repo: Repository, old_cache: dict[str, Any]) -> _Scan:
             "language": language,
             "lines": lines,
         }
-        if len(data) <= MAX_FILE_BYTES and not _minified(data, lines):
+        if data is not None and not _minified(data, lines):
             scan.jobs.append((path, language, data))
         else:
             scan.cache[path]["facts"] = None
