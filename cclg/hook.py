@@ -170,6 +170,7 @@ def on_user_prompt(call: Call) -> str | None:
         raise ValueError("user-prompt payload has no prompt string")
     given = call.given().in_context
     summary = {"prompt": _text(prompt), "cwd": call.payload.get("cwd"), "at": time.time()}
+    _note_prompt(call)
     turn = _previous_turn(call)
     if turn:
         summary["previous_turn_given"] = True
@@ -188,6 +189,19 @@ def _previous_turn(call: Call) -> str:
 
         _log_failure(str(call.store.root), f"{call.logged_as} (previous turn)", traceback.format_exc())
         return ""
+
+
+def _note_prompt(call: Call) -> None:
+    """This session has the latest prompt from its folder (``cclg.turns.note_prompt``): a turn written
+    there without naming a session is this one's. A failure is logged: the pack still goes out."""
+    try:
+        from cclg import turns
+
+        turns.note_prompt(call.store, call.session_id, call.payload.get("cwd"))
+    except Exception:
+        import traceback
+
+        _log_failure(str(call.store.root), f"{call.logged_as} (turn's folder)", traceback.format_exc())
 
 
 def _turn_context_emptied(call: Call) -> None:
@@ -373,7 +387,8 @@ def _record_and_answer(
     max_chars, max_tokens = context_limits(call.store, call.agent)
     codegraph = _codegraph(call, query, max_chars, max_tokens) if call.include_codegraph else ""
     appendix = f"\n\n{appendix}" if appendix else ""  # after the pack, within the same cap
-    extra = FRAME + codegraph + appendix
+    own = SESSION_LINE.format(session_id=call.session_id)
+    extra = FRAME + codegraph + appendix + own
     nodes: list[dict[str, Any]] = []
     retired: list[dict[str, Any]] = []
     context = None
@@ -390,9 +405,9 @@ def _record_and_answer(
         )
         nodes, retired = fitted["memory_nodes"], fitted["suppressed_nodes"]
         if nodes or retired:
-            context = FRAME + rendered + codegraph + appendix
+            context = FRAME + rendered + codegraph + appendix + own
         elif codegraph.startswith("\n## Code graph") or appendix:
-            context = (codegraph + appendix).lstrip("\n")
+            context = (codegraph + appendix).lstrip("\n") + own
     finally:
         summary["loaded_memory_ids"] = [node["id"] for node in nodes]
         summary["listed_retired_ids"] = [node["id"] for node in retired]
@@ -401,6 +416,9 @@ def _record_and_answer(
     return context
 
 
+# The last line of every context a prompt or a session start gets: the agent's own session, for the
+# turn it writes (``cclg turn write``, MCP ``coglog_write``).
+SESSION_LINE = "\n\nYour cclg session: {session_id} (for `cclg turn write --session {session_id}` or coglog_write)."
 CODEGRAPH_SHARE = 4  # the code graph gets at most a quarter of the host's cap
 
 

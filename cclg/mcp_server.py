@@ -189,7 +189,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "write",
         coglog_write,
         "Write how you read this turn (current_focus, theory_of_mind, self_narrative, annotation; empty is fine): "
-        "kept until the turn ends. With user, thinking and assistant too, a whole entry at once.",
+        "kept until your turn ends, in your own session. What happened in the turn is recorded by the hook.",
         IDEMPOTENT,
         prefixes=("coglog",),
     ),

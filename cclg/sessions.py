@@ -21,7 +21,7 @@ from cclg.store import Store, audit_record
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from typing import Any
+    from typing import Any, BinaryIO
 
 
 def start_session(
@@ -147,6 +147,45 @@ def event_payload(store: Store, event: dict[str, Any]) -> dict[str, Any]:
     except (OSError, ValueError, AttributeError):
         return {}
     return payload if isinstance(payload, dict) else {}
+
+
+TAIL_CHUNK = 64 * 1024
+
+
+def latest_event(store: Store, session_id: str, event: str) -> dict[str, Any] | None:
+    """The session's last ``event`` (``user_prompt``, say), read backwards from the end of its log
+    (``lines_backwards``): a long session's log is never read whole for it. None when there is none."""
+    needle = f'"event": "{event}"'.encode()
+    try:
+        with open(store.session_events_path(session_id), "rb") as handle:
+            for line in lines_backwards(handle):
+                found = _parsed(line) if needle in line else None
+                if found is not None and found.get("event") == event:
+                    return found
+    except FileNotFoundError:
+        pass
+    return None
+
+
+def lines_backwards(handle: BinaryIO) -> Iterator[bytes]:
+    """The lines of an open file, last first, read ``TAIL_CHUNK`` bytes at a time from the end."""
+    end = handle.seek(0, 2)
+    rest = b""  # the start of a line the chunk before it cut
+    while end > 0:
+        start = max(0, end - TAIL_CHUNK)
+        handle.seek(start)
+        lines = (handle.read(end - start) + rest).split(b"\n")
+        rest = lines.pop(0) if start > 0 else b""
+        yield from reversed(lines)
+        end = start
+
+
+def _parsed(line: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(line)
+    except ValueError:  # a torn line
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def recent_prompts(events: list[dict[str, Any]], count: int) -> list[str]:

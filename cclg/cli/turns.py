@@ -11,7 +11,12 @@ import click
 from cclg.cli.common import emit, json_option, store_of
 from cclg.errors import UsageError
 
-session_choice = click.option("--session", "session_id", help="The session (default: the one whose turn ended last).")
+session_choice = click.option(
+    "--session",
+    "session_id",
+    help="The session (default: the one with the latest prompt from this folder; a write or a clear takes only "
+    "a session of this folder).",
+)
 
 
 @click.group("turn")
@@ -45,7 +50,7 @@ def read_command(ctx: click.Context, session_id: str | None, coglog: bool, as_js
 def write_command(ctx: click.Context, session_id: str | None, as_json: bool) -> None:
     """Write the agent's reading of its turn: a JSON object on stdin with any of current_focus,
     theory_of_mind, self_narrative and annotation (strings, empty allowed), kept until the stop that
-    ends the turn; with user, thinking and assistant too, a whole entry at once.
+    ends the turn, in the writer's own session. What happened (user, thinking, assistant) is the hook's.
 
     Example: echo '{"current_focus": "the flaky cache test"}' | cclg turn write
     """
