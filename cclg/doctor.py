@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 from cclg import format as fmt
 from cclg import purge, sensors, staging
 from cclg.errors import CclgError, UnknownPatchOperationError, ValidationError
+from cclg.fields import parse_json
 from cclg.files import read_jsonl
 from cclg.ids import content_hash, parse_time
 from cclg.index import Index, connect, discard_damaged, is_damage, rebuild_index
@@ -577,7 +578,7 @@ def validate_paths(paths: list[Path]) -> tuple[int, list[Finding]]:
     for path in files:
         where = str(path)
         try:
-            data = json.loads(path.read_bytes())
+            data = parse_json(path.read_bytes())
         except FileNotFoundError:
             findings.append(Finding(SCHEMA, where, "no such file"))
             continue

@@ -570,12 +570,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_arguments(argv)
     output: dict[str, Any] = {}
     try:
-        data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
+        from cclg.fields import read_json
+
         if args.event not in HANDLERS:
             raise ValueError(f"unknown hook event {args.event!r}; use one of {', '.join(HANDLERS)}")
-        if len(data) > MAX_STDIN_BYTES:
-            raise ValueError(f"payload larger than {MAX_STDIN_BYTES} bytes")
-        payload = json.loads(data.decode("utf-8"))
+        payload = read_json(sys.stdin.buffer, MAX_STDIN_BYTES, "the payload")
         if not isinstance(payload, dict):
             raise ValueError("the payload is not a JSON object")
         agent = args.agent or detect_agent(payload)

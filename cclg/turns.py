@@ -34,6 +34,7 @@ from pathlib import Path
 
 from cclg import guard
 from cclg.errors import NotFoundError, UsageError
+from cclg.fields import parse_json
 from cclg.ids import is_valid_session_id, now_iso, sha256_hex
 from cclg.sessions import event_payload
 from cclg.store import Store
@@ -46,6 +47,7 @@ FACTS = ("user", "thinking", "assistant")
 INTERPRETATION = ("current_focus", "theory_of_mind", "self_narrative", "annotation")
 FACT_CHARS = 200_000  # of each fact kept in an entry (the raw transcript keeps everything)
 MAX_FIELD_CHARS = 20_000  # of each interpretation field a writer sends (CLI and MCP alike)
+MAX_WRITE_BYTES = len(INTERPRETATION) * MAX_FIELD_CHARS * 6 + 4_096  # a write's JSON, every character escaped
 COMPACT_CHARS = 1_200  # the form that comes with the next prompt
 SCHEMA: dict[str, Any] = {
     "version": "0.9.1",
@@ -215,8 +217,8 @@ def _from_transcript(path: object, prompt: str) -> tuple[str, str]:
     with open(path, "rb") as handle:
         for line in handle:
             try:
-                record = json.loads(line)
-            except ValueError:
+                record = parse_json(line)
+            except ValueError:  # not JSON, or nested too deep
                 continue
             if isinstance(record, dict) and record.get("type") in ("user", "assistant"):
                 messages.append(record)

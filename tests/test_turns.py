@@ -12,12 +12,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pydantic
 import pytest
 from click.testing import CliRunner
 
 from cclg import mcp_tools, turns
 from cclg.cli import cli
 from cclg.errors import NotFoundError, UsageError
+from cclg.files import read_jsonl
 from cclg.store import Store
 from tests.test_hook import run_hook
 
@@ -159,7 +161,7 @@ def test_a_bad_write_is_refused_with_a_clear_error(store: Store, tmp_path: Path,
     assert result.exit_code == 2 and message in result.output
 
 
-# ---------------------------------------------------------------- issue 27, rule 4: a turn belongs to its own session
+# ---------------------------------------------------------------- issue 27, rule 4: a turn is its own session's
 
 
 def _prompt_in(store: Store, folder: Path, session: str, tmp_path: Path, prompt: str = PROMPT) -> dict[str, Any]:
@@ -276,3 +278,67 @@ def test_rule4_the_hook_tells_the_agent_its_session_in_the_context_it_sends(stor
     context = _prompt_in(store, folder, "window-a", tmp_path)["hookSpecificOutput"]["additionalContext"]
     lines = [line for line in context.splitlines() if "window-a" in line]
     assert len(lines) == 1 and "cclg turn write --session window-a" in lines[0], context
+
+
+# ---------------------------------------------------------------- issue 27, rule 15: the bounded JSON reader
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def test_rule15_turn_write_refuses_deep_nesting_with_a_clear_error(store: Store, tmp_path: Path) -> None:
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    _prompt_in(store, folder, "window-a", tmp_path)
+    for nested in (DEEP, "[" * 65 + "]" * 65):
+        result = _cclg_in(folder, store, "turn", "write", stdin='{"current_focus": ' + nested + "}")
+        assert result.returncode == 2, result.stderr
+        assert "nested more than 64 levels deep" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_rule15_turn_write_caps_fields_and_input_as_mcp_does(store: Store, tmp_path: Path) -> None:
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    _prompt_in(store, folder, "window-a", tmp_path)
+    raw_before = sorted(p.name for p in (store.root / "raw").iterdir())
+    huge = _cclg_in(folder, store, "turn", "write", stdin=json.dumps({"annotation": "x" * 30_000_000}))
+    assert huge.returncode == 2 and "larger than" in huge.stderr, huge.stderr
+    over = _cclg_in(folder, store, "turn", "write", stdin=json.dumps({"annotation": "é" * (turns.MAX_FIELD_CHARS + 1)}))
+    assert over.returncode == 2 and f"longer than {turns.MAX_FIELD_CHARS:,} characters" in over.stderr, over.stderr
+    at_cap = _cclg_in(folder, store, "turn", "write", stdin=json.dumps({"annotation": "\n" * turns.MAX_FIELD_CHARS}))
+    assert at_cap.returncode == 0, at_cap.stderr
+    with pytest.raises(pydantic.ValidationError):  # MCP's cap: the same constant, checked by the tool's schema
+        pydantic.TypeAdapter(mcp_tools.Interpretation).validate_python("x" * (turns.MAX_FIELD_CHARS + 1))
+    _stop_in(store, folder, "window-a", tmp_path)
+    assert turns.read(store, "window-a")["annotation"] == "\n" * turns.MAX_FIELD_CHARS
+    kept = [p for p in (store.root / "raw").iterdir() if p.name not in raw_before]
+    assert all(p.stat().st_size < 1_000_000 for p in kept), "the refused 30 MB never reached raw/"
+
+
+def test_rule15_the_hook_reads_its_payload_with_the_bounded_reader(store: Store, tmp_path: Path) -> None:
+    nested = '{"session_id": "window-a", "cwd": "/r", "prompt": "hi", "x": ' + DEEP + "}"
+    result = run_hook(store.root, "user-prompt", nested.encode())
+    assert result.returncode == 0 and json.loads(result.stdout) == {}
+    failures = read_jsonl(store.hook_failures_path).records
+    assert "nested more than 64 levels deep" in failures[-1]["error"]
+    assert "RecursionError" not in failures[-1]["error"]
+    assert not store.session_events_path("window-a").exists(), "nothing of it was recorded"
+
+
+def test_rule15_a_deep_line_in_a_transcript_does_not_lose_the_turn(store: Store, tmp_path: Path) -> None:
+    hook(store, "user-prompt", claude("user-prompt", tmp_path, prompt=PROMPT))
+    stop = claude("stop", tmp_path, stop_hook_active=False)  # writes the transcript
+    path = Path(stop["transcript_path"])
+    path.write_text(path.read_text() + '{"type": "assistant", "message": ' + DEEP + "}\n")
+    hook(store, "stop", stop)
+    assert not store.hook_failures_path.exists(), store.hook_failures_path.read_text()
+    assert turns.read(store, SESSION)["layers"]["assistant"] == ANSWER
+
+
+def test_rule15_validate_reports_deep_nesting_as_a_finding(tmp_path: Path) -> None:
+    record = tmp_path / "deep.json"
+    record.write_text(DEEP)
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "cclg"), "validate", str(record)], capture_output=True, text=True
+    )
+    assert result.returncode == 4 and "nested more than 64 levels deep" in result.stdout, result
+    assert "Traceback" not in result.stderr

@@ -3,7 +3,6 @@ and cleared; ``cclg.turns`` does the work."""
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -55,10 +54,11 @@ def write_command(ctx: click.Context, session_id: str | None, as_json: bool) -> 
     Example: echo '{"current_focus": "the flaky cache test"}' | cclg turn write
     """
     from cclg import turns
+    from cclg.fields import read_json
 
     try:
-        fields = json.loads(sys.stdin.buffer.read().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        fields = read_json(sys.stdin.buffer, turns.MAX_WRITE_BYTES, "standard input")
+    except ValueError as exc:
         raise UsageError(f"standard input is not a JSON object: {exc}") from None
     if not isinstance(fields, dict):
         raise UsageError("standard input must be a JSON object")
