@@ -107,14 +107,14 @@ class Call:
         self.agent = agent
         self.project = project_of(payload.get("cwd"))
         self.include_codegraph = include_codegraph
-        self._given: sessions.Deliveries | None = None
+        self._given: sessions.Digest | None = None
 
-    def given(self) -> sessions.Deliveries:
-        """What the session was given before this event (``cclg.sessions.deliveries``), read once."""
+    def given(self) -> sessions.Digest:
+        """What the session was given before this event (``cclg.sessions.digest``), read once."""
         from cclg import sessions
 
         if self._given is None:
-            self._given = sessions.deliveries(self.store, self.session_id)
+            self._given = sessions.digest(self.store, self.session_id)
         return self._given
 
     def record(self, summary: dict[str, Any] | None = None) -> None:
@@ -315,13 +315,13 @@ def on_compact(call: Call) -> None:
     nothing is lost with the compacted transcript."""
     from cclg import sessions
 
-    events = call.store.session_events(call.session_id)
+    events = sessions.last_events(call.store, call.session_id, 50)
     _turn_context_emptied(call)
     call.record(
         {
             "trigger": call.payload.get("trigger"),
-            "recent_prompts": sessions.recent_prompts(events[-50:], 5),
-            "loaded_memory_ids": list(sessions.deliveries(call.store, call.session_id).ever),
+            "recent_prompts": sessions.recent_prompts(events, 5),
+            "loaded_memory_ids": list(call.given().ever),
             "compact_summary": _text(call.payload.get("compact_summary", "")),
         }
     )
@@ -348,11 +348,10 @@ def on_session_end(call: Call) -> None:
     from cclg import rules, sessions, usage
 
     call.record({"reason": call.payload.get("reason")})
-    loaded = list(sessions.deliveries(call.store, call.session_id).ever)
-    sessions.end_session(call.store, call.session_id, loaded_memory_ids=loaded)
-    events = call.store.session_events(call.session_id)
-    rules.close_session(call.store, call.session_id, events)
-    usage.record_session(call.store, call.session_id, events)
+    found = sessions.digest(call.store, call.session_id)  # the session's log, never read whole
+    sessions.end_session(call.store, call.session_id, loaded_memory_ids=list(found.ever))
+    rules.close_session(call.store, call.session_id, found)
+    usage.record_session(call.store, call.session_id, found)
 
 
 # What each event does. A test checks this table against the contract's events and the host templates.
