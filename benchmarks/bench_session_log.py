@@ -167,6 +167,9 @@ def main() -> None:
                 peak = statistics.median(p for _, p in runs)
                 spread = f"{min(w for w, _ in runs):.3f}-{max(w for w, _ in runs):.3f}"
                 print(f"{event:<12} {name:<6} wall {wall:.3f} s (min-max {spread})  peak {peak:.0f} MB")
+        failures = root / "audit" / "hook_failures.jsonl"
+        if failures.exists():  # a hook that failed answered {} fast: its figures are not the work's
+            sys.exit(f"hook failures, the figures do not count:\n{failures.read_text()[-4000:]}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
