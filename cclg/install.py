@@ -33,6 +33,7 @@ from typing import Any
 
 from cclg import codex_trust
 from cclg.errors import UsageError
+from cclg.fields import parse_json
 from cclg.files import atomic_write
 
 HOSTS = ("claude", "codex")
@@ -98,7 +99,7 @@ def _read(path: Path, key: str = "hooks") -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = parse_json(path.read_text("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path} is not valid JSON ({exc}); fix or move it, nothing was changed") from None
     if not isinstance(data, dict) or not isinstance(data.get(key, {}), dict):
