@@ -90,9 +90,10 @@ def _load(path: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _save(store: Store, path: str, value: dict[str, Any]) -> None:
+def _save(store: Store, path: str, value: dict[str, Any], *, durable: bool = True) -> None:
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    store.write_file(Path(path), (json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
+    data = (json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    store.write_file(Path(path), data, durable=durable)
 
 
 # ---------------------------------------------------------------- whose turn: the writer's own session
@@ -113,7 +114,8 @@ def note_prompt(store: Store, session_id: str, cwd: object) -> None:
     session of a write made there (``own_session``)."""
     folder = _real(cwd)
     if folder is not None:
-        _save(store, _marker(store, folder), {"session_id": session_id, "cwd": folder, "at": now_iso()})
+        marker = {"session_id": session_id, "cwd": folder, "at": now_iso()}
+        _save(store, _marker(store, folder), marker, durable=False)  # a pointer, made again at the next prompt
 
 
 def _folders_up(folder: str) -> list[str]:
