@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cclg import config_text
+from cclg.fields import parse_json
 
 MARKER = "# cclg install: trusts the cclg-hook it installed"
 ASK_TIMEOUT_S = 10.0  # it answers in well under a second; a Codex that hangs costs install this much
@@ -98,8 +99,8 @@ def _read_answer(fd: int, request_id: int, deadline: float) -> dict[str, Any] | 
             *lines, pending = (pending + chunk).split(b"\n")
             for line in lines:
                 try:
-                    message = json.loads(line)
-                except ValueError:
+                    message = parse_json(line)
+                except ValueError:  # not JSON, or nested too deep
                     continue
                 if isinstance(message, dict) and message.get("id") == request_id:
                     result = message.get("result")

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 from cclg import format as fmt
 from cclg import purge, sensors, staging
 from cclg.errors import CclgError, UnknownPatchOperationError, ValidationError
+from cclg.fields import parse_json
 from cclg.files import read_jsonl, read_regular
 from cclg.ids import content_hash, parse_time
 from cclg.index import Index, connect, discard_damaged, is_damage, rebuild_index
@@ -577,7 +578,7 @@ def validate_paths(paths: list[Path]) -> tuple[int, list[Finding]]:
     for path in files:
         where = str(path)
         try:
-            data = json.loads(read_regular(path))  # never a FIFO or a device: a folder may hold anything
+            data = parse_json(read_regular(path))  # never a FIFO or a device: a folder may hold anything
         except FileNotFoundError:
             findings.append(Finding(SCHEMA, where, "no such file"))
             continue

@@ -7,8 +7,10 @@ lists them all. ``ordered`` writes a record's fields in the contract's canonical
 order, and ``indented_json`` gives a record the on-disk text it has always had
 (``json.dumps`` with ``indent=2``) at a third less cost. The record classes
 (``cclg.records``) are built on these. ``parse_json``
-reads the JSON text of one record from outside (an import line, a container line):
-too deep a nesting is a ``ValueError`` like any other bad JSON, not a crash.
+reads JSON text from outside (an import line, a container line, a record to validate, a
+transcript line), and ``read_json`` a JSON stream from outside (the hook's stdin, ``cclg turn
+write``'s) with a bound on its size: too deep a nesting or too large an input is a ``ValueError``
+like any other bad JSON, not a crash.
 """
 
 from __future__ import annotations
@@ -24,13 +26,13 @@ from cclg.ids import is_valid_id, parse_time
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, BinaryIO
 
 
 MAX_JSON_DEPTH = 64  # far past any record of the format, far short of Python's recursion limit
 
 
-def parse_json(text: str) -> Any:
+def parse_json(text: str | bytes) -> Any:
     """The JSON value of ``text``; ``ValueError`` when it is not JSON or nests arrays and objects more
     than ``MAX_JSON_DEPTH`` deep (every reader of records walks them recursively)."""
     try:
@@ -47,6 +49,15 @@ def parse_json(text: str) -> Any:
                     raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep")
                 stack.append((child, depth + 1))
     return value
+
+
+def read_json(stream: BinaryIO, limit: int, what: str) -> Any:
+    """The JSON value ``stream`` holds, read with ``parse_json`` once its size is known to be at most
+    ``limit`` bytes (never more is read); ``ValueError`` when it is larger, not UTF-8 or not JSON."""
+    data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{what} is larger than {limit:,} bytes")
+    return parse_json(data.decode("utf-8"))  # a UnicodeDecodeError is a ValueError
 
 
 class FieldReader:

@@ -112,14 +112,14 @@ class Call:
         self.project = project_of(payload.get("cwd"), store)  # what the session reads and learns for
         self.project_value = self.project.value if self.project is not None else None  # what it writes
         self.include_codegraph = include_codegraph
-        self._given: sessions.Deliveries | None = None
+        self._given: sessions.Digest | None = None
 
-    def given(self) -> sessions.Deliveries:
-        """What the session was given before this event (``cclg.sessions.deliveries``), read once."""
+    def given(self) -> sessions.Digest:
+        """What the session was given before this event (``cclg.sessions.digest``), read once."""
         from cclg import sessions
 
         if self._given is None:
-            self._given = sessions.deliveries(self.store, self.session_id)
+            self._given = sessions.digest(self.store, self.session_id)
         return self._given
 
     def record(self, summary: dict[str, Any] | None = None) -> None:
@@ -175,6 +175,7 @@ def on_user_prompt(call: Call) -> str | None:
         raise ValueError("user-prompt payload has no prompt string")
     given = call.given().in_context
     summary = {"prompt": _text(prompt), "cwd": call.payload.get("cwd"), "at": time.time()}
+    _note_prompt(call)
     turn = _previous_turn(call)
     if turn:
         summary["previous_turn_given"] = True
@@ -193,6 +194,19 @@ def _previous_turn(call: Call) -> str:
 
         _log_failure(str(call.store.root), f"{call.logged_as} (previous turn)", traceback.format_exc())
         return ""
+
+
+def _note_prompt(call: Call) -> None:
+    """This session has the latest prompt from its folder (``cclg.turns.note_prompt``): a turn written
+    there without naming a session is this one's. A failure is logged: the pack still goes out."""
+    try:
+        from cclg import turns
+
+        turns.note_prompt(call.store, call.session_id, call.payload.get("cwd"))
+    except Exception:
+        import traceback
+
+        _log_failure(str(call.store.root), f"{call.logged_as} (turn's folder)", traceback.format_exc())
 
 
 def _turn_context_emptied(call: Call) -> None:
@@ -306,13 +320,13 @@ def on_compact(call: Call) -> None:
     nothing is lost with the compacted transcript."""
     from cclg import sessions
 
-    events = call.store.session_events(call.session_id)
+    events = sessions.last_events(call.store, call.session_id, 50)
     _turn_context_emptied(call)
     call.record(
         {
             "trigger": call.payload.get("trigger"),
-            "recent_prompts": sessions.recent_prompts(events[-50:], 5),
-            "loaded_memory_ids": list(sessions.deliveries(call.store, call.session_id).ever),
+            "recent_prompts": sessions.recent_prompts(events, 5),
+            "loaded_memory_ids": list(call.given().ever),
             "compact_summary": _text(call.payload.get("compact_summary", "")),
         }
     )
@@ -339,11 +353,10 @@ def on_session_end(call: Call) -> None:
     from cclg import rules, sessions, usage
 
     call.record({"reason": call.payload.get("reason")})
-    loaded = list(sessions.deliveries(call.store, call.session_id).ever)
-    sessions.end_session(call.store, call.session_id, loaded_memory_ids=loaded)
-    events = call.store.session_events(call.session_id)
-    rules.close_session(call.store, call.session_id, events)
-    usage.record_session(call.store, call.session_id, events)
+    found = sessions.digest(call.store, call.session_id)  # the session's log, never read whole
+    sessions.end_session(call.store, call.session_id, loaded_memory_ids=list(found.ever))
+    rules.close_session(call.store, call.session_id, found)
+    usage.record_session(call.store, call.session_id, found)
 
 
 # What each event does. A test checks this table against the contract's events and the host templates.
@@ -378,7 +391,8 @@ def _record_and_answer(
     max_chars, max_tokens = context_limits(call.store, call.agent)
     codegraph = _codegraph(call, query, max_chars, max_tokens) if call.include_codegraph else ""
     appendix = f"\n\n{appendix}" if appendix else ""  # after the pack, within the same cap
-    extra = FRAME + codegraph + appendix
+    own = SESSION_LINE.format(session_id=call.session_id)
+    extra = FRAME + codegraph + appendix + own
     nodes: list[dict[str, Any]] = []
     retired: list[dict[str, Any]] = []
     context = None
@@ -395,9 +409,9 @@ def _record_and_answer(
         )
         nodes, retired = fitted["memory_nodes"], fitted["suppressed_nodes"]
         if nodes or retired:
-            context = FRAME + rendered + codegraph + appendix
+            context = FRAME + rendered + codegraph + appendix + own
         elif codegraph.startswith("\n## Code graph") or appendix:
-            context = (codegraph + appendix).lstrip("\n")
+            context = (codegraph + appendix).lstrip("\n") + own
     finally:
         summary["loaded_memory_ids"] = [node["id"] for node in nodes]
         summary["listed_retired_ids"] = [node["id"] for node in retired]
@@ -406,6 +420,9 @@ def _record_and_answer(
     return context
 
 
+# The last line of every context a prompt or a session start gets: the agent's own session, for the
+# turn it writes (``cclg turn write``, MCP ``coglog_write``).
+SESSION_LINE = "\n\nYour cclg session: {session_id} (for `cclg turn write --session {session_id}` or coglog_write)."
 CODEGRAPH_SHARE = 4  # the code graph gets at most a quarter of the host's cap
 
 
@@ -557,12 +574,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_arguments(argv)
     output: dict[str, Any] = {}
     try:
-        data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
+        from cclg.fields import read_json
+
         if args.event not in HANDLERS:
             raise ValueError(f"unknown hook event {args.event!r}; use one of {', '.join(HANDLERS)}")
-        if len(data) > MAX_STDIN_BYTES:
-            raise ValueError(f"payload larger than {MAX_STDIN_BYTES} bytes")
-        payload = json.loads(data.decode("utf-8"))
+        payload = read_json(sys.stdin.buffer, MAX_STDIN_BYTES, "the payload")
         if not isinstance(payload, dict):
             raise ValueError("the payload is not a JSON object")
         agent = args.agent or detect_agent(payload)

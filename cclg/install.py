@@ -38,6 +38,7 @@ from typing import Any
 
 from cclg import codex_trust, config_text
 from cclg.errors import UsageError
+from cclg.fields import parse_json
 from cclg.files import atomic_write
 
 HOSTS = ("claude", "codex")
@@ -105,7 +106,7 @@ def _read(path: Path, key: str = "hooks") -> tuple[str | None, dict[str, Any]]:
     if text is None:
         return None, {}
     try:
-        data = json.loads(text)
+        data = parse_json(text)
     except ValueError as exc:
         raise UsageError(f"{path} is not valid JSON ({exc}); fix or move it, nothing was changed") from None
     if not isinstance(data, dict) or not isinstance(data.get(key, {}), dict):

@@ -25,19 +25,26 @@ repository the server runs in and those the store's ``config.json`` lists under
 ``"mcp": {"code_index_repos": [...]}``.
 
 A failing call (unknown id, illegal patch, bad argument) comes back as an MCP tool
-error carrying the library's message; the server keeps serving.
+error carrying the library's message; the server keeps serving. Over stdio every
+message is read with the bounded reader first (``BoundedStdin``: at most
+``MAX_MESSAGE_BYTES``, nested at most ``cclg.fields.MAX_JSON_DEPTH`` levels); one it
+refuses is answered with a JSON-RPC error naming why (the SDK drops a message it
+cannot parse, and the client would wait forever).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import io
+import json
 import os
+import re
 import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 import click
 from mcp.server import MCPServer
@@ -46,7 +53,9 @@ from mcp_types import ToolAnnotations
 
 from cclg import __version__, api
 from cclg.errors import CclgError
+from cclg.fields import parse_json
 from cclg.mcp_tools import (
+    MAX_RAW_CHARS,
     RENDERED_FORMATS,
     code_index,
     code_search,
@@ -189,7 +198,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "write",
         coglog_write,
         "Write how you read this turn (current_focus, theory_of_mind, self_narrative, annotation; empty is fine): "
-        "kept until the turn ends. With user, thinking and assistant too, a whole entry at once.",
+        "kept until your turn ends, in your own session. What happened in the turn is recorded by the hook.",
         IDEMPOTENT,
         prefixes=("coglog",),
     ),
@@ -242,6 +251,65 @@ def build_server(store: Store, *, dotted_names: bool = False) -> MCPServer:
     return server
 
 
+MAX_MESSAGE_BYTES = 6 * MAX_RAW_CHARS + 65_536  # the largest call: raw's content, every character escaped
+# The request's id, where it comes before any nested value (as clients write it): a message too deep
+# to parse is still answered to the call that sent it.
+_LEADING_ID = re.compile(
+    rb'^\s*\{(?:\s*"[^"\\]*"\s*:\s*(?:"[^"\\]*"|[-\w.]+)\s*,)*?\s*"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")'
+)
+
+
+class BoundedStdin(io.RawIOBase):
+    """Standard input as the stdio transport reads it, one JSON-RPC message a line, each read with the
+    bounded reader: a line over ``MAX_MESSAGE_BYTES`` (never held whole) or that ``parse_json`` refuses
+    becomes a call of an unknown method named after the reason, which the SDK answers with an error to
+    the same id (a line whose id cannot be found is dropped, as the SDK drops what it cannot parse)."""
+
+    def __init__(self, source: BinaryIO) -> None:
+        super().__init__()
+        self.source = source
+        self.pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self.pending:
+            line = self.source.readline(MAX_MESSAGE_BYTES + 1)
+            if not line:
+                return 0
+            self.pending = self.checked(line)
+        size = min(len(buffer), len(self.pending))
+        buffer[:size], self.pending = self.pending[:size], self.pending[size:]
+        return size
+
+    def checked(self, line: bytes) -> bytes:
+        """The line itself, or the refusal that replaces it (b"" to drop it)."""
+        reason = None
+        if len(line) > MAX_MESSAGE_BYTES and not line.endswith(b"\n"):
+            while (rest := self.source.readline(1 << 20)) and not rest.endswith(b"\n"):
+                pass  # the rest of the line, read and let go
+            reason = f"the message is larger than {MAX_MESSAGE_BYTES:,} bytes"
+        elif line.strip():
+            try:
+                parse_json(line)
+            except ValueError as exc:
+                reason = f"the message is not JSON: {exc}"
+        if reason is None:
+            return line
+        found = _LEADING_ID.match(line)
+        if found is None:
+            print(f"cclg-mcp: dropped a message: {reason}", file=sys.stderr)
+            return b""
+        refusal = {"jsonrpc": "2.0", "id": json.loads(found.group(1)), "method": f"refused: {reason}"}
+        return json.dumps(refusal).encode() + b"\n"
+
+
+def bounded_stdin() -> io.TextIOWrapper:
+    """``sys.stdin`` read through ``BoundedStdin`` (the SDK's stdio transport reads ``sys.stdin``)."""
+    return io.TextIOWrapper(io.BufferedReader(BoundedStdin(sys.stdin.buffer)), encoding="utf-8", errors="replace")
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--root",
@@ -274,6 +342,7 @@ def main(root: str | None, transport: str, host: str, port: int, dotted_names: b
         # KeyboardInterrupt cannot end, so the process would wait for the host's SIGTERM: exit now.
         # Every store write is crash-safe (the next write finishes or clears what this one left).
         signal.signal(signal.SIGINT, lambda signum, frame: os._exit(128 + signum))
+        sys.stdin = bounded_stdin()
         server.run("stdio")
     else:
         server.run("streamable-http", host=host, port=port)

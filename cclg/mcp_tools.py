@@ -16,6 +16,7 @@ from cclg import format as fmt
 from cclg.errors import UsageError
 from cclg.repository import git_root, project_filter
 from cclg.store import Store
+from cclg.turns import MAX_FIELD_CHARS
 
 # Limits on what a caller may send: generous for real use, small enough that a
 # runaway argument is refused with a clear message instead of filling the store.
@@ -401,9 +402,14 @@ def code_search(
 # ---------------------------------------------------------------- the previous turn (CogLog)
 
 TurnSession = Annotated[
-    str | None, Field(max_length=128, description="The session; default: the one whose turn ended last.")
+    str | None,
+    Field(
+        max_length=128,
+        description="Your session (its id comes with the context); default: the one with the latest prompt "
+        "from this folder. Another folder's session is refused.",
+    ),
 ]
-Interpretation = Annotated[str | None, Field(max_length=20_000)]
+Interpretation = Annotated[str | None, Field(max_length=MAX_FIELD_CHARS)]
 
 
 def coglog_read(store: Store, session_id: TurnSession = None) -> dict[str, Any]:
@@ -414,19 +420,18 @@ def coglog_read(store: Store, session_id: TurnSession = None) -> dict[str, Any]:
 
 def coglog_write(
     store: Store,
-    current_focus: Annotated[str | None, Field(max_length=20_000, description="Present: what am I working on?")] = None,
-    theory_of_mind: Annotated[str | None, Field(max_length=20_000, description="Other: the user's state?")] = None,
-    self_narrative: Annotated[str | None, Field(max_length=20_000, description="Self: who am I now?")] = None,
-    annotation: Annotated[str | None, Field(max_length=20_000, description="Future: what to do next?")] = None,
-    user: Interpretation = None,
-    thinking: Interpretation = None,
-    assistant: Interpretation = None,
+    current_focus: Annotated[Interpretation, Field(description="Present: what am I working on?")] = None,
+    theory_of_mind: Annotated[Interpretation, Field(description="Other: the user's state?")] = None,
+    self_narrative: Annotated[Interpretation, Field(description="Self: who am I now?")] = None,
+    annotation: Annotated[Interpretation, Field(description="Future: what to do next?")] = None,
     session_id: TurnSession = None,
 ) -> dict[str, Any]:
+    """The interpretation layer only: the fact layer (user, thinking, assistant) is the hook's, from
+    the session's recorded evidence."""
     from cclg import turns
 
     given = dict(current_focus=current_focus, theory_of_mind=theory_of_mind, self_narrative=self_narrative)
-    given.update(annotation=annotation, user=user, thinking=thinking, assistant=assistant)
+    given.update(annotation=annotation)
     return turns.write(store, {k: v for k, v in given.items() if v is not None}, session_id)
 
 

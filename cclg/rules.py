@@ -35,6 +35,7 @@ from cclg.files import read_jsonl
 from cclg.guard import instruction_flags, labels, quote_outside
 from cclg.ids import now_iso, sha256_hex
 from cclg.repository import ProjectKeys, project_keys
+from cclg.sessions import Digest, digest
 from cclg.store import RULE_EVIDENCE, Store
 
 TYPE_CHECKING = False
@@ -272,22 +273,16 @@ def strong(store: Store, project: ProjectKeys) -> list[tuple[Rule, MemoryNode]]:
 # ---------------------------------------------------------------- the end of a session
 
 
-def close_session(store: Store, session_id: str, events: list[dict[str, Any]]) -> list[str]:
+def close_session(store: Store, session_id: str, found: Digest | None = None) -> list[str]:
     """Record a suppression for each rule the session was given whose failure did not come after:
-    the rule was there, and the failure was not. Returns their keys."""
+    the rule was there, and the failure was not (from the session's digest, ``cclg.sessions.digest``).
+    Returns their keys."""
+    found = found or digest(store, session_id)
     rules = read_rules(store)
-    given: dict[str, int] = {}
-    for position, event in enumerate(events):
-        summary = event.get("summary")
-        for key in summary.get("rules_given", ()) if isinstance(summary, dict) else ():
-            given.setdefault(key, position)
     kept = []
-    for key, position in given.items():
+    for key, given_at in found.rules_given.items():
         signature = rules[key].trigger.get("signature") if key in rules else None
-        failures = [
-            e for e in events[position:] if ((e.get("summary") or {}).get("step") or {}).get("failure") == signature
-        ]
-        if signature and not failures:
+        if signature and isinstance(signature, str) and found.failures.get(signature, -1) < given_at:
             kept.append(key)
     if kept:
         note(store, "suppression", kept, session_id)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 
 from cclg.errors import NotFoundError
 from cclg.ids import now_iso
@@ -21,7 +22,8 @@ from cclg.store import Store, audit_record
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from typing import Any
+    from pathlib import Path
+    from typing import Any, BinaryIO
 
 
 def start_session(
@@ -149,6 +151,45 @@ def event_payload(store: Store, event: dict[str, Any]) -> dict[str, Any]:
     return payload if isinstance(payload, dict) else {}
 
 
+TAIL_CHUNK = 64 * 1024
+
+
+def latest_event(store: Store, session_id: str, event: str) -> dict[str, Any] | None:
+    """The session's last ``event`` (``user_prompt``, say), read backwards from the end of its log
+    (``lines_backwards``): a long session's log is never read whole for it. None when there is none."""
+    needle = f'"event": "{event}"'.encode()
+    try:
+        with open(store.session_events_path(session_id), "rb") as handle:
+            for line in lines_backwards(handle):
+                found = _parsed(line) if needle in line else None
+                if found is not None and found.get("event") == event:
+                    return found
+    except FileNotFoundError:
+        pass
+    return None
+
+
+def lines_backwards(handle: BinaryIO) -> Iterator[bytes]:
+    """The lines of an open file, last first, read ``TAIL_CHUNK`` bytes at a time from the end."""
+    end = handle.seek(0, 2)
+    rest = b""  # the start of a line the chunk before it cut
+    while end > 0:
+        start = max(0, end - TAIL_CHUNK)
+        handle.seek(start)
+        lines = (handle.read(end - start) + rest).split(b"\n")
+        rest = lines.pop(0) if start > 0 else b""
+        yield from reversed(lines)
+        end = start
+
+
+def _parsed(line: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(line)
+    except ValueError:  # a torn line
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def recent_prompts(events: list[dict[str, Any]], count: int) -> list[str]:
     """The last ``count`` prompts among ``events``, oldest first."""
     prompts = [e.get("summary", {}).get("prompt") for e in events if e.get("event") == "user_prompt"]
@@ -162,45 +203,152 @@ def recent_prompts(events: list[dict[str, Any]], count: int) -> list[str]:
 FRESH_CONTEXT_SOURCES = ("compact", "clear")
 
 
-class Deliveries(Record):
-    """Which memories a session's context was given: ``in_context`` since the host last compacted
-    or cleared it (current memories and retired ones listed as such), ``ever`` the current ones
-    over the whole session (first offer first)."""
+DIGESTS = "active/sessions"  # per session, its digest (``digest``): a projection of its event log
+
+
+class Digest(Record):
+    """What a session's event log says that the hook needs at every prompt and at its end, kept small
+    however long the session: which memories its context was given (``in_context``, since the host
+    last compacted or cleared it, current memories and retired ones listed as such; ``ever``, the
+    current ones over the whole session, first offer first, each with the log offset of its first
+    offer), the rules it was given (key -> offset of the first time) and the failures its steps met
+    (signature -> offset of the last). It covers the log's first ``offset`` bytes, ``tail`` the
+    last of them (a log rewritten meanwhile, by a purge, is read again)."""
 
     def __init__(self) -> None:
+        self.offset = 0
+        self.tail = ""
+        self.compacting = False  # a pre-compact came, and no fresh session-start since
         self.in_context: dict[str, None] = {}
-        self.ever: dict[str, None] = {}
+        self.ever: dict[str, int] = {}
+        self.rules_given: dict[str, int] = {}
+        self.failures: dict[str, int] = {}
 
 
-def deliveries(store: Store, session_id: str) -> Deliveries:
-    """What the session was given, from its event log. Only the lines that can say so are parsed
-    (a long session logs thousands of tool calls), and a torn last line is never read."""
-    found = Deliveries()
+def digest(store: Store, session_id: str) -> Digest:
+    """The session's digest: the one kept in ``active/sessions/<id>.json``, brought up to date with
+    the lines appended to the log since (each call reads only those, line by line; a torn last line
+    is left for later), and kept again. A digest missing, unreadable or of a rewritten log is made
+    anew from the whole log, once."""
+    path = store.root / DIGESTS / f"{session_id}.json"
+    kept = _load_digest(path)
+    start = -1 if kept is None else kept.offset
     try:
-        data = store.session_events_path(session_id).read_bytes()
+        with open(store.session_events_path(session_id), "rb") as handle:
+            found = _caught_up(handle, kept if kept is not None and _covers(handle, kept) else Digest())
     except FileNotFoundError:
-        return found
-    compacting = False  # a pre-compact came, and no fresh session-start since
-    for line in data.split(b"\n")[:-1]:
-        if b'"loaded_memory_ids"' not in line and b"compact" not in line:
-            continue
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        name = event.get("event") if isinstance(event, dict) else None
-        summary = event.get("summary") if isinstance(event, dict) else None
-        summary = summary if isinstance(summary, dict) else {}
-        fresh = name == "session_start" and summary.get("source") in FRESH_CONTEXT_SOURCES
-        if fresh or (name == "post_compact" and compacting):
-            found.in_context.clear()
-        compacting = name == "pre_compact" or (compacting and not fresh and name != "post_compact")
-        if name in ("user_prompt", "session_start"):
-            ids = summary.get("loaded_memory_ids")
-            given = [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
-            found.in_context.update(dict.fromkeys(given))
-            found.ever.update(dict.fromkeys(given))
-            listed = summary.get("listed_retired_ids")
-            if isinstance(listed, list):
-                found.in_context.update(dict.fromkeys(i for i in listed if isinstance(i, str)))
+        return Digest()
+    if found.offset != start:
+        os.makedirs(path.parent, mode=0o700, exist_ok=True)
+        store.write_file(path, json.dumps(vars(found), separators=(",", ":")).encode(), durable=False)
     return found
+
+
+FOLDED = (b'"loaded_memory_ids"', b"compact", b'"failure": "', b'"rules_given": ["')  # the lines a digest reads
+
+
+def _caught_up(handle: BinaryIO, found: Digest) -> Digest:
+    """``found`` with the log's whole lines after its ``offset`` folded in."""
+    start = found.offset
+    handle.seek(start)
+    for line in handle:
+        if not line.endswith(b"\n"):
+            break
+        if any(mark in line for mark in FOLDED):
+            _fold(found, line, found.offset)
+        found.offset += len(line)
+    if found.offset != start:
+        handle.seek(max(0, found.offset - TAIL_BYTES))
+        found.tail = handle.read(found.offset - max(0, found.offset - TAIL_BYTES)).hex()
+    return found
+
+
+TAIL_BYTES = 32
+
+
+def _covers(handle: BinaryIO, found: Digest) -> bool:
+    """Whether the log still holds, where the digest stopped, the bytes it stopped after."""
+    start = max(0, found.offset - TAIL_BYTES)
+    handle.seek(start)
+    return handle.read(found.offset - start).hex() == found.tail
+
+
+def _load_digest(path: Path) -> Digest | None:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    found = Digest()
+    if not isinstance(data, dict) or set(data) != set(vars(found)):
+        return None
+    for name, value in data.items():
+        if type(value) is not type(getattr(found, name)):
+            return None
+        setattr(found, name, value)
+    offsets = [found.offset, *found.ever.values(), *found.rules_given.values(), *found.failures.values()]
+    return found if all(type(n) is int for n in offsets) else None  # else damage: made anew
+
+
+def _fold(found: Digest, line: bytes, offset: int) -> None:
+    """One event of the log into the digest."""
+    event = _parsed(line)
+    if event is None:
+        return
+    name = event.get("event")
+    summary = event.get("summary")
+    summary = summary if isinstance(summary, dict) else {}
+    fresh = name == "session_start" and summary.get("source") in FRESH_CONTEXT_SOURCES
+    if fresh or (name == "post_compact" and found.compacting):
+        found.in_context.clear()
+    found.compacting = name == "pre_compact" or (found.compacting and not fresh and name != "post_compact")
+    if name in ("user_prompt", "session_start"):
+        ids = summary.get("loaded_memory_ids")
+        given = [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
+        found.in_context.update(dict.fromkeys(given))
+        for node_id in given:
+            found.ever.setdefault(node_id, offset)
+        listed = summary.get("listed_retired_ids")
+        if isinstance(listed, list):
+            found.in_context.update(dict.fromkeys(i for i in listed if isinstance(i, str)))
+    rules = summary.get("rules_given")
+    for key in rules if isinstance(rules, list) else ():
+        if isinstance(key, str):
+            found.rules_given.setdefault(key, offset)
+    step = summary.get("step")
+    failure = step.get("failure") if isinstance(step, dict) else None
+    if isinstance(failure, str):
+        found.failures[failure] = offset
+
+
+def events_from(
+    store: Store, session_id: str, offset: int, kinds: tuple[str, ...]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(offset, event) of the session's events of ``kinds`` from ``offset`` on, read line by line (a
+    long log is never held whole); a torn last line is not read."""
+    starts = tuple(f'{{"event": "{kind}"'.encode() for kind in kinds)
+    path = store.session_events_path(session_id)
+    if not path.exists():
+        return
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        for line in handle:
+            event = _parsed(line) if line.endswith(b"\n") and line.startswith(starts) else None
+            if event is not None:
+                yield offset, event
+            offset += len(line)
+
+
+def last_events(store: Store, session_id: str, count: int) -> list[dict[str, Any]]:
+    """The session's last ``count`` events, oldest first, read from the end of its log."""
+    found: list[dict[str, Any]] = []
+    try:
+        with open(store.session_events_path(session_id), "rb") as handle:
+            for line in lines_backwards(handle):
+                event = _parsed(line) if line else None
+                if event is not None:
+                    found.append(event)
+                if len(found) == count:
+                    break
+    except FileNotFoundError:
+        pass
+    return found[::-1]

@@ -317,8 +317,9 @@ class Store:
 
     # ------------------------------------------------------------ whole-file writes
 
-    def write_file(self, path: Path, data: bytes, *, replace: bool = True) -> None:
-        """Write ``data`` to ``path`` atomically. With ``replace=False`` an existing file is an error.
+    def write_file(self, path: Path, data: bytes, *, replace: bool = True, durable: bool = True) -> None:
+        """Write ``data`` to ``path`` atomically. With ``replace=False`` an existing file is an error;
+        with ``durable=False`` no fsync (a projection, rebuilt from the files when it is lost).
 
         Inside ``batch()`` the fsyncs wait for the batch's end. Under the store lock a
         new record is published by check-then-rename: every writer of ledger records
@@ -329,7 +330,7 @@ class Store:
             path,
             data,
             replace=replace,
-            durable=not self._batch_depth,
+            durable=durable and not self._batch_depth,
             exclusive=self._lock_depth > 0,
             temp_dir=self._temp_dir(path.parent),
         )

@@ -34,8 +34,9 @@ from pathlib import Path
 
 from cclg import guard
 from cclg.errors import NotFoundError, UsageError
+from cclg.fields import parse_json
 from cclg.files import open_regular
-from cclg.ids import is_valid_session_id, now_iso
+from cclg.ids import is_valid_session_id, now_iso, sha256_hex
 from cclg.sessions import event_payload
 from cclg.store import Store
 
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
 FACTS = ("user", "thinking", "assistant")
 INTERPRETATION = ("current_focus", "theory_of_mind", "self_narrative", "annotation")
 FACT_CHARS = 200_000  # of each fact kept in an entry (the raw transcript keeps everything)
+MAX_FIELD_CHARS = 20_000  # of each interpretation field a writer sends (CLI and MCP alike)
+MAX_WRITE_BYTES = len(INTERPRETATION) * MAX_FIELD_CHARS * 6 + 4_096  # a write's JSON, every character escaped
 COMPACT_CHARS = 1_200  # the form that comes with the next prompt
 SCHEMA: dict[str, Any] = {
     "version": "0.9.1",
@@ -88,21 +91,64 @@ def _load(path: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _save(store: Store, path: str, value: dict[str, Any]) -> None:
+def _save(store: Store, path: str, value: dict[str, Any], *, durable: bool = True) -> None:
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    store.write_file(Path(path), (json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
+    data = (json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    store.write_file(Path(path), data, durable=durable)
 
 
-def latest_session(store: Store) -> str:
-    """The session whose current entry was written last (``--session`` is optional on the CLI and MCP)."""
-    try:
-        names = [n for n in os.listdir(_folder(store)) if n.endswith(".json") and not n.endswith(".pending.json")]
-    except FileNotFoundError:
-        names = []
-    if not names:
-        raise NotFoundError("no turn has been recorded yet")
-    newest = max(names, key=lambda n: (os.stat(os.path.join(_folder(store), n)).st_mtime_ns, n))
-    return newest[: -len(".json")]
+# ---------------------------------------------------------------- whose turn: the writer's own session
+
+
+def _real(folder: object) -> str | None:
+    return os.path.realpath(folder) if isinstance(folder, str) and os.path.isabs(folder) else None
+
+
+def _marker(store: Store, folder: str) -> str:
+    """``active/turns/folders/<digest>.json``: the session with the latest prompt from ``folder``."""
+    digest = sha256_hex(folder.encode("utf-8", "surrogateescape"))[:32]
+    return os.path.join(_folder(store), "folders", f"{digest}.json")
+
+
+def note_prompt(store: Store, session_id: str, cwd: object) -> None:
+    """At ``user-prompt``: ``session_id`` has the latest prompt from its working folder, the default
+    session of a write made there (``own_session``)."""
+    folder = _real(cwd)
+    if folder is not None:
+        marker = {"session_id": session_id, "cwd": folder, "at": now_iso()}
+        _save(store, _marker(store, folder), marker, durable=False)  # a pointer, made again at the next prompt
+
+
+def _folders_up(folder: str) -> list[str]:
+    """``folder`` and every folder above it, nearest first."""
+    found = [folder]
+    while os.path.dirname(found[-1]) != found[-1]:
+        found.append(os.path.dirname(found[-1]))
+    return found
+
+
+def own_session(store: Store, session_id: str | None, folder: str | None = None) -> str:
+    """The writer's own session, from its working ``folder`` (default: the current one): the session
+    named, if its last prompt came from that folder or one above it (``UsageError`` otherwise), else
+    the session with the latest prompt from the nearest of those folders (``NotFoundError`` when
+    none has one). Never just any session: another window's turn is not the writer's."""
+    here = os.path.realpath(folder or os.getcwd())
+    if session_id is None:
+        for above in _folders_up(here):
+            marker = _load(_marker(store, above))
+            if marker is not None and marker.get("cwd") == above and is_valid_session_id(marker.get("session_id")):
+                return str(marker["session_id"])
+        raise NotFoundError(f"no session has prompted from {here} yet; name one (--session, or session_id)")
+    _path(store, session_id)  # a UsageError for what is no session id
+    from cclg.sessions import latest_event
+
+    prompt = latest_event(store, session_id, "user_prompt") or {}
+    summary = prompt.get("summary")
+    cwd = _real(summary.get("cwd")) if isinstance(summary, dict) else None
+    if cwd is None or cwd not in _folders_up(here):
+        where = f"from {cwd}" if cwd else "with no prompt recorded"
+        raise UsageError(f"session {session_id} is not this folder's ({here}): it is of another folder ({where})")
+    return session_id
 
 
 # ---------------------------------------------------------------- the fact layer, at stop
@@ -178,8 +224,8 @@ def _from_transcript(path: object, prompt: str) -> tuple[str, str]:
     with open(fd, "rb") as handle:
         for line in handle:
             try:
-                record = json.loads(line)
-            except ValueError:
+                record = parse_json(line)
+            except ValueError:  # not JSON, or nested too deep
                 continue
             if isinstance(record, dict) and record.get("type") in ("user", "assistant"):
                 messages.append(record)
@@ -209,9 +255,10 @@ def _is_prompt(record: dict[str, Any]) -> bool:
 
 
 def read(store: Store, session_id: str | None = None, *, coglog: bool = False) -> dict[str, Any]:
-    """The session's current entry (of the latest session when none is named). ``coglog``: exactly
+    """The session's current entry (any session named; else the one with the latest prompt from the
+    current folder, ``own_session``). ``coglog``: exactly
     CogLog's shape (``_schema``, ``turn_id``, ``timestamp``, ``layers`` and the four fields)."""
-    session_id = session_id or latest_session(store)
+    session_id = session_id or own_session(store, None)
     entry = _load(_path(store, session_id))
     if entry is None:
         raise NotFoundError(f"no turn recorded for session {session_id}")
@@ -223,43 +270,36 @@ def read(store: Store, session_id: str | None = None, *, coglog: bool = False) -
 
 
 def write(store: Store, fields: dict[str, Any], session_id: str | None = None) -> dict[str, Any]:
-    """The agent's reading of its turn. The four interpretation fields (strings, empty allowed)
-    wait for the ``stop`` that ends the turn; with the fact layer too (``user``, ``thinking``,
-    ``assistant``) it is a whole entry at once. Unknown fields or wrong types: ``UsageError``."""
-    unknown = sorted(set(fields) - set(FACTS) - set(INTERPRETATION))
+    """The agent's reading of its turn: the four interpretation fields (strings, empty allowed), kept
+    until the ``stop`` that ends the turn, in the writer's own session (``own_session``). The fact
+    layer is the hook's, from the session's recorded evidence: a write that carries ``user``,
+    ``thinking`` or ``assistant`` is refused, as are unknown fields and wrong types (``UsageError``)."""
+    facts = sorted(set(fields) & set(FACTS))
+    if facts:
+        raise UsageError(
+            f"{', '.join(facts)}: the fact layer is recorded by the hook from the session's evidence; "
+            f"write only {', '.join(INTERPRETATION)}"
+        )
+    unknown = sorted(set(fields) - set(INTERPRETATION))
     if unknown:
-        raise UsageError(f"unknown field(s) {', '.join(unknown)}; use {', '.join(FACTS + INTERPRETATION)}")
+        raise UsageError(f"unknown field(s) {', '.join(unknown)}; use {', '.join(INTERPRETATION)}")
     wrong = sorted(k for k, v in fields.items() if not isinstance(v, str))
     if wrong:
         raise UsageError(f"field(s) {', '.join(wrong)} must be strings (empty allowed)")
-    session_id = session_id or _session_for_write(store)
-    if any(k in fields for k in FACTS):
-        missing = [k for k in ("user", "assistant") if not fields.get(k, "").strip()]
-        if missing:
-            raise UsageError(f"a whole entry needs a non-empty {' and '.join(missing)} (thinking may be empty)")
-        previous = _load(_path(store, session_id)) or {}
-        layers = {k: fields.get(k, "") for k in FACTS}
-        entry = _entry(int(previous.get("turn_id") or 0) + 1, layers, fields, session_id, None)
-        _keep(store, session_id, entry)
-        _save(store, _path(store, session_id), entry)
-        return entry
+    long = sorted(k for k, v in fields.items() if len(v) > MAX_FIELD_CHARS)
+    if long:
+        raise UsageError(f"field(s) {', '.join(long)} longer than {MAX_FIELD_CHARS:,} characters")
+    session_id = own_session(store, session_id)
     pending = _load(_path(store, session_id, pending=True)) or {}
     pending.update(guard.redact_value(fields)[0])
     _save(store, _path(store, session_id, pending=True), pending)
     return {"session_id": session_id, "pending_interpretation": pending}
 
 
-def _session_for_write(store: Store) -> str:
-    try:
-        return latest_session(store)
-    except NotFoundError:
-        raise UsageError("no session to write for yet; name one (--session, or session_id)") from None
-
-
 def clear(store: Store, session_id: str | None = None) -> bool:
     """Drop the session's current entry and pending interpretation (the history stays in ``raw/``
-    and the session log); whether there was anything to drop."""
-    session_id = session_id or latest_session(store)
+    and the session log); whether there was anything to drop. Only the writer's own (``own_session``)."""
+    session_id = own_session(store, session_id)
     dropped = False
     for pending in (False, True):
         try:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from cclg.files import read_jsonl
 from cclg.ids import now_iso
-from cclg.sessions import event_payload
+from cclg.sessions import Digest, digest, event_payload, events_from
 from cclg.store import Store
 
 TYPE_CHECKING = False
@@ -40,11 +40,14 @@ EVIDENCE_CHARS = 2_000_000  # of a session's later tool calls and answers read f
 PRIOR_RANGE = 0.1  # the prior moves a score by at most this share
 
 
+EVIDENCE_EVENTS = ("post_tool", "post_tool_failure", "stop")  # the events that show what the agent did
+
+
 def _evidence(store: Store, event: dict[str, Any]) -> str:
     """What the agent did in this event, as text: a tool call's input (the command, the edit), a stop's
     message. Never what a tool printed: a file, a page or a test's output that echoes a memory's words
     is not the agent using it."""
-    if event.get("event") not in ("post_tool", "post_tool_failure", "stop"):
+    if event.get("event") not in EVIDENCE_EVENTS:
         return ""
     payload = event_payload(store, event)
     parts = [payload.get(k) for k in ("tool_input", "last_assistant_message")]
@@ -62,20 +65,17 @@ def distinctive_terms(content: str, frequencies: dict[str, int]) -> list[str]:
     return [*dict.fromkeys([*spans, *rare])]
 
 
-def observe_session(store: Store, session_id: str, events: list[dict[str, Any]]) -> dict[str, list[str]]:
-    """The session's verdicts: each memory delivered to it, used or ignored (see the module)."""
-    delivered: dict[str, int] = {}
-    for position, event in enumerate(events):
-        summary = event.get("summary")
-        for node_id in summary.get("loaded_memory_ids", ()) if isinstance(summary, dict) else ():
-            delivered.setdefault(node_id, position)
+def observe_session(store: Store, session_id: str, found: Digest | None = None) -> dict[str, list[str]]:
+    """The session's verdicts: each memory delivered to it, used or ignored (see the module). What was
+    delivered, and where, comes from the session's digest (``cclg.sessions.digest``); the log is read
+    from the first delivery on, line by line, until ``EVIDENCE_CHARS`` of evidence."""
+    delivered = (found or digest(store, session_id)).ever
     if not delivered:
         return {"used": [], "ignored": []}
-    first = min(delivered.values())
     texts, size = [], 0
-    for position, event in enumerate(events[first:], start=first):
+    for offset, event in events_from(store, session_id, min(delivered.values()), EVIDENCE_EVENTS):
         text = _evidence(store, event).lower()
-        texts.append((position, text))
+        texts.append((offset, text))
         size += len(text)
         if size > EVIDENCE_CHARS:
             break
@@ -84,7 +84,7 @@ def observe_session(store: Store, session_id: str, events: list[dict[str, Any]])
     used = sorted(
         node_id
         for node_id, at in delivered.items()
-        if any(term in text for position, text in texts if position > at for term in terms.get(node_id, ()))
+        if any(term in text for offset, text in texts if offset > at for term in terms.get(node_id, ()))
     )
     return {"used": used, "ignored": sorted(set(delivered) - set(used))}
 
@@ -107,9 +107,9 @@ def _terms(store: Store, node_ids: list[str]) -> dict[str, list[str]]:
     return {node_id: distinctive_terms(content, frequencies) for node_id, content in contents.items()}
 
 
-def record_session(store: Store, session_id: str, events: list[dict[str, Any]]) -> dict[str, list[str]]:
+def record_session(store: Store, session_id: str, found: Digest | None = None) -> dict[str, list[str]]:
     """``observe_session``, kept: a line in the usage log and the projection rebuilt."""
-    verdicts = observe_session(store, session_id, events)
+    verdicts = observe_session(store, session_id, found)
     if verdicts["used"] or verdicts["ignored"]:
         store.append(store.root / LOG, [{"session_id": session_id, **verdicts, "created_at": now_iso()}])
         rebuild(store)

@@ -227,7 +227,7 @@ def test_pinned_memories_come_at_session_start_once(store: Store) -> None:
     assert cleared is not None and pinned in cleared, "a cleared context gets the pinned memories again"
 
 
-def test_deliveries_read_only_deliveries_and_skip_a_torn_line(store: Store) -> None:
+def test_the_digest_reads_only_deliveries_and_skips_a_torn_line(store: Store) -> None:
     from cclg import sessions
 
     log = store.session_events_path("s-7")
@@ -239,7 +239,7 @@ def test_deliveries_read_only_deliveries_and_skip_a_torn_line(store: Store) -> N
         {"event": "user_prompt", "summary": {"prompt": "b", "loaded_memory_ids": ["mem_b"]}},
     ]
     log.write_text("".join(json.dumps(line) + "\n" for line in lines) + '{"event": "user_prompt", "summ')
-    found = sessions.deliveries(store, "s-7")
+    found = sessions.digest(store, "s-7")
     assert list(found.in_context) == ["mem_b"] and list(found.ever) == ["mem_a", "mem_b"]
 
 

@@ -714,3 +714,29 @@ def test_an_empty_hooks_object_left_before_install_goes_with_cclgs_entries_and_n
     assert run("install", "claude", "--project", str(tmp_path)).exit_code == 0
     assert run("uninstall", "claude", "--project", str(tmp_path)).exit_code == 0
     assert settings.read_text() == '{\n\t"model": "x"\n}'
+
+
+def test_rule15_a_settings_file_nested_too_deep_is_refused_like_broken_json(tmp_path: Path) -> None:
+    """Issue 27, rule 15: the host's file is read with the bounded reader (a RecursionError before)."""
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    deep = '{"model": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    settings.write_text(deep)
+    result = CliRunner().invoke(cli, ["install", "claude", "--project", str(tmp_path)])
+    assert result.exit_code == 2 and "nested more than 64 levels deep" in result.stderr, result.output
+    assert settings.read_text() == deep
+
+
+def test_rule15_codex_answers_are_read_with_the_bounded_reader(tmp_path: Path) -> None:
+    """A line nested too deep in what Codex's app server prints is skipped like any line that is not JSON
+    (a RecursionError ended the install before)."""
+    from cclg.codex_trust import untrusted_hooks
+
+    hooks_file = tmp_path / "hooks.json"
+    answer = {"id": 2, "result": {"data": [{"hooks": [{"command": "cclg-hook stop", "sourcePath": str(hooks_file),
+              "trustStatus": "untrusted", "key": "k", "currentHash": "h"}]}]}}  # fmt: skip
+    script = tmp_path / "codex"
+    lines = ["[" * 100_000 + "]" * 100_000, json.dumps(answer)]
+    script.write_text("#!/bin/sh\ncat > /dev/null &\n" + "".join(f"echo '{line}'\n" for line in lines))
+    script.chmod(0o755)
+    assert untrusted_hooks(hooks_file, tmp_path, codex=str(script)) == [("k", "h")]

@@ -12,9 +12,11 @@ with the library at the same moment, and each write test works on memories it ma
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
@@ -1281,3 +1283,55 @@ def test_the_server_exits_on_sigint_while_its_stdin_is_open(store: Store, tmp_pa
     finally:
         server.kill()
         server.wait()
+
+
+def test_rule15_every_mcp_message_goes_through_the_bounded_reader(tmp_path: Path) -> None:
+    """A message too deep or too broken to parse is answered with an error to its id (the SDK dropped
+    it, and the client waited forever), and the server keeps serving."""
+    root = tmp_path / "store"
+    Store.init(root)
+    params = sandboxed_server(tmp_path, root)
+    server = subprocess.Popen(
+        [params.command, *params.args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=params.env,
+        cwd=params.cwd,
+    )
+    assert server.stdin is not None and server.stdout is not None
+
+    def send(line: str) -> dict[str, Any]:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(line.encode() + b"\n")
+        server.stdin.flush()
+        ready, _, _ = select.select([server.stdout], [], [], 30)
+        assert ready, "no answer in 30 s"
+        answer: dict[str, Any] = json.loads(server.stdout.readline())
+        return answer
+
+    try:
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        assert "result" in send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))
+        server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        call = '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "coglog_write", "arguments": '
+        deep = send(call + '{"current_focus": ' + "[" * 100_000 + "]" * 100_000 + "}}}")
+        assert deep["id"] == 2 and "nested more than 64 levels deep" in deep["error"]["data"]
+        torn = send(call.replace('"id": 2', '"id": "three"') + '{"current_focus": "x"')
+        assert torn["id"] == "three" and "not JSON" in torn["error"]["data"]
+        listed = send(json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}))
+        assert listed["id"] == 4 and listed["result"]["tools"], "still serving"
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_rule15_an_mcp_message_over_the_size_bound_is_never_held_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cclg import mcp_server
+
+    monkeypatch.setattr(mcp_server, "MAX_MESSAGE_BYTES", 1_000)
+    big = b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"x": "' + b"y" * 50_000 + b'"}}\n'
+    reader = io.BufferedReader(mcp_server.BoundedStdin(io.BytesIO(big + b'{"jsonrpc": "2.0", "id": 8}\n')))
+    refusal = json.loads(reader.readline())
+    assert refusal["id"] == 7 and "larger than 1,000 bytes" in refusal["method"]
+    assert json.loads(reader.readline()) == {"jsonrpc": "2.0", "id": 8}, "the next message is read whole"

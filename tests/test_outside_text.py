@@ -144,6 +144,7 @@ def test_every_block_the_hook_emits_shows_outside_text_as_data(store: Store, tmp
         input=json.dumps(written).encode(),
         check=True,
         capture_output=True,
+        cwd=repo,  # a turn is written from the folder its session prompts from
     )
     answer("stop", payload(session, repo, "Stop", last_assistant_message=f"Done. {HOSTILE}"))
     answer("user-prompt", payload(session, repo, "UserPromptSubmit", prompt="invoice totals again"))
@@ -263,7 +264,9 @@ def test_code_search_in_a_terminal_shows_file_names_as_text(store: Store, tmp_pa
     assert raw_controls(output) == []
 
 
-def test_every_command_that_prints_outside_text_escapes_it(store: Store, tmp_path: Path) -> None:
+def test_every_command_that_prints_outside_text_escapes_it(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Rule 19 on every command printing stored or outside strings, as plain text, TOML or JSON: no
     control character (ESC, C1), bidi mark or tag character reaches the terminal raw, no line is
     forged, and JSON and TOML still hold the exact values."""
@@ -276,6 +279,7 @@ def test_every_command_that_prints_outside_text_escapes_it(store: Store, tmp_pat
     from cclg.hook import handle
 
     repo = hostile_repo(tmp_path / "shop")
+    monkeypatch.chdir(repo)  # a turn is written from the folder its session prompts from
     code_index(store, repo)
     first = add_memory(store, f"Deploys use fabric {ON_SCREEN}", source=f"user{ON_SCREEN}", tags=["deploy"])
     node = apply_patch(

@@ -3,7 +3,6 @@ and cleared; ``cclg.turns`` does the work."""
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -11,7 +10,12 @@ import click
 from cclg.cli.common import emit, json_option, store_of
 from cclg.errors import UsageError
 
-session_choice = click.option("--session", "session_id", help="The session (default: the one whose turn ended last).")
+session_choice = click.option(
+    "--session",
+    "session_id",
+    help="The session (default: the one with the latest prompt from this folder; a write or a clear takes only "
+    "a session of this folder).",
+)
 
 
 @click.group("turn")
@@ -45,15 +49,16 @@ def read_command(ctx: click.Context, session_id: str | None, coglog: bool, as_js
 def write_command(ctx: click.Context, session_id: str | None, as_json: bool) -> None:
     """Write the agent's reading of its turn: a JSON object on stdin with any of current_focus,
     theory_of_mind, self_narrative and annotation (strings, empty allowed), kept until the stop that
-    ends the turn; with user, thinking and assistant too, a whole entry at once.
+    ends the turn, in the writer's own session. What happened (user, thinking, assistant) is the hook's.
 
     Example: echo '{"current_focus": "the flaky cache test"}' | cclg turn write
     """
     from cclg import turns
+    from cclg.fields import read_json
 
     try:
-        fields = json.loads(sys.stdin.buffer.read().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        fields = read_json(sys.stdin.buffer, turns.MAX_WRITE_BYTES, "standard input")
+    except ValueError as exc:
         raise UsageError(f"standard input is not a JSON object: {exc}") from None
     if not isinstance(fields, dict):
         raise UsageError("standard input must be a JSON object")

@@ -100,6 +100,8 @@ def test_hook_context_reaches_the_model(claude_bin: Path, host: Host, fake_anthr
     _assert_memory_reached_model(fake_anthropic, host)
 
     session_id = result["session_id"]
+    leaves = [leaf for body in fake_anthropic.messages() for leaf in _strings(body.get("messages", []))]
+    assert any(f"Your cclg session: {session_id} " in leaf for leaf in leaves), "the agent is told its session"
     assert (host.store / "sessions" / f"{session_id}.json").is_file()
     events = _events(host, session_id)
     names = [event["event"] for event in events]
@@ -274,6 +276,8 @@ def test_the_turn_is_recorded_from_the_real_transcript(
     result = _run_claude(claude_bin, host)
     entry = json.loads(_cclg(host, "turn", "read", "--session", result["session_id"], "--json").stdout)
     assert entry["turn_id"] == 1
+    own = json.loads(_cclg(host, "turn", "read", "--json").stdout)  # from the project's folder (issue 27)
+    assert own["session_id"] == result["session_id"], "the session of the latest prompt from this folder"
     assert entry["layers"]["user"] == PROMPT
     assert entry["layers"]["assistant"] == "Through the blue-green script."
 

@@ -114,6 +114,7 @@ def test_hook_context_reaches_the_model(codex_bin: Path, host: Host, fake_respon
     assert context and context[0].get("role") == "developer", first[prompt_at:]
 
     session_id = _thread_id(result)
+    assert any(f"Your cclg session: {session_id} " in leaf for leaf in _strings(first)), "told its session"
     assert (host.store / "sessions" / f"{session_id}.json").is_file()
     events = _events(host, session_id)
     names = [event["event"] for event in events]
@@ -250,6 +251,8 @@ def test_the_turn_is_recorded_from_the_stop_payload(codex_bin: Path, host: Host,
     result = _run_codex(codex_bin, host)
     entry = json.loads(_cclg(host, "turn", "read", "--session", _thread_id(result), "--json").stdout)
     assert entry["layers"]["user"] == PROMPT
+    own = json.loads(_cclg(host, "turn", "read", "--json").stdout)  # from the project's folder (issue 27)
+    assert own["session_id"] == _thread_id(result), "the session of the latest prompt from this folder"
     assert entry["layers"]["assistant"] == "Through the blue-green script."
     assert entry["layers"]["thinking"] == "" and entry["host_turn_id"]
 
