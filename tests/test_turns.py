@@ -136,6 +136,8 @@ def test_secrets_in_a_turn_are_redacted(store: Store, tmp_path: Path) -> None:
     a_turn(store, tmp_path, prompt=f"use the token {secret} for the export")
     on_disk = b"".join(p.read_bytes() for p in store.root.rglob("*") if p.is_file() and "index" not in p.name)
     assert secret.encode() not in on_disk
+    user = turns.read(store, SESSION)["layers"]["user"]
+    assert user.startswith("use the token [REDACTED:") and user.endswith("] for the export"), user
 
 
 @pytest.mark.parametrize(
