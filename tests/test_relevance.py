@@ -95,6 +95,10 @@ def test_meaning_lifts_words_that_fall_short_over_the_bar(small: Store, monkeypa
     (entry,) = api.compile_pack(small, query)["memory_nodes"]
     assert entry["content"] == NOTES[0] and entry["evidence"]["strength"] == 1.0
     assert "backed by their meaning" in entry["why"]
+    api.add_memory(small, "A new column is written with a default value", source="user")  # words carry it
+    carried, lifted = api.compile_pack(small, query)["memory_nodes"]
+    assert lifted["id"] == migrations and "backed by their meaning" in lifted["why"]
+    assert "meaning" not in carried["why"] and lifted["evidence"]["strength"] <= 1.0 <= carried["evidence"]["strength"]
 
 
 ADMIN = "If mirveltan-admin stops consuming, check the lag dashboard in Sentry, then restart the deployment."
