@@ -243,7 +243,8 @@ def test_raw_from_file_and_stdin(root: Path, tmp_path: Path) -> None:
     assert isinstance(again, dict) and again == {**stored, "written": False}
     piped = run_json(root, "raw", "-", "--name", "prompt.txt", input="from stdin")
     assert isinstance(piped, dict) and (root / piped["path"]).read_text() == "from stdin"
-    assert run(root, "raw", str(tmp_path / "missing")).exit_code == 2
+    missing = run(root, "raw", str(tmp_path / "missing"))
+    assert missing.exit_code == 2 and f"no such file: {tmp_path / 'missing'}" in missing.stderr
 
 
 def test_import_jsonl_short_and_full_lines(root: Path, reference_store: Store, tmp_path: Path) -> None:
@@ -352,7 +353,8 @@ def test_search_only_returns_current_truth_unless_asked(root: Path) -> None:
     assert [h["node"]["content"] for h in hits] == ["The build uses just"]
     everything = run_json(root, "search", "build", "--status", "all")
     assert isinstance(everything, list) and len(everything) == 2
-    assert run(root, "search", "build", "--status", "bogus").exit_code == 2
+    bogus = run(root, "search", "build", "--status", "bogus")
+    assert bogus.exit_code == 2 and "unknown status 'bogus'" in bogus.stderr
 
 
 @pytest.mark.parametrize("style", ["toml", "json", "markdown"])
@@ -452,7 +454,7 @@ def test_search_status_retired_lists_what_is_no_longer_true(root: Path) -> None:
     run(root, "forget", gone["id"])
     hits = run_json(root, "search", "build", "--status", "retired")
     assert isinstance(hits, list) and [h["node"]["id"] for h in hits] == [old["id"]]
-    assert "retired" in run(root, "search", "build", "--status", "bogus").stderr
+    assert "unknown status 'bogus'; use all, retired or" in run(root, "search", "build", "--status", "bogus").stderr
 
 
 def test_export_to_a_file_then_open_and_import(root: Path, tmp_path: Path) -> None:
@@ -460,9 +462,13 @@ def test_export_to_a_file_then_open_and_import(root: Path, tmp_path: Path) -> No
     out = tmp_path / "backup.cclg"
     written = run(root, "export", str(out))
     assert written.exit_code == 0 and written.stdout.startswith(f"wrote {out}: 1 nodes, 1 patches")
-    assert run(root, "export", str(out)).exit_code == 2  # exists, no --force
-    assert run(root, "export", str(tmp_path)).exit_code == 2  # a folder
-    assert run(root, "export", str(tmp_path / "no" / "x.cclg")).exit_code == 2  # no such folder
+    for target, error in [
+        (out, "exists"),  # no --force
+        (tmp_path, "is a folder; give a file name"),
+        (tmp_path / "no" / "x.cclg", f"no folder {tmp_path / 'no'} to write x.cclg into"),
+    ]:
+        refused = run(root, "export", str(target))
+        assert refused.exit_code == 2 and error in refused.stderr, refused.stderr
     header, body = out.read_text().split("\n", 2)[1:]
     piped = run(root, "export", "-").stdout.split("\n", 2)[1:]
     assert piped[1] == body and json.loads(piped[0])["content_sha256"] == json.loads(header)["content_sha256"]

@@ -1239,9 +1239,13 @@ def test_scan_of_paths_and_its_usage_errors(tmp_path: Path) -> None:
     hits = json.loads(result.stdout)["secrets"]
     assert sorted((Path(h["path"]).name, h["line"]) for h in hits) == [("a.md", 2), ("b.env", 1)]
     assert CliRunner().invoke(cli, ["scan", str(folder / "clean.txt")]).exit_code == 0
-    assert CliRunner().invoke(cli, ["scan"]).exit_code == 2
-    assert CliRunner().invoke(cli, ["scan", str(folder), "--redact"]).exit_code == 2
-    assert CliRunner().invoke(cli, ["scan", str(tmp_path / "missing")]).exit_code == 2
+    for args, error in [
+        ([], "give PATHS to scan, or --store"),
+        ([str(folder), "--redact"], "--redact works on the store only"),
+        ([str(tmp_path / "missing")], f"no such file or folder: {tmp_path / 'missing'}"),
+    ]:
+        refused = CliRunner().invoke(cli, ["scan", *args])
+        assert refused.exit_code == 2 and error in refused.stderr, refused.stderr
 
 
 @pytest.mark.parametrize(

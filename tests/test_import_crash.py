@@ -104,14 +104,13 @@ def audited(store: Store) -> set[str]:
     return found
 
 
-def heal_and_check(store: Store, ids: set[str], *, audit: bool = True) -> bool:
+def heal_and_check(store: Store, ids: set[str]) -> bool:
     """One normal write, then: all of the import or none of it, audited, and doctor finds nothing.
     Returns whether the import is there."""
     api.add_memory(store, "One normal write after the crash", source="test")
     written, _ = imported_and_current(store, ids)
     assert written in (set(), ids), f"{len(written)} of {len(ids)} imported memories are in nodes/"
-    if audit:
-        assert audited(store) >= written, "every memory written is in the audit log"
+    assert audited(store) >= written, "every memory written is in the audit log"
     assert list((store.root / "tmp").glob("*")) == [] and not (store.root / "staging").exists()
     assert [(f.check, f.path) for f in doctor.diagnose(store).findings] == []
     return bool(written)
@@ -153,7 +152,7 @@ def test_kill_9_during_import_jsonl_leaves_all_or_nothing(
     patches = [p for p in store.load_patches() if set(p.new_node_ids) == ids]
     # Nothing is current before its patch is on disk; once the patch is, the next write finishes it.
     assert not current or len(patches) == 1, f"{len(current)} memories are current without their patch"
-    there = heal_and_check(store, ids, audit=False)  # the audit: see the xfail below
+    there = heal_and_check(store, ids)
     assert there == bool(patches)
     hits = api.search_memories(store, "heron service", limit=5)
     assert bool(hits) == there
@@ -168,7 +167,7 @@ def test_the_issues_reproducer_5000_lines(tmp_path: Path) -> None:
     assert run_child(store.root, "jsonl", path, 5000).returncode == -signal.SIGKILL
     _, current = imported_and_current(store, ids)
     assert not current or any(set(p.new_node_ids) == ids for p in store.load_patches())
-    heal_and_check(store, ids, audit=False)
+    heal_and_check(store, ids)
 
 
 def test_every_memory_of_a_killed_import_jsonl_is_audited(
@@ -177,7 +176,7 @@ def test_every_memory_of_a_killed_import_jsonl_is_audited(
     path, ids, total = small_seed
     store, _ = Store.init(tmp_path / "store")
     assert run_child(store.root, "jsonl", path, kill_points(total)[-2]).returncode == -signal.SIGKILL
-    assert heal_and_check(store, ids, audit=True)
+    assert heal_and_check(store, ids)
 
 
 # ---------------------------------------------------------------- container import

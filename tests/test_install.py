@@ -416,7 +416,8 @@ def test_codex_project_install_trusts_its_hooks_once_the_project_is_trusted(tmp_
     config.write_text(f'[projects."{project}"]\ntrust_level = "trusted"\n')
     second = run("install", "codex", "--project", str(project))
     assert second.output.count("added Codex trust for") == 7
-    assert all(key.startswith(f"{project / '.codex' / 'hooks.json'}:") for key in _trust_tables(config.read_text()))
+    trusted = _trust_tables(config.read_text())
+    assert len(trusted) == 7 and all(key.startswith(f"{project / '.codex' / 'hooks.json'}:") for key in trusted)
     assert run("uninstall", "codex", "--project", str(project)).exit_code == 0
     assert config.read_text() == f'[projects."{project}"]\ntrust_level = "trusted"\n'
 

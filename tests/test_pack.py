@@ -838,6 +838,8 @@ def test_cli_pack_rejects_bad_options(cli_store: Store, args: list[str]) -> None
     result = run(cli_store.root, *args)
     assert result.exit_code == 2
     assert result.stdout == ""
+    option, value = args[1:]
+    assert f"Invalid value for '{option}'" in result.stderr and value in result.stderr  # the option exists
 
 
 # ---------------------------------------------------------------- what is served is never stale

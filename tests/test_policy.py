@@ -57,7 +57,7 @@ def test_cli_add_is_trusted_by_default_and_takes_labels(tmp_path: Path) -> None:
     )
     assert (labelled["sensitivity"], labelled["retention"]) == ("confidential", "required")
     bad = CliRunner().invoke(cli, ["--root", str(root), "add", "--source", "u", "--content", "x", "--trust", "max"])
-    assert bad.exit_code == 2
+    assert bad.exit_code == 2 and "Invalid value for '--trust': 'max'" in bad.stderr
 
 
 def test_unknown_labels_are_refused_and_hand_edited_ones_read_cautiously(store: Store) -> None:

@@ -249,6 +249,11 @@ def test_a_store_with_a_purge_reads_as_plain_records(spread: dict[str, Any], tmp
     opened = cclg(root, "open", str(out), "--json")
     assert opened.exit_code == 0, opened.output
     assert TOKEN.encode() not in out.read_bytes()
+    from cclg.container import load_container
+
+    statuses = {n.id: n.status for n in load_container(out.read_text("utf-8")).nodes}
+    assert statuses[node_id] == "forgotten" and statuses[spread["new"]] == "active", statuses
+    assert spread["new"] in json.loads(opened.stdout)["effective_view_node_ids"]
 
 
 def test_a_log_rewritten_whole_loses_no_append_waiting_for_its_lock(store: Store) -> None:

@@ -66,8 +66,11 @@ def test_each_entry_says_why_and_the_runner_up_why_not(small: Store) -> None:
     explained = api.explain_pack(small, "add a migration for the users table")
     (entry,) = explained["pack"]["memory_nodes"]
     assert "migration" in entry["why"] and entry["evidence"]["matched"] == ["migration"]
-    for left in explained["left_out"]:
-        assert left["why_not"] and left["id"] != entry["id"]
+    assert explained["left_out"] == [], "no other memory shares a word with it"
+    explained = api.explain_pack(small, "write a migration with alembic for the users table in Python")
+    (entry,) = explained["pack"]["memory_nodes"]
+    (left,) = explained["left_out"]
+    assert left["content"] == NOTES[3] and left["why_not"] == "no evidence strong enough; words: python"
 
 
 def test_a_huge_prompt_searches_with_its_rarest_words(small: Store) -> None:
@@ -95,6 +98,10 @@ def test_meaning_lifts_words_that_fall_short_over_the_bar(small: Store, monkeypa
     (entry,) = api.compile_pack(small, query)["memory_nodes"]
     assert entry["content"] == NOTES[0] and entry["evidence"]["strength"] == 1.0
     assert "backed by their meaning" in entry["why"]
+    api.add_memory(small, "A new column is written with a default value", source="user")  # words carry it
+    carried, lifted = api.compile_pack(small, query)["memory_nodes"]
+    assert lifted["id"] == migrations and "backed by their meaning" in lifted["why"]
+    assert "meaning" not in carried["why"] and lifted["evidence"]["strength"] <= 1.0 <= carried["evidence"]["strength"]
 
 
 ADMIN = "If mirveltan-admin stops consuming, check the lag dashboard in Sentry, then restart the deployment."

@@ -503,9 +503,22 @@ def test_the_next_lock_names_what_a_killed_writer_staged_for_a_patch_on_disk(sto
     assert audit_events(store)[-1]["actions"] == healed
 
 
-def test_writes_go_through_tmp_and_leave_nothing_there(store: Store) -> None:
-    store.write_file(store.root / "active" / "thing.json", b"data")
-    store.write_raw(b"evidence", "note.txt")
+def test_writes_go_through_tmp_and_leave_nothing_there(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    published: list[tuple[Path, Path]] = []  # (temp file, final name) of every rename or link
+    for name in ("replace", "link"):
+        real = getattr(os, name)
+
+        def record(src: str | Path, dst: str | Path, *args: object, _real=real, **kwargs: object) -> None:
+            published.append((Path(src), Path(dst)))
+            _real(src, dst, *args, **kwargs)
+
+        monkeypatch.setattr(os, name, record)
+    thing = store.root / "active" / "thing.json"
+    store.write_file(thing, b"data")
+    raw, new = store.write_raw(b"evidence", "note.txt")
+    assert new and thing.read_bytes() == b"data" and (store.root / raw).read_bytes() == b"evidence"
+    assert {dst for _, dst in published} >= {thing, store.root / raw}
+    assert all(src.parent == store.root / "tmp" for src, dst in published if dst in (thing, store.root / raw))
     assert list((store.root / "tmp").iterdir()) == []
 
 

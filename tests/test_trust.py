@@ -385,8 +385,9 @@ def test_a_limited_callers_patch_of_a_pinned_trusted_memory_inherits_neither_pin
     if operation == "merge":
         targets.append(user_memory(store, "Deploys run the release workflow").id)
     result = api.patch(store, operation, targets, contents=PATCH_CONTENTS[operation], reason="r", max_trust="untrusted")
+    assert len(result.new_nodes) == len(PATCH_CONTENTS[operation])
     for node in result.new_nodes:
-        assert guard.labels(node.metadata) == ("untrusted", "confidential", "preferred"), operation
+        assert guard.labels(store.read_node(node.id).metadata) == ("untrusted", "confidential", "preferred"), operation
     assert compile_pack(store, "")["memory_nodes"] == [], "the caller's text is not pinned into every pack"
     assert findings(store) == []
 

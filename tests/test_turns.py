@@ -122,7 +122,8 @@ def test_one_turn_window_with_the_history_kept(store: Store, tmp_path: Path) -> 
     kept = [json.loads((store.root / e["summary"]["turn"]["raw"]).read_text()) for e in stops]
     assert [k["turn_id"] for k in kept] == [1, 2] and kept[0]["layers"]["user"] == PROMPT
     assert cclg(store, "turn", "clear", "--session", SESSION).output.strip() == "cleared"
-    assert cclg(store, "turn", "read", "--session", SESSION).exit_code != 0
+    cleared = cclg(store, "turn", "read", "--session", SESSION)
+    assert cleared.exit_code == 5 and f"no turn recorded for session {SESSION}" in cleared.stderr, cleared.output
     assert (store.root / stops[0]["summary"]["turn"]["raw"]).exists(), "clearing keeps the history"
 
 
@@ -142,6 +143,8 @@ def test_secrets_in_a_turn_are_redacted(store: Store, tmp_path: Path) -> None:
     a_turn(store, tmp_path, prompt=f"use the token {secret} for the export")
     on_disk = b"".join(p.read_bytes() for p in store.root.rglob("*") if p.is_file() and "index" not in p.name)
     assert secret.encode() not in on_disk
+    user = turns.read(store, SESSION)["layers"]["user"]
+    assert user.startswith("use the token [REDACTED:") and user.endswith("] for the export"), user
 
 
 @pytest.mark.parametrize(
