@@ -32,7 +32,7 @@ import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
-from cclg.errors import ValidationError
+from cclg.errors import ValidationError, disk_refusal
 from cclg.files import create_private, fsync_dir
 from cclg.ids import content_hash, parse_time
 from cclg.lattice import RULES, undone_patches
@@ -466,10 +466,16 @@ def connect(store: Store) -> Index:
             break
         index.damage = damage
         return index
+    index = in_memory(store)
+    index.damage = damage
+    return index
+
+
+def in_memory(store: Store) -> Index:
+    """An index of ``store`` built in memory, for a process that cannot write the file: slower, never wrong."""
     index = Index(store, _open_db(":memory:"))
     index.db.executescript(_SCHEMA)
     index.rebuild()
-    index.damage = damage
     return index
 
 
@@ -506,13 +512,24 @@ def open_index(store: Store) -> Index:
     try:
         index.sync()
     except sqlite3.DatabaseError as exc:
-        index.close()
-        if not is_damage(exc):
-            raise
+        index = heal(store, index, exc)
+    return index
+
+
+def heal(store: Store, index: Index, exc: sqlite3.DatabaseError) -> Index:
+    """The index to go on with, in place of ``index``, which failed with ``exc`` (closed here). Damage
+    (``is_damage``) is deleted, audited and built again from the files; an index the disk will not
+    let catch up with the files (full, read-only) is built in memory for this process; anything
+    else is raised."""
+    index.close()
+    if is_damage(exc):
         damage = discard_damaged(store, exc)
         index = connect(store)
         index.damage = damage
-    return index
+        return index
+    if disk_refusal(exc) is not None:
+        return in_memory(store)
+    raise exc
 
 
 def read_fresh(store: Store, read: Callable[[Index], Result], served: Callable[[Result], Iterable[str]]) -> Result:
@@ -534,9 +551,7 @@ def read_fresh(store: Store, read: Callable[[Index], Result], served: Callable[[
             except sqlite3.DatabaseError as exc:
                 if not is_damage(exc) or run == MAX_READS:
                     raise
-                index.close()
-                discard_damaged(store, exc)
-                index = connect(store)
+                index = heal(store, index, exc)
         raise AssertionError("unreachable")
     finally:
         index.close()
@@ -582,19 +597,34 @@ def _audit_damage(store: Store) -> None:
                 discard_damaged(store, exc)
 
 
-def note_changes(store: Store, node_ids: Iterable[str], patch_ids: Iterable[str]) -> None:
-    """The ledger's one call into the index, after a write (under the store lock).
+def note_changes(
+    store: Store, node_ids: Iterable[str], patch_ids: Iterable[str], *, index: Index | None = None
+) -> None:
+    """The ledger's one call into the index, after a write (under the store lock): into the caller's
+    open ``index`` (which holds the rows it staged), else into the index file if there is one (it is
+    built on first read otherwise).
 
-    Updates the index if there is one (it is built on first read otherwise). The
-    files are already written; if the index cannot be updated now (locked,
-    damaged), the write still stands and the next reader re-syncs the index from
-    the files, because its folder signature no longer matches.
+    The files are already written: the write stands whatever happens here. When the index cannot
+    take the changes (a full disk, locked, damaged), it is left as it was, its recorded folder
+    signature no longer matches the folders, so the next reader re-reads what changed (or rebuilds
+    a damaged index); the store keeps a warning saying so.
     """
-    if not store.index_path.exists():
+    if index is None and not store.index_path.exists():
         return
-    with contextlib.suppress(sqlite3.Error):
-        index = connect(store)
-        try:
+    try:
+        if index is not None:
             index.note_changes(node_ids, patch_ids)
+            return
+        opened = _connect_file(store)  # no index built in memory for a write that cannot reach the file
+        try:
+            opened.note_changes(node_ids, patch_ids)
         finally:
-            index.close()
+            opened.close()
+    except (sqlite3.Error, OSError) as exc:
+        if index is not None:
+            with contextlib.suppress(sqlite3.Error):
+                index.db.rollback()
+        store.warnings.append(
+            f"the write is done, but the search index could not take it ({exc}); "
+            "the next search or `cclg doctor` brings the index up to date from the files"
+        )

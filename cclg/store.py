@@ -41,7 +41,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from cclg import format as fmt
-from cclg.errors import ConcurrencyError, NotFoundError, StoreNotFoundError, UsageError, ValidationError
+from cclg.errors import (
+    ConcurrencyError,
+    NotFoundError,
+    StoreNotFoundError,
+    UsageError,
+    ValidationError,
+    disk_refusal,
+)
 from cclg.files import (
     TEMP_RE,
     atomic_write,
@@ -97,6 +104,9 @@ class Store:
         self._batch_depth = 0
         self._temp_dirs: dict[Path, Path] = {}  # folder -> where its temp files go (see _temp_dir)
         self.healed: list[str] = []  # what the last taking of the store lock finished for killed writers
+        # What a write left unfinished after its commit point (the index update refused by a full disk,
+        # say): the write stands, and the surfaces show these as warnings (``after_commit``).
+        self.warnings: list[str] = []
 
     # ------------------------------------------------------------ opening
 
@@ -307,6 +317,21 @@ class Store:
             self._batch_depth -= 1
             if self._batch_depth == 0:
                 os.sync()
+
+    @contextlib.contextmanager
+    def after_commit(self, what: str) -> Iterator[None]:
+        """The steps of a write that follow its commit point (the patch file on disk): naming its staged
+        records, its audit lines, the targets it retires, the index. When the disk refuses one, the
+        write still stands (the next command that takes the store lock names what is staged, and
+        ``cclg doctor --repair`` replays the ledger), so the refusal is a warning in ``warnings``,
+        never an error that would say nothing was written."""
+        try:
+            yield
+        except Exception as exc:
+            if disk_refusal(exc) is None:
+                raise
+            why = f"{what} is written, but the disk refused what follows it ({exc}); "
+            self.warnings.append(why + "the next command (or `cclg doctor --repair`) finishes it")
 
     # ------------------------------------------------------------ whole-file writes
 
