@@ -21,6 +21,7 @@ import json
 import os
 import sqlite3
 import sys
+import zlib
 from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -108,10 +109,15 @@ class Report:
 
 
 def _records(
-    store: Store, folder: str, findings: list[Finding], strays: dict[str, list[Path]] | None = None
+    store: Store,
+    folder: str,
+    findings: list[Finding],
+    strays: dict[str, list[Path]] | None = None,
+    checksums: dict[str, int] | None = None,
 ) -> Iterator[Any]:
     """Each record of ``folder`` that parses, in file-name order, read one at a time; what is wrong
-    with the others goes to ``findings``, and ``strays`` gets the folder's stray files."""
+    with the others goes to ``findings``, ``strays`` gets the folder's stray files, and ``checksums``
+    the CRC-32 of each record's bytes (for ``Index.read_through``)."""
     parse = PARSERS[FOLDER_SCHEMA[folder]]
     entries, stray = store.scan_records(folder)
     if strays is not None:
@@ -122,7 +128,8 @@ def _records(
     for name in names:
         where = f"{folder}/{name}"
         try:
-            data = json.loads(_read_bytes(os.path.join(directory, name)))
+            raw = _read_bytes(os.path.join(directory, name))
+            data = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
             findings.append(Finding(SCHEMA, where, f"not valid JSON: {exc}"))
             continue
@@ -135,6 +142,8 @@ def _records(
             message = f"holds id {record.id!r}, not the id its file name says (a copy?); ignored"
             findings.append(Finding(SCHEMA, where, message))
             continue
+        if checksums is not None:
+            checksums[record.id] = zlib.crc32(raw)
         yield record
 
 
@@ -219,7 +228,8 @@ def diagnose(store: Store) -> Report:
     schema: dict[str, list[Finding]] = {folder: [] for folder in FOLDER_SCHEMA}
     strays: dict[str, list[Path]] = {}
     scan = Scan(list(_records(store, "patches", schema["patches"], strays)))
-    for node in _records(store, "nodes", schema["nodes"], strays):
+    checksums: dict[str, int] = {}
+    for node in _records(store, "nodes", schema["nodes"], strays, checksums):
         scan.see(node)
     nodes, patch_ids = scan.nodes, scan.patch_ids
     later = [f for patch in scan.patches for f in _patch_findings(patch, nodes, patch_ids)]
@@ -245,7 +255,7 @@ def diagnose(store: Store) -> Report:
     findings.extend(Finding(INSTALL, path, message) for path, message in check_installation())
     refreshed: list[str] = []
     if store.index_path.exists():
-        refreshed, stale = _index_health(store, {"nodes": nodes, "patches": patch_ids})
+        refreshed, stale = _index_health(store, {"nodes": nodes, "patches": patch_ids}, checksums)
         findings.extend(stale)
     findings.extend(logs)
     for path in store.orphan_temp_files():
@@ -379,9 +389,10 @@ def _edge_findings(edge: MemoryEdge, nodes: Container[str], patch_ids: set[str])
     return found
 
 
-def _index_health(store: Store, readable: Readable) -> tuple[list[str], list[Finding]]:
+def _index_health(store: Store, readable: Readable, checksums: dict[str, int]) -> tuple[list[str], list[Finding]]:
     """(what the index re-read: every file that changed since it saw it, or the whole index when it
-    was damaged; where it still disagrees with the files). ``readable``: see ``_index_findings``."""
+    was damaged; where it still disagrees with the files). ``readable``: see ``_index_findings``;
+    ``checksums``: of the node files, to read every record through the index (``Index.read_through``)."""
     refreshed: list[str] = []
     index = connect(store)
     try:
@@ -389,6 +400,7 @@ def _index_health(store: Store, readable: Readable) -> tuple[list[str], list[Fin
             refreshed.append(f"{INDEX_FILE}: {index.damage}")
         try:
             changed = index.refresh_all()
+            index.read_through(checksums)
             findings = _index_findings(store, index, readable, changed)
         except sqlite3.DatabaseError as exc:
             if not is_damage(exc):
@@ -503,7 +515,8 @@ def repair(store: Store) -> list[str]:
         # Unreadable records are reported by diagnose and left as they are: repair
         # works around them rather than giving up on the rest of the store.
         unreadable: list[Finding] = []
-        nodes = {n.id: n for n in _records(store, "nodes", unreadable)}
+        checksums: dict[str, int] = {}
+        nodes = {n.id: n for n in _records(store, "nodes", unreadable, checksums=checksums)}
         patches = sorted(_records(store, "patches", unreadable), key=patch_order)
         fixed = _set_aside_unfinished(store, nodes, patches)
         for node_id, why in sorted(unaccounted(store, nodes, patches).items()):
@@ -519,7 +532,7 @@ def repair(store: Store) -> list[str]:
         if fixed:
             store.audit_many([audit_record("repair_applied", actions=fixed)])
         if store.index_path.exists():
-            refreshed, stale = _index_health(store, {"nodes": nodes, "patches": patch_ids})
+            refreshed, stale = _index_health(store, {"nodes": nodes, "patches": patch_ids}, checksums)
             fixed += [f"refreshed the search index: {entry}" for entry in refreshed]
             if stale:
                 rebuild_index(store)

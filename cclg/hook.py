@@ -428,17 +428,16 @@ def _session_files(call: Call) -> dict[str, str]:
     worked: dict[str, str] = {}
     given = call.given().ever
     if given:
-        from cclg.index import open_index
+        from cclg.index import Index, indexed_node, read_fresh
 
-        index = open_index(call.store)
-        try:
+        def contents(index: Index) -> list[str]:
             marks = ",".join("?" * len(given))
-            rows = index.db.execute(f"SELECT record FROM nodes WHERE id IN ({marks}) AND current = 1", list(given))
-            for (record,) in rows:
-                for path in FILE_NAMED.findall(json.loads(record).get("content", "")):
-                    worked.setdefault(path, "named in a memory")
-        finally:
-            index.close()
+            rows = index.db.execute(f"SELECT id, record FROM nodes WHERE id IN ({marks}) AND current = 1", list(given))
+            return [indexed_node(node_id, record).content for node_id, record in rows]
+
+        for content in read_fresh(call.store, contents):
+            for path in FILE_NAMED.findall(content):
+                worked.setdefault(path, "named in a memory")
     for step in sensors.Window(sensors.recent_events(call.store, call.session_id)).steps:
         for path in step.get("read", ()):
             worked.setdefault(path, "read in this session")

@@ -35,7 +35,7 @@ from cclg import format as fmt
 from cclg import guard, semantic, usage
 from cclg.errors import UsageError
 from cclg.ids import now_iso
-from cclg.index import Index, read_fresh
+from cclg.index import Index, indexed_node, read_fresh
 from cclg.records import MemoryNode
 from cclg.relevance import Evidence, relevant
 from cclg.search import Hit, View, Where
@@ -253,7 +253,7 @@ def _offered(index: Index, view: View, ids: Sequence[str]) -> list[MemoryNode]:
             continue
         row = index.db.execute("SELECT record FROM nodes WHERE id = ?", (node_id,)).fetchone()
         if row is not None:
-            retired = MemoryNode.from_dict(json.loads(row[0]), where=f"index:{node_id}")
+            retired = indexed_node(node_id, row[0])
             for successor in view.live_ends(retired):
                 found.setdefault(successor.id, successor)
     return list(found.values())

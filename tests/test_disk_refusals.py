@@ -201,6 +201,7 @@ def test_rule13_a_lock_that_is_a_folder_is_a_clear_error_on_every_surface(root: 
 
 async def _mcp_add_then_search(root: Path, tmp_path: Path) -> tuple[str, bool]:
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home"), "CCLG_SEMANTIC": "off"}
+    env.update({k: v for k, v in os.environ.items() if k == "PYTHONPATH"})  # the cclg under test
     params = StdioServerParameters(command=MCP[0], args=[*MCP[1:], "--root", str(root)], env=env, cwd=str(tmp_path))
     with open(os.devnull, "w") as errlog:
         async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=60) as client:
