@@ -507,7 +507,6 @@ class Store:
     def scan_records(self, folder: str) -> tuple[list[os.DirEntry[str]], list[os.DirEntry[str]]]:
         """(the record files of ``folder``: regular files named ``<id>.json``, the id valid for the
         folder; the stray ``*.json`` entries), unsorted."""
-        prefix = RECORD_PREFIXES[folder]
         records: list[os.DirEntry[str]] = []
         strays: list[os.DirEntry[str]] = []
         with os.scandir(self.root / folder) as entries:
@@ -515,9 +514,7 @@ class Store:
                 name = entry.name
                 if name.startswith(".") or not name.endswith(".json"):
                     continue
-                stem = name[:-5]
-                valid = is_valid_session_id(stem) if prefix is None else is_valid_id(stem, prefix)
-                (records if valid and entry.is_file() else strays).append(entry)
+                (records if is_record_name(folder, name) and entry.is_file() else strays).append(entry)
         return records, strays
 
     def _load_all(self, folder: str, parse: Any) -> list[Any]:
@@ -608,6 +605,14 @@ class Store:
         if actions:
             self.audit("repair_applied", actions=actions)
         return healed + actions
+
+
+def is_record_name(folder: str, name: str) -> bool:
+    """Whether ``name`` is a record's file name in the record folder ``folder``: ``<id>.json``, the id valid there."""
+    if not name.endswith(".json"):
+        return False
+    prefix, stem = RECORD_PREFIXES[folder], name[:-5]
+    return is_valid_session_id(stem) if prefix is None else is_valid_id(stem, prefix)
 
 
 def patch_order(patch: MemoryPatch) -> tuple[datetime, str]:

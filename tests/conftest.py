@@ -43,4 +43,11 @@ def reference_store(tmp_path: Path) -> Store:
     """A copy of the demo store written by the reference implementation (cclg 0.2.3)."""
     target = tmp_path / "reference-store"
     shutil.copytree(DATA / "reference-demo-store", target)
+    owner_only(target)  # a checkout's modes are git's (0644, 0755); a store's own are 0600 and 0700
     return Store.open(target)
+
+
+def owner_only(root: Path) -> None:
+    """Give every file under ``root`` mode 0600 and every folder 0700, as cclg makes a store's."""
+    for path in [root, *root.rglob("*")]:
+        path.chmod(0o700 if path.is_dir() else 0o600)
