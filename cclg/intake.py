@@ -258,7 +258,8 @@ def add_memory(
         finish(store)  # an import a crash interrupted
         added = healing(store, write)
         if node.scope.session and added.patch is not None:
-            note_overlay(store, node.scope.session, node.id)
+            with store.after_commit(f"patch {added.patch.id}", then="its session's record does not list it"):
+                note_overlay(store, node.scope.session, node.id)
     return added
 
 

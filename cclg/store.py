@@ -319,19 +319,20 @@ class Store:
                 os.sync()
 
     @contextlib.contextmanager
-    def after_commit(self, what: str) -> Iterator[None]:
+    def after_commit(
+        self, what: str, then: str = "the next command (or `cclg doctor --repair`) finishes it"
+    ) -> Iterator[None]:
         """The steps of a write that follow its commit point (the patch file on disk): naming its staged
         records, its audit lines, the targets it retires, the index. When the disk refuses one, the
         write still stands (the next command that takes the store lock names what is staged, and
         ``cclg doctor --repair`` replays the ledger), so the refusal is a warning in ``warnings``,
-        never an error that would say nothing was written."""
+        never an error that would say nothing was written; ``then`` says what becomes of the rest."""
         try:
             yield
         except Exception as exc:
             if disk_refusal(exc) is None:
                 raise
-            why = f"{what} is written, but the disk refused what follows it ({exc}); "
-            self.warnings.append(why + "the next command (or `cclg doctor --repair`) finishes it")
+            self.warnings.append(f"{what} is written, but the disk refused what follows it ({exc}); {then}")
 
     # ------------------------------------------------------------ whole-file writes
 

@@ -72,9 +72,22 @@ def root(tmp_path: Path) -> Path:
     return store.root
 
 
-def test_rule13_add_committed_before_the_index_update_failed_says_done_and_the_index_heals(root: Path) -> None:
+@pytest.mark.parametrize("write", ["add", "import-jsonl", "patch refine"])
+def test_rule13_a_write_committed_before_the_index_update_failed_says_done_and_the_index_heals(
+    root: Path, tmp_path: Path, write: str
+) -> None:
     before = node_files(root)
-    result = cclg(root, "add", "--content", "Deploys go out with make ship", "--source", "user", limit=INDEX_ONLY_LIMIT)
+    content = "Deploys go out with make ship"
+    if write == "add":
+        args = ["add", "--content", content, "--source", "user"]
+    elif write == "import-jsonl":
+        lines = tmp_path / "lines.jsonl"
+        lines.write_text(json.dumps({"content": content, "source": "user"}) + "\n")
+        args = ["import-jsonl", str(lines)]
+    else:
+        target = before[0][:-5]
+        args = ["patch", "refine", "--target", target, "--content", content, "--reason", "the deploy line"]
+    result = cclg(root, *args, limit=INDEX_ONLY_LIMIT)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert "warning:" in result.stderr and "search index" in result.stderr, result.stderr
@@ -84,6 +97,26 @@ def test_rule13_add_committed_before_the_index_update_failed_says_done_and_the_i
     assert found.returncode == 0 and added[0][:-5] in found.stdout, found.stdout + found.stderr
     doctor = cclg(root, "doctor")
     assert doctor.returncode == 0, doctor.stdout
+
+
+def test_rule13_an_audit_line_refused_after_the_commit_leaves_the_memory_written(root: Path) -> None:
+    """The audit log has grown past the file-size limit; the memory's own files fit under it. The
+    append, after the patch is on disk, is refused: the command says done and warns, and the next
+    command that takes the store lock gives the staged memory its name."""
+    store = Store.open(root)
+    store.audit_many(
+        [{"event": "repair_applied", "actions": ["padding " * 20], "created_at": "2026-01-01T00:00:00+00:00"}] * 200
+    )
+    assert (root / "audit" / "memory_audit.jsonl").stat().st_size > 16 * 1024
+    before = node_files(root)
+    result = cclg(root, "add", "--content", "Deploys go out with make ship", "--source", "user", limit=16 * 1024)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "is written, but the disk refused" in result.stderr, result.stderr
+    assert len(list((root / "patches").iterdir())) == 2, "the patch is committed"
+    assert cclg(root, "doctor", "--repair").returncode in (0, 1)
+    assert len(set(node_files(root)) - set(before)) == 1
+    found = cclg(root, "search", "ship")
+    assert found.returncode == 0 and "make ship" in found.stdout, found.stdout + found.stderr
 
 
 def test_rule13_a_write_the_disk_refuses_before_the_commit_exits_8_and_writes_nothing(root: Path) -> None:
@@ -199,13 +232,28 @@ def test_rule13_a_lock_that_is_a_folder_is_a_clear_error_on_every_surface(root: 
     assert alive
 
 
-async def _mcp_add_then_search(root: Path, tmp_path: Path) -> tuple[str, bool]:
+async def _mcp_add_then_search(root: Path, tmp_path: Path, *prefix: str) -> tuple[str, bool]:
+    """(the message of a failed ``cclg_add``, or the JSON of its result; whether a search after it works)."""
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home"), "CCLG_SEMANTIC": "off"}
     env.update({k: v for k, v in os.environ.items() if k == "PYTHONPATH"})  # the cclg under test
-    params = StdioServerParameters(command=MCP[0], args=[*MCP[1:], "--root", str(root)], env=env, cwd=str(tmp_path))
+    command = [*prefix, *MCP, "--root", str(root)]
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(tmp_path))
     with open(os.devnull, "w") as errlog:
         async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=60) as client:
             added = await client.call_tool("cclg_add", {"content": "Deploys go out with make ship", "source": "agent"})
             message = "\n".join(getattr(block, "text", "") for block in added.content)
             found = await client.call_tool("cclg_search", {"query": "pytest"})
-            return (message if added.is_error else "not an error"), not found.is_error
+            return (message if added.is_error else json.dumps(added.structured_content)), not found.is_error
+
+
+def test_rule13_mcp_add_committed_before_the_index_update_failed_is_a_result_with_a_warning(
+    root: Path, tmp_path: Path
+) -> None:
+    if shutil.which("prlimit") is None:
+        pytest.skip("prlimit sets the server's file-size limit")
+    before = node_files(root)
+    result, alive = asyncio.run(_mcp_add_then_search(root, tmp_path, "prlimit", f"--fsize={INDEX_ONLY_LIMIT}"))
+    assert alive
+    data = json.loads(result)
+    assert data["patch_id"] and any("search index" in w for w in data["warnings"]), data
+    assert len(set(node_files(root)) - set(before)) == 1
