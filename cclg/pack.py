@@ -228,7 +228,8 @@ def select(
 
     def served(result: _Read) -> list[str]:
         chosen, found, retired, _, runner_up = result
-        return [hit.id for hit in (*chosen, *found, *retired)] + [hit.id for hit, _ in runner_up]
+        # Each parsed here (``Hit.node``), where a record that does not parse can still be healed.
+        return [hit.node.id for hit in (*chosen, *found, *retired)] + [hit.node.id for hit, _ in runner_up]
 
     chosen, found, retired, replaced_by, runner_up = read_fresh(store, read, served)
     seen = set(skip)

@@ -572,7 +572,7 @@ def search(
             hits = fuse([lexical, expand(index, lexical[:limit], where, limit=pool), exact], limit=pool)
         return _time_filter(hits, since, until)[:limit]
 
-    return read_fresh(store, read, lambda hits: [hit.id for hit in hits])
+    return read_fresh(store, read, lambda hits: [hit.node.id for hit in hits])  # each parsed while it can heal
 
 
 def _time_filter(hits: list[Hit], since: datetime | None, until: datetime | None) -> list[Hit]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,18 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     work = tmp_path.parent / f"{tmp_path.name}-cwd"  # beside tmp_path: tests may check what appears in it
     work.mkdir(exist_ok=True)
     monkeypatch.chdir(work)
+
+
+@pytest.fixture(autouse=True)
+def _private_umask() -> Iterator[None]:
+    """Files a test makes by hand in a store (a conflict copy, an edited record) are private, as the store's
+    own are, so that doctor's modes check stays out of tests about other things; the tests of that check
+    (tests/test_store_modes.py) and of modes under a given umask set theirs."""
+    old = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(old)
 
 
 @pytest.fixture

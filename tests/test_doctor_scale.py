@@ -44,7 +44,6 @@ def copy_as(store: Store, node_id: str, new_id: str) -> None:
     data = json.loads(store.node_path(node_id).read_text())
     data["id"] = new_id
     store.node_path(new_id).write_text(json.dumps(data, indent=2))
-    store.node_path(new_id).chmod(0o600)  # private, as the store's own files are: only its being unaccounted shows
 
 
 def test_damage_among_many_healthy_memories_is_each_reported_once(store: Store) -> None:

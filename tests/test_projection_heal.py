@@ -24,12 +24,13 @@ from tests.test_disk_refusals import HOOK, MCP, cclg
 PYTEST = "Tests run with pytest -q"
 
 
-def flip(root: Path, text: str, byte: bytes) -> None:
-    """Change the first character of ``text`` inside the index's copy of the memory that holds it."""
+def flip(root: Path, text: str, byte: bytes, offset: int = 0) -> None:
+    """Change the first character of ``text`` (or the one ``offset`` from it) inside the index's copy of
+    the memory that holds it."""
     path = root / "index.sqlite"
     assert not (root / "index.sqlite-wal").exists(), "every write reached the index file itself"
     data = path.read_bytes()
-    at = data.index(f'"content": "{text}'.encode()) + len('"content": "')
+    at = data.index(f'"content": "{text}'.encode()) + len('"content": "') + offset
     path.write_bytes(data[:at] + byte + data[at + 1 :])
 
 
@@ -50,9 +51,12 @@ def healed(root: Path) -> bool:
     )
 
 
+@pytest.mark.parametrize("offset", [0, -1], ids=["not-utf8", "not-json"])
 @pytest.mark.parametrize("command", [["search", "pytest"], ["pack", "--query", "how do I run pytest"]])
-def test_rule14_a_record_that_is_not_utf8_is_rebuilt_and_answered(root: Path, command: list[str]) -> None:
-    flip(root, PYTEST, b"\xff")
+def test_rule14_a_record_that_cannot_be_read_back_is_rebuilt_and_answered(
+    root: Path, command: list[str], offset: int
+) -> None:
+    flip(root, PYTEST, b"\xff" if offset == 0 else b"X", offset)  # the opening quote of the content: no JSON
     result = cclg(root, *command)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr and PYTEST in result.stdout, result.stdout + result.stderr
