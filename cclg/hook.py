@@ -159,8 +159,20 @@ def handle(
     call = Call(event, store, session_id, payload, agent, include_codegraph)
     if event == "session-end" and not store.session_path(session_id).exists():
         return None  # the end of a session cclg never saw start (`claude mcp list` fires one): nothing to close
-    sessions.start_session(store, session_id, agent=agent, project=call.project)
+    _bookkeeping(lambda: sessions.start_session(store, session_id, agent=agent, project=call.project))
     return HANDLERS[event](call)
+
+
+def _bookkeeping(write: Callable[[], object]) -> None:
+    """Run one of the hook's records of the session (its record, an event): a disk that refuses the
+    write (full, read-only) costs that record, never the answer, which needs no write."""
+    from cclg.errors import disk_refusal
+
+    try:
+        write()
+    except Exception as exc:
+        if disk_refusal(exc) is None:
+            raise
 
 
 def on_user_prompt(call: Call) -> str | None:
@@ -397,7 +409,7 @@ def _record_and_answer(
         summary["loaded_memory_ids"] = [node["id"] for node in nodes]
         summary["listed_retired_ids"] = [node["id"] for node in retired]
         summary["tokens"] = estimate_tokens(query) + estimate_tokens(context or "")  # what it adds to the context
-        call.record(summary)
+        _bookkeeping(lambda: call.record(summary))
     return context
 
 
