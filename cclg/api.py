@@ -565,12 +565,16 @@ def code_index(
 def code_search(store: Store, query: str, repo: str | Path, *, limit: int = 10) -> dict[str, Any]:
     """``cclg code-search``: the files of an indexed repository to read first for ``query``, with the
     CodeGraphPack that shows them (``pack``)."""
-    from cclg.codegraph.rank import rank_files, render_pack
+    from cclg.codegraph.rank import SearchIndexDamage, rank_files, render_pack
     from cclg.codegraph.search_index import TEXT_SCHEMA, index_schema
     from cclg.codegraph.stored import find_search_index
 
     root, index = find_search_index(store, repo)
-    files = rank_files(index, query, limit=limit)
+    try:
+        files = rank_files(index, query, limit=limit)
+    except SearchIndexDamage:  # deleted: built again from the repository, once, and asked again
+        code_index(store, root)
+        files = rank_files(index, query, limit=limit)
     result = {"query": query, "root": str(root), "files": files, "pack": render_pack(files)}
     if index_schema(index) < TEXT_SCHEMA:  # it ranks without what it lacks
         result["note"] = f"the code graph was indexed by an older cclg: `cclg code-index {root}` completes it"

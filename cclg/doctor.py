@@ -20,7 +20,9 @@ import contextlib
 import json
 import os
 import sqlite3
+import stat
 import sys
+import zlib
 from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -38,7 +40,7 @@ from cclg.install import check_installation
 from cclg.lattice import INITIAL_STATUSES, LIVE_STATUSES, RULES
 from cclg.ledger import link_replacements
 from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Retrieval, Session, Source
-from cclg.store import HOOK_FAILURES, INDEX_FILE, Store, audit_record, patch_order
+from cclg.store import HOOK_FAILURES, INDEX_FILE, Store, audit_record, is_record_name, patch_order
 from cclg.view import effective_view, expected_statuses, retired_ids, undone_patch_ids
 
 CHECKS = dict(enumerate(fmt.DOCTOR_CHECKS))
@@ -59,6 +61,8 @@ INDEX = "the search index agrees with the files"
 HOOKS = "no hook failures in the last 24 hours"
 INSTALL = "installed hooks can run"
 PURGE = "every purge finished"
+PRIVATE = "store files and folders are the owner's only"
+OWNER_ONLY = {False: 0o600, True: 0o700}  # a file's mode, a folder's (is it a folder?): what the store sets
 Readable = Mapping[str, Container[str]]  # the ids of the records that parse, by folder
 
 PARSERS: dict[str, Any] = {
@@ -109,10 +113,16 @@ class Report:
 
 
 def _records(
-    store: Store, folder: str, findings: list[Finding], strays: dict[str, list[Path]] | None = None
+    store: Store,
+    folder: str,
+    findings: list[Finding],
+    strays: dict[str, list[Path]] | None = None,
+    checksums: dict[str, int] | None = None,
+    modes: OpenModes | None = None,
 ) -> Iterator[Any]:
     """Each record of ``folder`` that parses, in file-name order, read one at a time; what is wrong
-    with the others goes to ``findings``, and ``strays`` gets the folder's stray files."""
+    with the others goes to ``findings``, ``strays`` gets the folder's stray files, ``checksums``
+    the CRC-32 of each record's bytes (for ``Index.read_through``) and ``modes`` each file's mode."""
     parse = PARSERS[FOLDER_SCHEMA[folder]]
     entries, stray = store.scan_records(folder)
     if strays is not None:
@@ -123,7 +133,10 @@ def _records(
     for name in names:
         where = f"{folder}/{name}"
         try:
-            data = json.loads(_read_bytes(os.path.join(directory, name)))
+            raw, mode = _read_bytes(os.path.join(directory, name))
+            if modes is not None:
+                modes.see(where, mode)
+            data = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
             findings.append(Finding(SCHEMA, where, f"not valid JSON: {exc}"))
             continue
@@ -136,16 +149,73 @@ def _records(
             message = f"holds id {record.id!r}, not the id its file name says (a copy?); ignored"
             findings.append(Finding(SCHEMA, where, message))
             continue
+        if checksums is not None:
+            checksums[record.id] = zlib.crc32(raw)
         yield record
 
 
-def _read_bytes(path: str) -> bytes:
-    """``Path.read_bytes`` without a file object: a store's records are read by the hundred thousand."""
+def _read_bytes(path: str) -> tuple[bytes, int]:
+    """``Path.read_bytes`` without a file object (a store's records are read by the hundred thousand),
+    with the file's mode (an ``fstat`` of the open file costs next to nothing)."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        return b"".join(iter(lambda: os.read(fd, 1 << 16), b""))
+        return b"".join(iter(lambda: os.read(fd, 1 << 16), b"")), os.fstat(fd).st_mode
     finally:
         os.close(fd)
+
+
+class OpenModes:
+    """The store's files and folders more open than the store makes them (``OWNER_ONLY``), as they are met:
+    the records as ``_records`` reads them, everything else by one walk (``walk``)."""
+
+    def __init__(self) -> None:
+        self.found: dict[str, int] = {}  # path in the store -> its permission bits
+
+    def see(self, where: str, mode: int) -> None:
+        if mode & 0o077 and not stat.S_ISLNK(mode):
+            self.found[where] = mode
+
+    def walk(self, store: Store, read: Container[str]) -> None:
+        """Every file and folder of ``store`` (links are not followed), but for the records of the
+        folders in ``read``, whose modes ``_records`` saw as it read them."""
+        self.see(".", os.lstat(store.root).st_mode)
+        pending = [""]
+        while pending:
+            folder = pending.pop()
+            with contextlib.suppress(OSError), os.scandir(store.root / folder) as entries:
+                for entry in entries:
+                    if folder in read and is_record_name(folder, entry.name) and entry.is_file(follow_symlinks=False):
+                        continue
+                    where = f"{folder}/{entry.name}" if folder else entry.name
+                    info = entry.stat(follow_symlinks=False)
+                    self.see(where, info.st_mode)
+                    if stat.S_ISDIR(info.st_mode):
+                        pending.append(where)
+
+    def findings(self) -> list[Finding]:
+        if not self.found:
+            return []
+        folders = sorted(p for p, m in self.found.items() if stat.S_ISDIR(m))
+        files = sorted(p for p, m in self.found.items() if not stat.S_ISDIR(m))
+        shown = [f"{p} ({stat.S_IMODE(self.found[p]):04o})" for p in [*folders[:3], *files[:3]]]
+        more = len(self.found) - len(shown)
+        message = f"{len(files)} file(s) and {len(folders)} folder(s) are open to others than their owner: "
+        message += ", ".join(shown) + (f" and {more} more" if more else "")
+        file_mode, folder_mode = OWNER_ONLY[False], OWNER_ONLY[True]
+        message += f"; `cclg doctor --repair` tightens them to {file_mode:04o} (files), {folder_mode:04o} (folders)"
+        return [Finding(PRIVATE, ".", message)]
+
+    def tighten(self, store: Store) -> list[str]:
+        """Give each file and folder found the store's own mode; returns what was done (one line)."""
+        done = {False: 0, True: 0}
+        for where, mode in sorted(self.found.items()):
+            with contextlib.suppress(FileNotFoundError):
+                os.chmod(store.root / where, OWNER_ONLY[stat.S_ISDIR(mode)])
+                done[stat.S_ISDIR(mode)] += 1
+        if not any(done.values()):
+            return []
+        return [f"tightened {done[False]} file(s) to {OWNER_ONLY[False]:04o} and {done[True]} folder(s) to "
+                f"{OWNER_ONLY[True]:04o}, which were open to others than their owner"]  # fmt: skip
 
 
 class Seen(NamedTuple):
@@ -219,16 +289,19 @@ def diagnose(store: Store) -> Report:
     staging.finish(store)
     schema: dict[str, list[Finding]] = {folder: [] for folder in FOLDER_SCHEMA}
     strays: dict[str, list[Path]] = {}
-    scan = Scan(list(_records(store, "patches", schema["patches"], strays)))
-    for node in _records(store, "nodes", schema["nodes"], strays):
+    checksums: dict[str, int] = {}
+    modes = OpenModes()
+    scan = Scan(list(_records(store, "patches", schema["patches"], strays, modes=modes)))
+    for node in _records(store, "nodes", schema["nodes"], strays, checksums, modes):
         scan.see(node)
     nodes, patch_ids = scan.nodes, scan.patch_ids
     later = [f for patch in scan.patches for f in _patch_findings(patch, nodes, patch_ids)]
     counts = {"nodes": len(nodes), "patches": len(scan.patches), "edges": 0, "sessions": 0}
-    for edge in _records(store, "edges", schema["edges"], strays):
+    for edge in _records(store, "edges", schema["edges"], strays, modes=modes):
         later += _edge_findings(edge, nodes, patch_ids)
         counts["edges"] += 1
-    counts["sessions"] = sum(1 for _ in _records(store, "sessions", schema["sessions"], strays))
+    counts["sessions"] = sum(1 for _ in _records(store, "sessions", schema["sessions"], strays, modes=modes))
+    modes.walk(store, read=FOLDER_SCHEMA)
     counts["raw"] = len(store.raw_files())
     written = Audited("node_written", "node_id") if scan.suspects else None
     logs = _log_findings(store, written)
@@ -246,13 +319,14 @@ def diagnose(store: Store) -> Report:
     findings.extend(Finding(INSTALL, path, message) for path, message in check_installation())
     refreshed: list[str] = []
     if store.index_path.exists():
-        refreshed, stale = _index_health(store, {"nodes": nodes, "patches": patch_ids})
+        refreshed, stale = _index_health(store, {"nodes": nodes, "patches": patch_ids}, checksums)
         findings.extend(stale)
     findings.extend(logs)
     for path in store.orphan_temp_files():
         message = "left by a write that was killed; the next write (or `cclg doctor --repair`) finishes or removes it"
         findings.append(Finding(TEMP, store.relative(path), message))
     findings.extend(_stray_findings(store, strays))
+    findings.extend(modes.findings())
     thresholds = sensors.settings(store)
     return Report(root=str(store.root), counts=counts, findings=findings, refreshed=refreshed, sensors=thresholds)
 
@@ -380,9 +454,10 @@ def _edge_findings(edge: MemoryEdge, nodes: Container[str], patch_ids: set[str])
     return found
 
 
-def _index_health(store: Store, readable: Readable) -> tuple[list[str], list[Finding]]:
+def _index_health(store: Store, readable: Readable, checksums: dict[str, int]) -> tuple[list[str], list[Finding]]:
     """(what the index re-read: every file that changed since it saw it, or the whole index when it
-    was damaged; where it still disagrees with the files). ``readable``: see ``_index_findings``."""
+    was damaged; where it still disagrees with the files). ``readable``: see ``_index_findings``;
+    ``checksums``: of the node files, to read every record through the index (``Index.read_through``)."""
     refreshed: list[str] = []
     index = connect(store)
     try:
@@ -390,6 +465,7 @@ def _index_health(store: Store, readable: Readable) -> tuple[list[str], list[Fin
             refreshed.append(f"{INDEX_FILE}: {index.damage}")
         try:
             changed = index.refresh_all()
+            index.read_through(checksums)
             findings = _index_findings(store, index, readable, changed)
         except sqlite3.DatabaseError as exc:
             if not is_damage(exc):
@@ -504,9 +580,12 @@ def repair(store: Store) -> list[str]:
         # Unreadable records are reported by diagnose and left as they are: repair
         # works around them rather than giving up on the rest of the store.
         unreadable: list[Finding] = []
-        nodes = {n.id: n for n in _records(store, "nodes", unreadable)}
-        patches = sorted(_records(store, "patches", unreadable), key=patch_order)
-        fixed = _set_aside_unfinished(store, nodes, patches)
+        checksums: dict[str, int] = {}
+        modes = OpenModes()
+        nodes = {n.id: n for n in _records(store, "nodes", unreadable, checksums=checksums, modes=modes)}
+        patches = sorted(_records(store, "patches", unreadable, modes=modes), key=patch_order)
+        modes.walk(store, read=("nodes", "patches"))
+        fixed = modes.tighten(store) + _set_aside_unfinished(store, nodes, patches)
         for node_id, why in sorted(unaccounted(store, nodes, patches).items()):
             moved = store.set_aside(store.node_path(node_id))
             del nodes[node_id]
@@ -520,7 +599,7 @@ def repair(store: Store) -> list[str]:
         if fixed:
             store.audit_many([audit_record("repair_applied", actions=fixed)])
         if store.index_path.exists():
-            refreshed, stale = _index_health(store, {"nodes": nodes, "patches": patch_ids})
+            refreshed, stale = _index_health(store, {"nodes": nodes, "patches": patch_ids}, checksums)
             fixed += [f"refreshed the search index: {entry}" for entry in refreshed]
             if stale:
                 rebuild_index(store)

@@ -7,6 +7,8 @@ happens in one place (``cclg.cli``) and the library never imports click.
 
 from __future__ import annotations
 
+import errno
+
 
 class CclgError(Exception):
     """Base class: a problem the user can act on. ``exit_code`` is what the CLI returns."""
@@ -58,3 +60,33 @@ class ConcurrencyError(CclgError):
     """A lock could not be taken in time."""
 
     exit_code = 7
+
+
+class DiskError(CclgError):
+    """The disk refused a write (full, over quota, read-only, permission denied, a folder where a file
+    should be). Every write is a temp file renamed into place, so the refused one was never published."""
+
+    exit_code = 8
+
+
+# What the disk says when it refuses: full, over quota, a file too large for the limits, read-only,
+# permission denied, a folder where a file should be (a `.lock` made a folder) or the reverse.
+DISK_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.EISDIR, errno.ENOTDIR}
+)
+# SQLite's primary result codes for the same: SQLITE_PERM, SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN.
+SQLITE_DISK_CODES = frozenset({3, 8, 10, 13, 14})
+
+
+def disk_refusal(exc: BaseException) -> DiskError | None:
+    """``exc`` as a ``DiskError`` when it is the disk refusing (an ``OSError`` or a SQLite error of
+    the kinds above), with a message naming the file; None for anything else."""
+    if isinstance(exc, DiskError):
+        return exc
+    if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:
+        where = f": {exc.filename}" if exc.filename else ""
+        return DiskError(f"the disk refused the write ({exc.strerror or exc}{where}); nothing was half-written")
+    code = getattr(exc, "sqlite_errorcode", None)
+    if type(exc).__module__ == "sqlite3" and isinstance(code, int) and code & 0xFF in SQLITE_DISK_CODES:
+        return DiskError(f"the disk refused the write ({exc}); nothing was half-written")
+    return None

@@ -183,6 +183,20 @@ def publish(tmp: Path, path: Path, *, replace: bool = True, exclusive: bool = Fa
 TEMP_RE = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+\.tmp$")
 
 
+def private_folders(path: str | os.PathLike[str]) -> None:
+    """Make the folder ``path`` and every missing folder above it owner-only (0700), as ``mkdir -p``
+    would, but for each level: ``os.makedirs(mode=...)`` gives the mode to the last one only, and the
+    ones between got the umask's default (0755 under the usual 022)."""
+    missing = []
+    folder = Path(path)
+    while not folder.is_dir():
+        missing.append(folder)
+        folder = folder.parent
+    for each in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made meanwhile by another process
+            os.mkdir(each, 0o700)
+
+
 def create_private(path: Path) -> None:
     """Make sure the file at ``path`` exists and is readable by its owner only (0600): a file that
     another library (SQLite) opens, and would otherwise create with the umask's default mode."""

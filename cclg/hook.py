@@ -164,8 +164,20 @@ def handle(
     call = Call(event, store, session_id, payload, agent, include_codegraph)
     if event == "session-end" and not store.session_path(session_id).exists():
         return None  # the end of a session cclg never saw start (`claude mcp list` fires one): nothing to close
-    sessions.start_session(store, session_id, agent=agent, project=call.project_value)
+    _bookkeeping(lambda: sessions.start_session(store, session_id, agent=agent, project=call.project_value))
     return HANDLERS[event](call)
+
+
+def _bookkeeping(write: Callable[[], object]) -> None:
+    """Run one of the hook's records of the session (its record, an event): a disk that refuses the
+    write (full, read-only) costs that record, never the answer, which needs no write."""
+    from cclg.errors import disk_refusal
+
+    try:
+        write()
+    except Exception as exc:
+        if disk_refusal(exc) is None:
+            raise
 
 
 def on_user_prompt(call: Call) -> str | None:
@@ -416,7 +428,7 @@ def _record_and_answer(
         summary["loaded_memory_ids"] = [node["id"] for node in nodes]
         summary["listed_retired_ids"] = [node["id"] for node in retired]
         summary["tokens"] = estimate_tokens(query) + estimate_tokens(context or "")  # what it adds to the context
-        call.record(summary)
+        _bookkeeping(lambda: call.record(summary))
     return context
 
 
@@ -450,17 +462,16 @@ def _session_files(call: Call) -> dict[str, str]:
     worked: dict[str, str] = {}
     given = call.given().ever
     if given:
-        from cclg.index import open_index
+        from cclg.index import Index, indexed_node, read_fresh
 
-        index = open_index(call.store)
-        try:
+        def contents(index: Index) -> list[str]:
             marks = ",".join("?" * len(given))
-            rows = index.db.execute(f"SELECT record FROM nodes WHERE id IN ({marks}) AND current = 1", list(given))
-            for (record,) in rows:
-                for path in FILE_NAMED.findall(json.loads(record).get("content", "")):
-                    worked.setdefault(path, "named in a memory")
-        finally:
-            index.close()
+            rows = index.db.execute(f"SELECT id, record FROM nodes WHERE id IN ({marks}) AND current = 1", list(given))
+            return [indexed_node(node_id, record).content for node_id, record in rows]
+
+        for content in read_fresh(call.store, contents):
+            for path in FILE_NAMED.findall(content):
+                worked.setdefault(path, "named in a memory")
     for step in sensors.Window(sensors.recent_events(call.store, call.session_id)).steps:
         for path in step.get("read", ()):
             worked.setdefault(path, "read in this session")

@@ -29,10 +29,11 @@ import contextlib
 import json
 import os
 import sqlite3
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
-from cclg.errors import ValidationError
+from cclg.errors import ValidationError, disk_refusal
 from cclg.files import create_private, fsync_dir
 from cclg.ids import content_hash, parse_time
 from cclg.lattice import RULES, undone_patches
@@ -137,10 +138,28 @@ def _files(store: Store, folder: str) -> dict[str, tuple[int, int]]:
     return found
 
 
+class IndexDamage(sqlite3.DatabaseError):
+    """A row of the index that cannot be read back (its record no longer parses): the file is damaged."""
+
+
+def indexed_node(node_id: str, record: object) -> MemoryNode:
+    """The node an index row holds (its ``record`` column); ``IndexDamage`` when it does not parse."""
+    try:
+        return MemoryNode.from_dict(json.loads(record), where=f"index:{node_id}")  # type: ignore[arg-type]
+    except (TypeError, ValueError, ValidationError) as exc:
+        raise IndexDamage(f"the index's record of {node_id} does not parse ({exc})") from None
+
+
 def is_damage(exc: BaseException) -> bool:
-    """Whether ``exc`` says the database file itself is broken (not busy, locked or read-only)."""
+    """Whether ``exc`` says the database file itself is broken (not busy, locked or read-only): SQLite
+    finds it corrupt, or what it holds cannot be read back (text that is not UTF-8, a record that
+    does not parse)."""
+    if isinstance(exc, IndexDamage):
+        return True
     if not isinstance(exc, sqlite3.DatabaseError):
         return False
+    if str(exc).startswith("Could not decode to UTF-8"):
+        return True
     code = getattr(exc, "sqlite_errorcode", None)
     if isinstance(code, int):
         return code & 0xFF in DAMAGE_CODES
@@ -392,7 +411,7 @@ class Index:
     def current_with_key(self, key: str) -> list[MemoryNode]:
         """The current memories (in any scope) with ``key``."""
         rows = self.db.execute("SELECT id, record FROM nodes WHERE key = ? AND current = 1 ORDER BY id", (key,))
-        return [MemoryNode.from_dict(json.loads(record), where=f"nodes/{node_id}.json") for node_id, record in rows]
+        return [indexed_node(node_id, record) for node_id, record in rows]
 
     def patches_targeting(self, node_id: str) -> list[str]:
         """Ids of the patches that name ``node_id`` as a target."""
@@ -400,6 +419,23 @@ class Index:
             "SELECT patch_id FROM patch_nodes WHERE node_id = ? AND role = 'target' ORDER BY patch_id", (node_id,)
         )
         return [row[0] for row in rows]
+
+    def read_through(self, checksums: dict[str, int]) -> None:
+        """Read every node's record back as served, and compare it with its file: ``checksums`` holds the
+        CRC-32 of each node file's bytes, taken by a caller that read them all (``cclg doctor``). A record
+        that is not its file's bytes (a flipped byte: text that is not UTF-8, or wrong text served as
+        true) raises ``IndexDamage``; a file changed since the caller read it is re-read, not blamed."""
+        folder = self.store.folder("nodes")
+        for node_id, data in self.db.execute("SELECT id, CAST(record AS BLOB) FROM nodes"):
+            expected = checksums.get(node_id)
+            if expected is None or zlib.crc32(data) == expected:
+                continue
+            try:
+                if (folder / f"{node_id}.json").read_bytes() == data:
+                    continue
+            except OSError:
+                continue
+            raise IndexDamage(f"the index's record of {node_id} is not what its file holds")
 
     def rebuild(self) -> int:
         """Read every file again into tables made anew in one transaction (deleting 100,000 rows took
@@ -466,10 +502,16 @@ def connect(store: Store) -> Index:
             break
         index.damage = damage
         return index
+    index = in_memory(store)
+    index.damage = damage
+    return index
+
+
+def in_memory(store: Store) -> Index:
+    """An index of ``store`` built in memory, for a process that cannot write the file: slower, never wrong."""
     index = Index(store, _open_db(":memory:"))
     index.db.executescript(_SCHEMA)
     index.rebuild()
-    index.damage = damage
     return index
 
 
@@ -501,45 +543,61 @@ def discard_damaged(store: Store, exc: BaseException) -> str:
 
 
 def open_index(store: Store) -> Index:
-    """The index of ``store``, brought up to date with its files (rebuilt if it is damaged)."""
+    """The index of ``store``, brought up to date with its files: a damaged one is built again, and one
+    the disk will not let catch up with them (full, read-only) is built in memory for this process."""
     index = connect(store)
     try:
         index.sync()
     except sqlite3.DatabaseError as exc:
         index.close()
-        if not is_damage(exc):
+        if is_damage(exc):
+            damage = discard_damaged(store, exc)
+            index = connect(store)
+            index.damage = damage
+        elif disk_refusal(exc) is not None:
+            index = in_memory(store)
+        else:
             raise
-        damage = discard_damaged(store, exc)
-        index = connect(store)
-        index.damage = damage
     return index
 
 
-def read_fresh(store: Store, read: Callable[[Index], Result], served: Callable[[Result], Iterable[str]]) -> Result:
-    """``read(index)`` on the up-to-date index of ``store``, made sure to serve nothing stale:
+def healing(store: Store, run: Callable[[Index], Result]) -> Result:
+    """``run(index)`` on the up-to-date index of ``store``: the one place a damaged index heals.
 
-    - the node files of the memories ``served`` names in its result (a stat each) are
-      compared with what the index saw; when one changed since (edited in place,
-      restored with ``cp``), it is re-read and ``read`` runs again (at most ``MAX_READS`` runs);
-    - an index found damaged while reading is deleted (audited), built again from
-      the files, and ``read`` runs again.
-    """
-    index = open_index(store)
-    try:
+    Any failure to read the index, while it is opened, brought up to date or read
+    (``is_damage``: a broken file, a record that is not UTF-8 or no longer parses),
+    is damage to a disposable projection: the index is deleted (audited), built again
+    from the files, and ``run`` runs once more on it. A write that reads through the
+    index runs here too: whatever it staged before the damage showed was dropped."""
+    for attempt in (1, 2):
+        index = open_index(store)
+        try:
+            return run(index)
+        except sqlite3.DatabaseError as exc:
+            if attempt == 2 or not is_damage(exc):
+                raise
+            discard_damaged(store, exc)
+        finally:
+            index.close()
+    raise AssertionError("unreachable")
+
+
+def read_fresh(
+    store: Store, read: Callable[[Index], Result], served: Callable[[Result], Iterable[str]] | None = None
+) -> Result:
+    """``read(index)`` on the up-to-date index of ``store`` (``healing``), made sure to serve nothing
+    stale: the node files of the memories ``served`` names in its result (a stat each) are compared
+    with what the index saw; when one changed since (edited in place, restored with ``cp``), it is
+    re-read and ``read`` runs again (at most ``MAX_READS`` runs)."""
+
+    def fresh(index: Index) -> Result:
         for run in range(1, MAX_READS + 1):
-            try:
-                result = read(index)
-                if not index.refresh(served(result)) or run == MAX_READS:
-                    return result
-            except sqlite3.DatabaseError as exc:
-                if not is_damage(exc) or run == MAX_READS:
-                    raise
-                index.close()
-                discard_damaged(store, exc)
-                index = connect(store)
+            result = read(index)
+            if served is None or not index.refresh(served(result)) or run == MAX_READS:
+                return result
         raise AssertionError("unreachable")
-    finally:
-        index.close()
+
+    return healing(store, fresh)
 
 
 def rebuild_index(store: Store) -> int:
@@ -582,19 +640,34 @@ def _audit_damage(store: Store) -> None:
                 discard_damaged(store, exc)
 
 
-def note_changes(store: Store, node_ids: Iterable[str], patch_ids: Iterable[str]) -> None:
-    """The ledger's one call into the index, after a write (under the store lock).
+def note_changes(
+    store: Store, node_ids: Iterable[str], patch_ids: Iterable[str], *, index: Index | None = None
+) -> None:
+    """The ledger's one call into the index, after a write (under the store lock): into the caller's
+    open ``index`` (which holds the rows it staged), else into the index file if there is one (it is
+    built on first read otherwise).
 
-    Updates the index if there is one (it is built on first read otherwise). The
-    files are already written; if the index cannot be updated now (locked,
-    damaged), the write still stands and the next reader re-syncs the index from
-    the files, because its folder signature no longer matches.
+    The files are already written: the write stands whatever happens here. When the index cannot
+    take the changes (a full disk, locked, damaged), it is left as it was, its recorded folder
+    signature no longer matches the folders, so the next reader re-reads what changed (or rebuilds
+    a damaged index); the store keeps a warning saying so.
     """
-    if not store.index_path.exists():
+    if index is None and not store.index_path.exists():
         return
-    with contextlib.suppress(sqlite3.Error):
-        index = connect(store)
-        try:
+    try:
+        if index is not None:
             index.note_changes(node_ids, patch_ids)
+            return
+        opened = _connect_file(store)  # no index built in memory for a write that cannot reach the file
+        try:
+            opened.note_changes(node_ids, patch_ids)
         finally:
-            index.close()
+            opened.close()
+    except (sqlite3.Error, OSError) as exc:
+        if index is not None:
+            with contextlib.suppress(sqlite3.Error):
+                index.db.rollback()
+        store.warnings.append(
+            f"the write is done, but the search index could not take it ({exc}); "
+            "the next search or `cclg doctor` brings the index up to date from the files"
+        )

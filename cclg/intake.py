@@ -35,7 +35,7 @@ from cclg import guard, ledger
 from cclg.errors import IllegalPatchError, UsageError, ValidationError
 from cclg.fields import parse_json
 from cclg.ids import content_hash, normalize_text
-from cclg.index import Index, open_index
+from cclg.index import Index, healing, indexed_node
 from cclg.lattice import INITIAL_STATUSES
 from cclg.ledger import PURGED, create_nodes, purged_contents, purged_hash
 from cclg.records import MemoryNode, MemoryPatch, Record, Scope, Source, new_node
@@ -248,29 +248,26 @@ def add_memory(
         raise UsageError("this caller cannot pin a memory (retention required); the user can, with `cclg label`")
     node = build_node(content, source=source, **fields)
     ledger.refuse_node_secrets([node])  # before the duplicate check: a secret is refused, not matched
+
+    def write(index: Index) -> AddResult:  # one connection for the checks and the write: closing one costs a checkpoint
+        existing, thrown_out = _content_seen(store, index, node, purged_contents(store, index))
+        if existing is not None:
+            return AddResult(existing, duplicate_of=existing.id)
+        if thrown_out is not None and not force:
+            raise IllegalPatchError(f"refused: {thrown_out}; add it again with --force if it is true after all")
+        similar = _similar(index, node)
+        result = create_nodes(
+            store, [node], reason=reason or f"added from {source}", source=node.source, index=index, allow_purged=force
+        )
+        return AddResult(node, result.patch, similar=similar)
+
     with store.lock() if lock_wait is None else store.lock(timeout=lock_wait):
         finish(store)  # an import a crash interrupted
-        index = open_index(store)  # one connection for the checks and the write: closing one costs a checkpoint
-        try:
-            existing, thrown_out = _content_seen(store, index, node, purged_contents(store, index))
-            if existing is not None:
-                return AddResult(existing, duplicate_of=existing.id)
-            if thrown_out is not None and not force:
-                raise IllegalPatchError(f"refused: {thrown_out}; add it again with --force if it is true after all")
-            similar = _similar(index, node)
-            result = create_nodes(
-                store,
-                [node],
-                reason=reason or f"added from {source}",
-                source=node.source,
-                index=index,
-                allow_purged=force,
-            )
-        finally:
-            index.close()
-        if node.scope.session:
-            note_overlay(store, node.scope.session, node.id)
-    return AddResult(node, result.patch, similar=similar)
+        added = healing(store, write)
+        if node.scope.session and added.patch is not None:
+            with store.after_commit(f"patch {added.patch.id}", then="its session's record does not list it"):
+                note_overlay(store, node.scope.session, node.id)
+    return added
 
 
 def _content_seen(
@@ -282,7 +279,7 @@ def _content_seen(
     digest = content_hash(node.content)
     thrown_out = [purged[digest]] if digest in purged else []
     for node_id, status, current, record in index.same_content(digest):
-        other = MemoryNode.from_dict(json.loads(record), where=f"nodes/{node_id}.json")
+        other = indexed_node(node_id, record)
         if current and other.scope.to_dict() == node.scope.to_dict():
             return other, None
         if status in THROWN_OUT and purged_hash(other) is None:  # a tombstone stands for what it erased
@@ -431,27 +428,26 @@ def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>", force: boo
     patch is durable: a crash leaves all of them (named by the next writer) or none, and
     no import is ever held whole in memory.
     """
+
+    def write(index: Index) -> ImportResult:
+        lines = _Lines(store, index, name, force, max_line=4 * ledger.limit(store, "memory_chars") + 65_536)
+        stream = lines.fresh(data)
+        first = next(stream, None)  # None only once every line is read and none is new
+        if first is None:
+            return ImportResult(patch=None, node_ids=[], duplicates=lines.duplicates)
+        result = create_nodes(
+            store,
+            itertools.chain([first], stream),
+            reason=f"import-jsonl {name}",
+            source=Source(label=f"import:{name}"),
+            new_content=lambda count: f"imported {count} memories from {name}",
+            index=index,
+        )
+        return ImportResult(patch=result.patch, node_ids=result.patch.new_node_ids, duplicates=lines.duplicates)
+
     with store.lock():
         finish(store)
-        index = open_index(store)
-        try:
-            lines = _Lines(store, index, name, force, max_line=4 * ledger.limit(store, "memory_chars") + 65_536)
-            stream = lines.fresh(data)
-            first = next(stream, None)  # None only once every line is read and none is new
-            if first is None:
-                return ImportResult(patch=None, node_ids=[], duplicates=lines.duplicates)
-            result = create_nodes(
-                store,
-                itertools.chain([first], stream),
-                reason=f"import-jsonl {name}",
-                source=Source(label=f"import:{name}"),
-                new_content=lambda count: f"imported {count} memories from {name}",
-                index=index,
-                allow_purged=force,
-            )
-        finally:
-            index.close()
-    return ImportResult(patch=result.patch, node_ids=result.patch.new_node_ids, duplicates=lines.duplicates)
+        return healing(store, write)  # damage found by the duplicate checks: rebuilt, and the import runs again
 
 
 def _split_lines(data: bytes) -> Iterator[bytes]:

@@ -134,18 +134,18 @@ def create_nodes(
                 index.drop_staged()
             raise
         store.make_durable()  # in a batch: the staged files and the patch, before any of them is named
-        step = 20 * CHUNK  # the audit records in parts: a big import's are not held at once
-        for start in range(0, len(ids), step):
-            records = [audit_record("node_written", node_id=i, patch_id=patch_id) for i in ids[start : start + step]]
-            store.audit_many(records if start + step < len(ids) else [*records, patch_audit(patch)])
-        for temp, node_id in zip(staged, ids, strict=True):
-            store.publish_file(Path(temp), store.node_path(node_id))
-        if len(ids) >= SHRINK_AFTER:
-            _shrink_temp_folder(store)
-        if index is not None:
-            index.note_changes([], [patch_id])  # the staged rows, with the patch that named them
-        else:
-            note_changes(store, ids, [patch_id])
+        with store.after_commit(f"patch {patch_id}"):
+            step = 20 * CHUNK  # the audit records in parts: a big import's are not held at once
+            for start in range(0, len(ids), step):
+                part = ids[start : start + step]
+                records = [audit_record("node_written", node_id=i, patch_id=patch_id) for i in part]
+                store.audit_many(records if start + step < len(ids) else [*records, patch_audit(patch)])
+            for temp, node_id in zip(staged, ids, strict=True):
+                store.publish_file(Path(temp), store.node_path(node_id))
+            if len(ids) >= SHRINK_AFTER:
+                _shrink_temp_folder(store)
+            # Into the caller's index: the staged rows, with the patch that named them.
+            note_changes(store, [] if index is not None else ids, [patch_id], index=index)
     return PatchResult(patch=patch, new_nodes=list(nodes) if isinstance(nodes, list) else [])
 
 
@@ -362,15 +362,18 @@ def write_retiring_patch(
     """Write a patch and what it makes, in crash-safe order (under the store lock): the new records
     (``_write_new``), then the retirement of the targets."""
     _write_new(store, patch, new_nodes, edges)
-    for target in targets:
-        set_status(target, target_status, patch.created_at)
-        link_replacements(target, new_nodes)
-        store.write_node(target)
     records = [audit_record("node_written", node_id=n.id, patch_id=patch.id) for n in new_nodes]
     records.append(patch_audit(patch))
     records += [audit_record("edge_written", edge_id=e.id, patch_id=patch.id) for e in edges]
-    records += [audit_record("node_status_changed", node_id=t.id, status=t.status, patch_id=patch.id) for t in targets]
-    store.audit_many(records)
+    with store.after_commit(f"patch {patch.id}"):
+        for target in targets:
+            set_status(target, target_status, patch.created_at)
+            link_replacements(target, new_nodes)
+            store.write_node(target)
+        records += [
+            audit_record("node_status_changed", node_id=t.id, status=t.status, patch_id=patch.id) for t in targets
+        ]
+        store.audit_many(records)
     note_changes(store, [*patch.new_node_ids, *patch.target_ids], [patch.id])
 
 
@@ -398,10 +401,11 @@ def _write_new(
             temp.unlink(missing_ok=True)
         raise
     store.make_durable()  # in a batch: the staged files and the patch, before any of them is named
-    if audit:
-        store.audit_many(audit)
-    for temp, path in temps:
-        store.publish_file(temp, path)
+    with store.after_commit(f"patch {patch.id}"):
+        if audit:
+            store.audit_many(audit)
+        for temp, path in temps:
+            store.publish_file(temp, path)
 
 
 def record_conflict(
@@ -457,15 +461,16 @@ def record_conflict(
         _write_new(store, patch, [node], [edge])
         records = [audit_record("node_written", node_id=node.id, patch_id=patch_id), patch_audit(patch)]
         records.append(audit_record("edge_written", edge_id=edge.id, patch_id=patch_id))
-        if flag_local:
-            set_status(local, "conflict_pending", stamp)
-            if node.id not in local.relations["contradicts"]:
-                local.relations["contradicts"].append(node.id)
-            store.write_node(local)
-            records.append(
-                audit_record("node_status_changed", node_id=local.id, status=local.status, patch_id=patch_id)
-            )
-        store.audit_many(records)
+        with store.after_commit(f"patch {patch_id}"):
+            if flag_local:
+                set_status(local, "conflict_pending", stamp)
+                if node.id not in local.relations["contradicts"]:
+                    local.relations["contradicts"].append(node.id)
+                store.write_node(local)
+                records.append(
+                    audit_record("node_status_changed", node_id=local.id, status=local.status, patch_id=patch_id)
+                )
+            store.audit_many(records)
         note_changes(store, [node.id, local.id], [patch_id])
     return PatchResult(patch=patch, new_nodes=[node], edges=[edge], changed_nodes=[local] if flag_local else [])
 

@@ -52,7 +52,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
 from cclg import __version__, api
-from cclg.errors import CclgError
+from cclg.errors import CclgError, disk_refusal
 from cclg.fields import parse_json
 from cclg.mcp_tools import (
     MAX_RAW_CHARS,
@@ -217,10 +217,19 @@ def _bind(function: Callable[..., dict[str, Any]], store: Store) -> Callable[...
 
     @functools.wraps(function)
     def call(**arguments: Any) -> dict[str, Any]:
+        store.warnings.clear()
         try:
-            return bound(**arguments)
+            result = bound(**arguments)
         except CclgError as error:
             raise ToolError(str(error)) from error
+        except Exception as error:  # the disk refusing, said plainly; anything else is the SDK's to report
+            refused = disk_refusal(error)
+            if refused is None:
+                raise
+            raise ToolError(str(refused)) from error
+        if store.warnings:  # committed, with something after it left for the next command (``Store.after_commit``)
+            result = {**result, "warnings": list(store.warnings)}
+        return result
 
     call.__signature__ = inspect.signature(bound, eval_str=True)  # type: ignore[attr-defined]
     return call

@@ -35,7 +35,7 @@ from cclg import format as fmt
 from cclg import guard, semantic, usage
 from cclg.errors import UsageError
 from cclg.ids import now_iso
-from cclg.index import Index, read_fresh
+from cclg.index import Index, indexed_node, read_fresh
 from cclg.records import MemoryNode
 from cclg.relevance import Evidence, relevant
 from cclg.repository import ProjectKeys
@@ -231,7 +231,8 @@ def select(
 
     def served(result: _Read) -> list[str]:
         chosen, found, retired, _, runner_up = result
-        return [hit.id for hit in (*chosen, *found, *retired)] + [hit.id for hit, _ in runner_up]
+        # Each parsed here (``Hit.node``), where a record that does not parse can still be healed.
+        return [hit.node.id for hit in (*chosen, *found, *retired)] + [hit.node.id for hit, _ in runner_up]
 
     chosen, found, retired, replaced_by, runner_up = read_fresh(store, read, served)
     seen = set(skip)
@@ -273,7 +274,7 @@ def _offered(index: Index, view: View, ids: Sequence[str]) -> list[MemoryNode]:
             continue
         row = index.db.execute("SELECT record FROM nodes WHERE id = ?", (node_id,)).fetchone()
         if row is not None:
-            retired = MemoryNode.from_dict(json.loads(row[0]), where=f"index:{node_id}")
+            retired = indexed_node(node_id, row[0])
             for successor in view.live_ends(retired):
                 found.setdefault(successor.id, successor)
     return list(found.values())

@@ -198,7 +198,7 @@ def _cached(cache: Path | None, git_dir: Path, stamp: str) -> str | None:
 
 def _remember(cache: Path, git_dir: Path, stamp: str, found: str) -> None:
     """Keep ``found`` for ``git_dir`` in the cache; best effort (a read-only store just pays git again)."""
-    from cclg.files import atomic_write
+    from cclg.files import atomic_write, private_folders
 
     try:
         entries = json.loads(cache.read_bytes())
@@ -210,7 +210,7 @@ def _remember(cache: Path, git_dir: Path, stamp: str, found: str) -> None:
     entries[str(git_dir)] = {"stamp": stamp, "id": found}
     kept = dict(list(entries.items())[-CACHE_ENTRIES:])
     with contextlib.suppress(OSError):
-        cache.parent.mkdir(parents=True, exist_ok=True)
+        private_folders(cache.parent)
         atomic_write(cache, json.dumps(kept, indent=1).encode("utf-8"), durable=False)
 
 

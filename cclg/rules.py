@@ -28,8 +28,6 @@ itself while it reads as instructions, only once the user accepts the rule
 
 from __future__ import annotations
 
-import json
-
 from cclg.errors import ConcurrencyError, NotFoundError
 from cclg.files import read_jsonl
 from cclg.guard import instruction_flags, labels, quote_outside
@@ -195,13 +193,12 @@ def _streak_before(
 
 def _has_key(store: Store, key: str) -> bool:
     """Whether any memory (current or not) holds ``key``: a rule the user forgot stays forgotten."""
-    from cclg.index import open_index
+    from cclg.index import read_fresh
 
-    index = open_index(store)
-    try:
-        return index.db.execute("SELECT 1 FROM nodes WHERE key = ? LIMIT 1", (key,)).fetchone() is not None
-    finally:
-        index.close()
+    return read_fresh(
+        store,
+        lambda index: index.db.execute("SELECT 1 FROM nodes WHERE key = ? LIMIT 1", (key,)).fetchone() is not None,
+    )
 
 
 # ---------------------------------------------------------------- delivering
@@ -211,13 +208,9 @@ def current_rules(store: Store, keys: list[str]) -> dict[str, MemoryNode]:
     """The current memory of each key that has one (a forgotten or expired rule has none)."""
     if not keys:
         return {}
-    from cclg.index import open_index
+    from cclg.index import read_fresh
 
-    index = open_index(store)
-    try:
-        return {key: nodes[0] for key in keys if (nodes := index.current_with_key(key))}
-    finally:
-        index.close()
+    return read_fresh(store, lambda index: {key: nodes[0] for key in keys if (nodes := index.current_with_key(key))})
 
 
 def session_start(node: MemoryNode) -> str | None:
@@ -295,18 +288,17 @@ def close_session(store: Store, session_id: str, found: Digest | None = None) ->
 def listing(store: Store) -> list[dict[str, Any]]:
     """``cclg rules``: every rule with its evidence and the memory that states it now (the current
     one, else the last one, with its status: a forgotten rule shows as forgotten), best evidenced first."""
-    from cclg.index import open_index
-    from cclg.records import MemoryNode
+    from cclg.index import Index, indexed_node, read_fresh
 
     found = sorted(read_rules(store).values(), key=lambda r: (-r.evidence, r.key))
-    index = open_index(store)
-    try:
+
+    def read(index: Index) -> list[dict[str, Any]]:
         listed = []
         for rule in found:
             row = index.db.execute(
                 "SELECT record FROM nodes WHERE key = ? ORDER BY current DESC, updated DESC, id LIMIT 1", (rule.key,)
             ).fetchone()
-            node = MemoryNode.from_dict(json.loads(row[0]), where="index") if row else None
+            node = indexed_node(rule.key, row[0]) if row else None
             listed.append(
                 {
                     **rule.to_dict(),
@@ -319,5 +311,5 @@ def listing(store: Store) -> list[dict[str, Any]]:
                 }
             )
         return listed
-    finally:
-        index.close()
+
+    return read_fresh(store, read)

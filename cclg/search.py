@@ -17,7 +17,6 @@ with the key, not just the ones that matched.
 
 from __future__ import annotations
 
-import json
 import math
 import sqlite3
 import time
@@ -27,7 +26,7 @@ from datetime import UTC, datetime
 from cclg import format as fmt
 from cclg.errors import UsageError
 from cclg.ids import parse_time
-from cclg.index import Index, read_fresh, search_fields
+from cclg.index import Index, indexed_node, read_fresh, search_fields
 from cclg.records import MemoryNode, Record
 from cclg.repository import ProjectKeys, project_keys
 from cclg.store import Store, patch_order
@@ -96,7 +95,7 @@ class Hit:
     @property
     def node(self) -> MemoryNode:
         if self._node is None:
-            self._node = MemoryNode.from_dict(json.loads(self._record or ""), where=f"index:{self.id}")
+            self._node = indexed_node(self.id, self._record)
         return self._node
 
     def to_dict(self) -> dict[str, Any]:
@@ -203,7 +202,7 @@ class View:
 
 
 def _node(row: sqlite3.Row) -> MemoryNode:
-    return MemoryNode.from_dict(json.loads(row["record"]), where=f"index:{row['id']}")
+    return indexed_node(row["id"], row["record"])
 
 
 # ---------------------------------------------------------------- BM25
@@ -578,7 +577,7 @@ def search(
             hits = fuse([lexical, expand(index, lexical[:limit], where, limit=pool), exact], limit=pool)
         return _time_filter(hits, since, until)[:limit]
 
-    return read_fresh(store, read, lambda hits: [hit.id for hit in hits])
+    return read_fresh(store, read, lambda hits: [hit.node.id for hit in hits])  # each parsed while it can heal
 
 
 def _time_filter(hits: list[Hit], since: datetime | None, until: datetime | None) -> list[Hit]:

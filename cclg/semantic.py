@@ -60,7 +60,7 @@ import time
 
 from cclg import embed
 from cclg.files import create_private
-from cclg.index import open_index
+from cclg.index import indexed_node, read_fresh
 from cclg.search import View, Where
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
@@ -407,8 +407,8 @@ class Vectors:
         vector = embed.embed_query(text)
         if vector is None or limit <= 0:
             return None
-        index = open_index(self.store)
-        try:
+
+        def nearest(index: Index) -> list[tuple[str, float]]:
             self.refresh(index)
             if not self.ids:
                 return []
@@ -425,8 +425,8 @@ class Vectors:
                 if view.node(self.ids[row]) is not None:
                     hits.append((self.ids[row], round(float(scores[row]), 6)))
             return hits
-        finally:
-            index.close()
+
+        return read_fresh(self.store, nearest)
 
     def refresh(self, index: Index) -> None:
         """Embed the current memories that have no vector, drop the vectors of the others (on a change only)."""
@@ -465,9 +465,9 @@ class Vectors:
 def _text(index: Index, node_id: str) -> str:
     """What a memory's vector stands for: its key (as words) and its content."""
     row = index.db.execute("SELECT record FROM nodes WHERE id = ?", (node_id,)).fetchone()
-    record = json.loads(row[0])
-    key = (record.get("key") or "").replace(".", " ").replace("_", " ")
-    return f"{key}: {record.get('content', '')}" if key else str(record.get("content", ""))
+    node = indexed_node(node_id, row[0])
+    key = (node.key or "").replace(".", " ").replace("_", " ")
+    return f"{key}: {node.content}" if key else node.content
 
 
 def _open_vectors(store: Store) -> sqlite3.Connection:
@@ -513,11 +513,7 @@ def serve(root: str, idle: float) -> int:
             turn_off(store, f"semantic recall is off: {missing or embed.failure()}")
             return 0
         vectors = Vectors(store)
-        index = open_index(store)
-        try:
-            vectors.refresh(index)
-        finally:
-            index.close()
+        read_fresh(store, vectors.refresh)
         return _listen(store, vectors, idle, folder)
     finally:
         _marker(store.root, ".start").unlink(missing_ok=True)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 
 from cclg.errors import NotFoundError
+from cclg.files import private_folders
 from cclg.ids import now_iso
 from cclg.records import Record, Session
 from cclg.store import Store, audit_record
@@ -239,7 +239,7 @@ def digest(store: Store, session_id: str) -> Digest:
     except FileNotFoundError:
         return Digest()
     if found.offset != start:
-        os.makedirs(path.parent, mode=0o700, exist_ok=True)
+        private_folders(path.parent)
         store.write_file(path, json.dumps(vars(found), separators=(",", ":")).encode(), durable=False)
     return found
 

@@ -78,7 +78,8 @@ class Stage:
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)  # never committed: nothing of it shows
             raise
-        _complete(store, folder)
+        with store.after_commit("the import"):  # committed: the next command finishes what the disk refuses now
+            _complete(store, folder)
 
 
 def _complete(store: Store, folder: Path) -> int:

@@ -41,7 +41,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from cclg import format as fmt
-from cclg.errors import ConcurrencyError, NotFoundError, StoreNotFoundError, UsageError, ValidationError
+from cclg.errors import (
+    ConcurrencyError,
+    NotFoundError,
+    StoreNotFoundError,
+    UsageError,
+    ValidationError,
+    disk_refusal,
+)
 from cclg.files import (
     TEMP_RE,
     atomic_write,
@@ -99,6 +106,9 @@ class Store:
         self._batch_depth = 0
         self._temp_dirs: dict[Path, Path] = {}  # folder -> where its temp files go (see _temp_dir)
         self.healed: list[str] = []  # what the last taking of the store lock finished for killed writers
+        # What a write left unfinished after its commit point (the index update refused by a full disk,
+        # say): the write stands, and the surfaces show these as warnings (``after_commit``).
+        self.warnings: list[str] = []
 
     # ------------------------------------------------------------ opening
 
@@ -315,6 +325,22 @@ class Store:
             if self._batch_depth == 0:
                 os.sync()
 
+    @contextlib.contextmanager
+    def after_commit(
+        self, what: str, then: str = "the next command (or `cclg doctor --repair`) finishes it"
+    ) -> Iterator[None]:
+        """The steps of a write that follow its commit point (the patch file on disk): naming its staged
+        records, its audit lines, the targets it retires, the index. When the disk refuses one, the
+        write still stands (the next command that takes the store lock names what is staged, and
+        ``cclg doctor --repair`` replays the ledger), so the refusal is a warning in ``warnings``,
+        never an error that would say nothing was written; ``then`` says what becomes of the rest."""
+        try:
+            yield
+        except Exception as exc:
+            if disk_refusal(exc) is None:
+                raise
+            self.warnings.append(f"{what} is written, but the disk refused what follows it ({exc}); {then}")
+
     # ------------------------------------------------------------ whole-file writes
 
     def write_file(self, path: Path, data: bytes, *, replace: bool = True, durable: bool = True) -> None:
@@ -490,7 +516,6 @@ class Store:
     def scan_records(self, folder: str) -> tuple[list[os.DirEntry[str]], list[os.DirEntry[str]]]:
         """(the record files of ``folder``: regular files named ``<id>.json``, the id valid for the
         folder; the stray ``*.json`` entries), unsorted."""
-        prefix = RECORD_PREFIXES[folder]
         records: list[os.DirEntry[str]] = []
         strays: list[os.DirEntry[str]] = []
         with os.scandir(self.root / folder) as entries:
@@ -498,9 +523,7 @@ class Store:
                 name = entry.name
                 if name.startswith(".") or not name.endswith(".json"):
                     continue
-                stem = name[:-5]
-                valid = is_valid_session_id(stem) if prefix is None else is_valid_id(stem, prefix)
-                (records if valid and entry.is_file() else strays).append(entry)
+                (records if is_record_name(folder, name) and entry.is_file() else strays).append(entry)
         return records, strays
 
     def _load_all(self, folder: str, parse: Any) -> list[Any]:
@@ -591,6 +614,14 @@ class Store:
         if actions:
             self.audit("repair_applied", actions=actions)
         return healed + actions
+
+
+def is_record_name(folder: str, name: str) -> bool:
+    """Whether ``name`` is a record's file name in the record folder ``folder``: ``<id>.json``, the id valid there."""
+    if not name.endswith(".json"):
+        return False
+    prefix, stem = RECORD_PREFIXES[folder], name[:-5]
+    return is_valid_session_id(stem) if prefix is None else is_valid_id(stem, prefix)
 
 
 def patch_order(patch: MemoryPatch) -> tuple[datetime, str]:

@@ -35,7 +35,7 @@ from pathlib import Path
 from cclg import guard
 from cclg.errors import NotFoundError, UsageError
 from cclg.fields import parse_json
-from cclg.files import open_regular
+from cclg.files import open_regular, private_folders
 from cclg.ids import is_valid_session_id, now_iso, sha256_hex
 from cclg.sessions import event_payload
 from cclg.store import Store
@@ -92,7 +92,7 @@ def _load(path: str) -> dict[str, Any] | None:
 
 
 def _save(store: Store, path: str, value: dict[str, Any], *, durable: bool = True) -> None:
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    private_folders(os.path.dirname(path))
     data = (json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
     store.write_file(Path(path), data, durable=durable)
 

@@ -65,14 +65,15 @@ def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | 
             applied_at=stamp,
         )
         store.write_patch(patch)
-        for node in nodes.values():
-            store.write_node(node)
-        records = [patch_audit(patch)]
-        records += [
-            audit_record("node_status_changed", node_id=n.id, status=n.status, patch_id=patch.id)
-            for n in nodes.values()
-        ]
-        store.audit_many(records)
+        with store.after_commit(f"patch {patch.id}"):
+            for node in nodes.values():
+                store.write_node(node)
+            records = [patch_audit(patch)]
+            records += [
+                audit_record("node_status_changed", node_id=n.id, status=n.status, patch_id=patch.id)
+                for n in nodes.values()
+            ]
+            store.audit_many(records)
         note_changes(store, list(nodes), [patch.id])
     return PatchResult(patch=patch, changed_nodes=list(nodes.values()))
 

@@ -18,6 +18,7 @@ even at the budget's edge. Nothing changes with time alone.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -32,6 +33,8 @@ from cclg.store import Store
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from cclg.index import Index
 
 LOG = "audit/usage.jsonl"
 SUMMARY = "active/usage.json"
@@ -90,20 +93,20 @@ def observe_session(store: Store, session_id: str, found: Digest | None = None) 
 
 
 def _terms(store: Store, node_ids: list[str]) -> dict[str, list[str]]:
-    from cclg.index import open_index
+    from cclg.index import indexed_node, read_fresh
     from cclg.search import document_frequencies
     from cclg.text import tokens
 
-    index = open_index(store)
-    try:
+    def read(index: Index) -> tuple[dict[str, str], dict[str, int]]:
         contents = {}
         for node_id in node_ids:
             row = index.db.execute("SELECT record FROM nodes WHERE id = ?", (node_id,)).fetchone()
             if row is not None:
-                contents[node_id] = str(json.loads(row[0]).get("content") or "")
+                contents[node_id] = indexed_node(node_id, row[0]).content
         _, frequencies = document_frequencies(index, [t for c in contents.values() for t in tokens(c)])
-    finally:
-        index.close()
+        return contents, frequencies
+
+    contents, frequencies = read_fresh(store, read)
     return {node_id: distinctive_terms(content, frequencies) for node_id, content in contents.items()}
 
 
@@ -143,15 +146,20 @@ def prior(delivered: int, used: int) -> float:
 
 
 def priors(store: Store) -> dict[str, float]:
-    """Each delivered memory's prior, from the projection (empty when there is none)."""
+    """Each delivered memory's prior, from the projection (empty when there is none). A projection that
+    cannot be read back (not UTF-8, not JSON, not counts) is damage: it is rebuilt from the log."""
     try:
         with open(os.path.join(store.root, SUMMARY), "rb") as handle:
             data = json.loads(handle.read())
-    except (FileNotFoundError, ValueError):
+        if not isinstance(data, dict) or not all(isinstance(v, list) and len(v) == 2 for v in data.values()):
+            raise ValueError("not counts by memory")
+    except FileNotFoundError:
         return {}
-    return (
-        {k: prior(*v) for k, v in data.items() if isinstance(v, list) and len(v) == 2} if isinstance(data, dict) else {}
-    )
+    except ValueError:
+        data = counts(store)
+        with contextlib.suppress(OSError):  # a read-only store: counted for this read only
+            rebuild(store)
+    return {k: prior(*v) for k, v in data.items()}
 
 
 def table(store: Store, *, dead_weight: bool = False, min_delivered: int = 10) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,18 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(work)
 
 
+@pytest.fixture(autouse=True)
+def _private_umask() -> Iterator[None]:
+    """Files a test makes by hand in a store (a conflict copy, an edited record) are private, as the store's
+    own are, so that doctor's modes check stays out of tests about other things; the tests of that check
+    (tests/test_store_modes.py) and of modes under a given umask set theirs."""
+    old = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> Store:
     """A fresh, empty store."""
@@ -43,4 +56,11 @@ def reference_store(tmp_path: Path) -> Store:
     """A copy of the demo store written by the reference implementation (cclg 0.2.3)."""
     target = tmp_path / "reference-store"
     shutil.copytree(DATA / "reference-demo-store", target)
+    owner_only(target)  # a checkout's modes are git's (0644, 0755); a store's own are 0600 and 0700
     return Store.open(target)
+
+
+def owner_only(root: Path) -> None:
+    """Give every file under ``root`` mode 0600 and every folder 0700, as cclg makes a store's."""
+    for path in [root, *root.rglob("*")]:
+        path.chmod(0o700 if path.is_dir() else 0o600)

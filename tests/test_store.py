@@ -656,7 +656,10 @@ def test_code_index_rebuilds_a_damaged_code_search_index(store: Store, tmp_path:
     data = bytearray(index.read_bytes())
     data[4096:] = b"\xde\xad" * ((len(data) - 4096) // 2)
     index.write_bytes(bytes(data))
-    with pytest.raises(UsageError, match=r"search index .* is damaged .* run `cclg code-index`"):
+    with pytest.raises(
+        UsageError,
+        match=r"search index .* was damaged .* and is deleted: `cclg code-index` on the repository builds it again",
+    ):
         rank_files(index, "app")  # what `cclg code-search` and the hook read: a clear error, not a traceback
     code_index(store, repo)
     assert [f["path"] for f in read_graph(store, root)["files"]] == ["app.py"]

@@ -12,7 +12,6 @@ store of the invocation, printing, options).
 
 from __future__ import annotations
 
-import errno
 import importlib
 from collections.abc import Iterator, MutableMapping
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 import click
 
 from cclg import __version__
-from cclg.errors import CclgError, ValidationError
+from cclg.errors import CclgError, ValidationError, disk_refusal
 
 COMMAND_MODULES = {  # module of cclg.cli -> the commands it defines (in its COMMANDS)
     "memory": [
@@ -105,16 +104,16 @@ class CclgGroup(click.Group):
             ctx.exit(exc.exit_code)
         except BrokenPipeError:
             ctx.exit(0)
-        except OSError as exc:
-            if exc.errno not in DISK_REFUSED:
+        except Exception as exc:  # the disk refusing (an OSError or SQLite's), else a bug: its traceback
+            refused = disk_refusal(exc)
+            if refused is None:
                 raise
-            # Every write is a temp file renamed into place, so what the disk refused was never published.
-            click.echo(f"error: the disk refused the write ({exc.strerror or exc}); nothing was half-written", err=True)
-            ctx.exit(DISK_EXIT_CODE)
-
-
-DISK_REFUSED = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}  # full, over quota, read-only
-DISK_EXIT_CODE = 8
+            click.echo(f"error: {refused}", err=True)
+            ctx.exit(refused.exit_code)
+        finally:
+            store = ctx.obj.get("store") if isinstance(ctx.obj, dict) else None
+            for warning in [] if store is None else store.warnings:
+                click.echo(f"warning: {warning}", err=True)
 
 
 @click.group(

@@ -22,7 +22,9 @@ from cclg.repository import project_filter
 def store_of(ctx: click.Context) -> api.Store:
     """The store named by ``--root`` (else ``$CCLG_HOME``, else ``~/.cclg``); exit 3 if it is not one."""
     root: str | None = ctx.obj["root"]
-    return api.open_store(root)
+    store = api.open_store(root)
+    ctx.obj["store"] = store  # what it committed but could not finish is printed as a warning at the end
+    return store
 
 
 def emit(data: Any, as_json: bool) -> None:

@@ -33,7 +33,7 @@ import os
 import sys
 import time
 
-from cclg.codegraph.rank import rank_files, render_pack
+from cclg.codegraph.rank import SearchIndexDamage, rank_files, render_pack
 from cclg.codegraph.search_index import TEXT_SCHEMA, index_schema
 from cclg.codegraph.stored import graph_path, repository_root, search_index_path
 from cclg.guard import quote_outside
@@ -69,7 +69,11 @@ def prompt_context(
         os.path.relpath(os.path.join(cwd, path), root).replace(os.sep, "/"): why
         for path, why in (session_files or {}).items()
     }
-    text = render_pack(rank_files(index, query, priors=priors), max_tokens=max_tokens)
+    try:
+        text = render_pack(rank_files(index, query, priors=priors), max_tokens=max_tokens)
+    except SearchIndexDamage:  # deleted: rebuilt in the background, as a first index is
+        refresh_in_background(store, root)
+        return "\n(The code graph's search index was damaged: it is being built again.)\n"
     return "\n" + text if text else ""
 
 

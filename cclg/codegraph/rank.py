@@ -38,6 +38,7 @@ import sqlite3
 from collections import defaultdict
 from pathlib import Path
 
+from cclg.codegraph.search_index import remove_with_journals
 from cclg.errors import UsageError
 from cclg.guard import quote_outside as quoted
 from cclg.text import code_names, code_words, estimate_tokens, subject_components, without_component_prefix
@@ -92,13 +93,19 @@ def rank_files(
     db = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
     try:
         return _rank(db, query, words, limit, priors or {})
-    except sqlite3.DatabaseError as exc:  # a damaged file: the next `cclg code-index` rebuilds it
-        raise UsageError(
-            f"the code graph's search index {index} is damaged ({exc}): run `cclg code-index` "
-            "on the repository to rebuild it"
+    except sqlite3.DatabaseError as exc:  # any failure to read it back: a projection, deleted to be built again
+        db.close()
+        remove_with_journals(index)
+        raise SearchIndexDamage(
+            f"the code graph's search index {index} was damaged ({exc}) and is deleted: "
+            "`cclg code-index` on the repository builds it again"
         ) from None
     finally:
         db.close()
+
+
+class SearchIndexDamage(UsageError):
+    """The code graph's search index could not be read back; ``rank_files`` deleted it."""
 
 
 def _rank(

@@ -103,7 +103,7 @@ class SearchIndexWriter:
 
     def __init__(self, path: Path, *, rebuild: bool, keep: set[str], replaced: set[str]) -> None:
         building = path.with_name(path.name + ".building")
-        _remove_with_journals(building)  # what a killed rebuild left (builds take turns: none is running)
+        remove_with_journals(building)  # what a killed rebuild left (builds take turns: none is running)
         self.path, self.building = path, (building if rebuild else None)
         self.db = _connect(self.building or path)
         self.db.execute("PRAGMA synchronous = OFF")
@@ -145,7 +145,7 @@ class SearchIndexWriter:
             self.db.close()
         if self.building is not None:
             # A journal beside the old file (a writer killed mid-commit) would be rolled into the new one.
-            _remove_with_journals(self.path, keep_main=True)
+            remove_with_journals(self.path, keep_main=True)
             os.replace(self.building, self.path)
 
     def abandon(self) -> None:
@@ -156,10 +156,10 @@ class SearchIndexWriter:
         except sqlite3.ProgrammingError:  # already closed by finish
             pass
         if self.building is not None:
-            _remove_with_journals(self.building)
+            remove_with_journals(self.building)
 
 
-def _remove_with_journals(path: Path, *, keep_main: bool = False) -> None:
+def remove_with_journals(path: Path, *, keep_main: bool = False) -> None:
     """Delete an SQLite file (unless ``keep_main``) and the journal files SQLite may have left beside it."""
     for leftover in (*(() if keep_main else (path,)), *(path.with_name(path.name + s) for s in JOURNALS)):
         leftover.unlink(missing_ok=True)

@@ -1,0 +1,145 @@
+"""Issue 27, rule 14: disposable projections heal. Any failure reading one (the search index
+``index.sqlite``, the usage counts ``active/usage.json``) is damage: it is rebuilt from the files, once,
+and the answer is given; ``cclg doctor`` reads through the index to find what no reader noticed.
+
+The damage is real: one byte of ``index.sqlite`` changed on disk, inside the record of a memory, with
+no process holding the file open (as a bad sector or a careless sync would leave it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cclg import usage
+from cclg.files import read_jsonl
+from cclg.store import Store
+from tests.test_disk_refusals import HOOK, MCP, cclg
+
+PYTEST = "Tests run with pytest -q"
+
+
+def flip(root: Path, text: str, byte: bytes, offset: int = 0) -> None:
+    """Change the first character of ``text`` (or the one ``offset`` from it) inside the index's copy of
+    the memory that holds it."""
+    path = root / "index.sqlite"
+    assert not (root / "index.sqlite-wal").exists(), "every write reached the index file itself"
+    data = path.read_bytes()
+    at = data.index(f'"content": "{text}'.encode()) + len('"content": "') + offset
+    path.write_bytes(data[:at] + byte + data[at + 1 :])
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    store, _ = Store.init(tmp_path / "store")
+    for content in (PYTEST, "Deploys go out with make ship"):
+        assert cclg(store.root, "add", "--content", content, "--source", "user").returncode == 0
+    return store.root
+
+
+def healed(root: Path) -> bool:
+    """Whether the audit log records the index deleted as damaged, to be built again."""
+    return any(
+        "damaged search index" in action
+        for record in read_jsonl(root / "audit" / "memory_audit.jsonl").records
+        for action in record.get("actions", ())
+    )
+
+
+@pytest.mark.parametrize("offset", [0, -1], ids=["not-utf8", "not-json"])
+@pytest.mark.parametrize("command", [["search", "pytest"], ["pack", "--query", "how do I run pytest"]])
+def test_rule14_a_record_that_cannot_be_read_back_is_rebuilt_and_answered(
+    root: Path, command: list[str], offset: int
+) -> None:
+    flip(root, PYTEST, b"\xff" if offset == 0 else b"X", offset)  # the opening quote of the content: no JSON
+    result = cclg(root, *command)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and PYTEST in result.stdout, result.stdout + result.stderr
+    assert healed(root)
+    assert cclg(root, "doctor").returncode == 0
+
+
+def test_rule14_the_hook_answers_from_the_rebuilt_index_not_with_nothing(root: Path, tmp_path: Path) -> None:
+    flip(root, PYTEST, b"\xff")
+    payload = {"session_id": "s1", "cwd": str(tmp_path), "hook_event_name": "UserPromptSubmit",
+               "prompt": "how do I run pytest here"}  # fmt: skip
+    result = subprocess.run([*HOOK, "--root", str(root), "user-prompt"], input=json.dumps(payload).encode(),
+                            capture_output=True, timeout=60)  # fmt: skip
+    assert result.returncode == 0
+    context = json.loads(result.stdout).get("hookSpecificOutput", {}).get("additionalContext", "")
+    assert PYTEST in context, result.stdout
+    assert not (root / "audit" / "hook_failures.jsonl").exists()
+
+
+def test_rule14_add_reads_its_duplicate_check_through_the_rebuilt_index(root: Path) -> None:
+    flip(root, PYTEST, b"\xff")
+    before = sorted((root / "nodes").iterdir())
+    result = cclg(root, "add", "--content", PYTEST, "--source", "user")
+    assert result.returncode == 0 and "already holds this content" in result.stderr, result.stderr
+    assert sorted((root / "nodes").iterdir()) == before
+
+
+def test_rule14_mcp_search_heals_the_index(root: Path, tmp_path: Path) -> None:
+    flip(root, PYTEST, b"\xff")
+    found = asyncio.run(_mcp_search(root, tmp_path, "pytest"))
+    assert PYTEST in found, found
+
+
+async def _mcp_search(root: Path, tmp_path: Path, query: str) -> str:
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home"), "CCLG_SEMANTIC": "off"}
+    env.update({k: v for k, v in os.environ.items() if k == "PYTHONPATH"})  # the cclg under test
+    params = StdioServerParameters(command=MCP[0], args=[*MCP[1:], "--root", str(root)], env=env, cwd=str(tmp_path))
+    with open("/dev/null", "w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=60) as client:
+            result = await client.call_tool("cclg_search", {"query": query})
+            return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+@pytest.mark.parametrize("byte", [b"\xff", b"X"], ids=["not-utf8", "wrong-text"])
+def test_rule14_doctor_reads_through_the_index_and_rebuilds_a_damaged_one(root: Path, byte: bytes) -> None:
+    """Doctor compares every record the index would serve with its file: a byte that breaks the
+    text, and one that only changes it (served as true, and no reader could tell), are both found."""
+    flip(root, PYTEST, byte)
+    report = cclg(root, "doctor")
+    assert report.returncode == 0, report.stdout
+    assert "refreshed the search index: index.sqlite: deleted the damaged search index" in report.stdout, report.stdout
+    again = cclg(root, "doctor")
+    assert "damaged" not in again.stdout, "the index was built again from the files"
+    found = cclg(root, "search", "Tests", "--json")
+    assert PYTEST in found.stdout and "Xests" not in found.stdout
+
+
+def test_rule14_a_damaged_usage_projection_is_rebuilt_from_its_log(tmp_path: Path) -> None:
+    store, _ = Store.init(tmp_path / "store")
+    store.append(store.root / usage.LOG, [{"session_id": "s1", "used": ["mem_a"], "ignored": ["mem_b"]}])
+    usage.rebuild(store)
+    want = usage.priors(store)
+    assert set(want) == {"mem_a", "mem_b"}
+    summary = store.root / usage.SUMMARY
+    summary.write_bytes(summary.read_bytes()[:5] + b"\xff" + summary.read_bytes()[6:])
+    assert usage.priors(store) == want
+    assert json.loads(summary.read_bytes()) == usage.counts(store)
+
+
+def test_rule14_code_search_rebuilds_a_damaged_code_graph_index_once_and_answers(tmp_path: Path) -> None:
+    store, _ = Store.init(tmp_path / "store")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "billing.py").write_text("def charge_invoice(amount):\n    return amount\n")
+    (repo / "shipping.py").write_text("def ship_parcel(box):\n    return box\n")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    assert cclg(store.root, "code-index", str(repo)).returncode == 0
+    (index,) = (store.root / "active" / "codegraphs").glob("*.search.sqlite")
+    index.write_bytes(b"not a database, a damaged file" * 100)
+    result = cclg(store.root, "code-search", "charge invoice", "--repo", str(repo))
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "billing.py" in result.stdout, result.stdout
+    assert cclg(store.root, "code-search", "ship parcel", "--repo", str(repo)).returncode == 0
