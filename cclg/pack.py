@@ -218,7 +218,7 @@ def select(
         found, retired, runner_up = relevant(
             index, query, where, limit=max(max_nodes * 3, 30), retired_limit=MAX_SUPPRESSED * 4, similar=nearest
         )
-        retired = [hit for hit in retired if hit.id not in skip]
+        retired = [hit for hit in retired if hit.id not in skip and not view.moved_away(hit.node)]
         replaced_by = {}
         for hit in retired:
             successors = view.live_ends(hit.node)
