@@ -16,7 +16,7 @@ from cclg import api as library
 from cclg import repository
 from cclg.records import Scope, Source, new_node
 from cclg.store import Store
-from tests.test_project_identity import CLI, add, cclg, prompt, repo
+from tests.test_project_identity import CLI, add, cclg, git, hook, prompt, repo
 
 QUESTION = "where does the api keep sessions, and what does it log?"
 
@@ -209,3 +209,39 @@ def test_the_library_adopts_a_name_as_the_cli_does(store: Store, tmp_path: Path)
     assert len(done.patch_ids) == 2
     assert all(store.read_patch(p).reason == "these are clientA's" for p in done.patch_ids)
     assert library.adopt_project(store, client_a).adopted == []  # nothing left to adopt
+
+
+def test_a_rule_learned_under_a_folder_name_follows_its_memory_to_the_adopting_repository(
+    store: Store, tmp_path: Path
+) -> None:
+    """A rule learned before its repository had a commit is scoped by the folder's name, as every rule
+    of an old store is: both ``api`` repositories are given it. Once adopted, its memory's scope
+    decides: clientA is given it, clientB no longer, and ``cclg rules`` says whose it is."""
+    from cclg import rules
+
+    client_a = repo(tmp_path / "clientA" / "api", commit=False)
+    client_b = repo(tmp_path / "clientB" / "api", "b.txt")
+    failure = {"tool_name": "Bash", "tool_input": {"command": "make test"}, "is_interrupt": False}
+    for n in range(3):
+        error = f"Exit code 2\nE   ImportError: no module api.db ({n})"
+        hook(
+            store, client_a, "post-tool-failure", "s-rule", hook_event_name="PostToolUseFailure", **failure, error=error
+        )
+    passed = {"stdout": "9 passed", "stderr": "", "interrupted": False, "isImage": False}
+    hook(store, client_a, "post-tool", "s-rule", hook_event_name="PostToolUse", **failure, tool_response=passed)
+    (learned,) = rules.read_rules(store).values()
+    assert learned.project == "api"
+    (client_a / "a.txt").write_text("a\n")
+    git(client_a, "add", "a.txt")
+    git(client_a, "commit", "-qm", "start")
+    step = {"command": "make", "failure": learned.trigger["signature"]}
+    here, there = repository.project_of(client_a), repository.project_of(client_b)
+    assert [r.key for r, _ in rules.near(store, step, there, set())] == [learned.key]  # shared by name
+
+    adopted = cclg(store, client_a, "project", "adopt")
+    assert [m["content"] for m in adopted["adopted"]] == [
+        rules.current_rules(store, [learned.key])[learned.key].content
+    ]
+    assert [r.key for r, _ in rules.near(store, step, here, set())] == [learned.key]
+    assert rules.near(store, step, there, set()) == []
+    assert here is not None and [r["project"] for r in cclg(store, client_a, "rules")["rules"]] == [here.id]
