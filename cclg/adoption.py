@@ -173,7 +173,7 @@ def _sessions_elsewhere(store: Store, nodes: list[MemoryNode], here: Project) ->
                 seen[session_id] = _session_roots(store, session_id)
             roots |= seen[session_id]
         for root in roots - projects.keys():
-            projects[root] = project_of(root, cache=store.project_cache_path)
+            projects[root] = project_of(root)  # no cache: a dry run writes nothing
         values = {p.value for root in roots if (p := projects[root]) is not None}
         if len(values) == 1 and values.isdisjoint(here.keys):
             ran = ", ".join(sorted(str(r) for r in roots))

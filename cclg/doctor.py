@@ -209,10 +209,15 @@ class Scan:
         """One notice per folder name that current memories are scoped by, with the command that settles them."""
         notices = []
         for name, count in sorted(self.shared.items()):
-            memories, them = ("1 current memory is", "it") if count == 1 else (f"{count} current memories are", "them")
+            one = count == 1
+            memories, they, them = (
+                ("1 current memory is", "it belongs", "it")
+                if one
+                else (f"{count} current memories are", "they belong", "them")
+            )
             message = f"{memories} scoped by the folder name {name!r}: every repository of that name reads {them}. "
-            message += f"Inside the repository {them} belong to, `cclg project adopt {shlex.quote(name)}` gives {them} "
-            message += "to it alone (`--dry-run` lists them first; each is a patch `cclg rollback` undoes)"
+            message += f"Inside the repository {they} to, `cclg project adopt {shlex.quote(name)}` gives {them} "
+            message += "to it alone (`--dry-run` lists first; each is a patch `cclg rollback` undoes)"
             notices.append(Finding(SHARED, "nodes/", message))
         return notices
 

@@ -121,6 +121,10 @@ def test_adopting_a_name_gives_its_memories_to_this_repository_only_and_rollback
     assert len(shared_notices(doctor(store, tmp_path))) == 1
 
 
+def files_of(store: Store) -> dict[str, bytes]:
+    return {str(p.relative_to(store.root)): p.read_bytes() for p in sorted(store.root.rglob("*")) if p.is_file()}
+
+
 def test_a_dry_run_lists_what_adopt_would_change_and_writes_nothing(store: Store, tmp_path: Path) -> None:
     client_a, _ = old_store(store, tmp_path)
     files = sorted(str(p.relative_to(store.root)) for p in store.root.rglob("*") if p.is_file())
@@ -134,9 +138,7 @@ def test_a_dry_run_lists_what_adopt_would_change_and_writes_nothing(store: Store
     text = run(store, client_a, "project", "adopt", "--dry-run")
     assert text.returncode == 0 and "The api caches sessions in Redis" in text.stdout
     after = sorted(str(p.relative_to(store.root)) for p in store.root.rglob("*") if p.is_file())
-    assert [f for f in after if not f.startswith(("index", "active/"))] == [
-        f for f in files if not f.startswith(("index", "active/"))
-    ]
+    assert after == files
     assert {p.name: p.read_bytes() for p in (store.root / "nodes").iterdir()} == nodes
 
 
@@ -188,6 +190,10 @@ def test_adopt_leaves_a_memory_whose_sessions_ran_in_another_repository(store: S
     lines.write_text(json.dumps(learned.to_dict()) + "\n")
     cclg(store, tmp_path, "import-jsonl", str(lines))
 
+    files = files_of(store)
+    planned = cclg(store, client_a, "project", "adopt", "--dry-run")
+    assert [m["content"] for m in planned["elsewhere"]] == ["The api bills through Stripe"]
+    assert files_of(store) == files  # the evidence is read, nothing is written
     in_a = cclg(store, client_a, "project", "adopt")
     assert sorted(m["content"] for m in in_a["adopted"]) == [
         "The api caches sessions in Redis",
