@@ -150,7 +150,7 @@ def test_adopt_takes_only_the_memories_named_and_of_that_name(store: Store, tmp_
     everywhere = add(store, tmp_path, "Write commit messages in English", "--global")
     mine = add(store, client_b, "clientB's api talks to Stripe")
     redis = current(store, tmp_path)["The api caches sessions in Redis"]
-    adopted = cclg(store, client_a, "project", "adopt", "--memory", redis["id"])
+    adopted = cclg(store, client_a, "project", "adopt", "--memory", redis["id"][:22])  # a unique prefix
     assert [m["id"] for m in adopted["adopted"]] == [redis["id"]]
     reply_b = prompt(store, client_b, QUESTION, "s-b")
     assert "Redis" not in reply_b and "stdout in JSON" in reply_b
@@ -215,6 +215,9 @@ def test_the_library_adopts_a_name_as_the_cli_does(store: Store, tmp_path: Path)
     assert len(done.patch_ids) == 2
     assert all(store.read_patch(p).reason == "these are clientA's" for p in done.patch_ids)
     assert library.adopt_project(store, client_a).adopted == []  # nothing left to adopt
+    renamed = add(store, tmp_path, "Before the rename the api was called api-old", "--scope", "project=api-old")
+    (moved,) = library.adopt_project(store, client_a, "api-old").written  # a name other than the folder's
+    assert moved.changed_nodes[0].id == renamed["id"] and moved.new_nodes[0].scope.project == done.project
 
 
 def test_a_rule_learned_under_a_folder_name_follows_its_memory_to_the_adopting_repository(
