@@ -11,7 +11,8 @@
    memories;
 3. retired memories that match the query are listed apart (id, status, a
    prefix, the current memories that replaced them) so the agent knows the old
-   fact is dead; they are never emitted as memory.
+   fact is dead; they are never emitted as memory. One replaced only by memories
+   outside the view moved to another scope (``View.moved_away``): not listed.
 
 A session's pack can leave out what the agent's context holds already (``skip``)
 and offer again what it held before a compaction (``offer``).
