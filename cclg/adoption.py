@@ -98,10 +98,10 @@ def adopt_project(
     value = here.id or here.url
     assert value is not None
     why = reason or f"project adopt: memories scoped by the folder name {name!r} belong to the repository {value}"
+    ids = list(memory_ids)
     with store.lock():  # what is chosen is what is written: no other writer in between
-        candidates = scoped_by(store, name)
-        chosen = _chosen(candidates, list(memory_ids), name)
-        elsewhere = {} if list(memory_ids) else _sessions_elsewhere(store, chosen, here)
+        chosen = _chosen(scoped_by(store, name), ids, name)
+        elsewhere = {} if ids else _sessions_elsewhere(store, chosen, here)
         adopted = [n for n in chosen if n.id not in elsewhere]
         written = [] if dry_run else [_rescope(store, node, value, why) for node in adopted]
     left = [(n, elsewhere[n.id]) for n in chosen if n.id in elsewhere]
@@ -111,7 +111,8 @@ def adopt_project(
 def _repository(folder: str | Path) -> Project:
     found = project_of(folder)
     if found is None:
-        raise UsageError(f"{folder} is not inside a git repository: run adopt in the repository the memories belong to")
+        where = Path(folder).absolute()
+        raise UsageError(f"{where} is not inside a git repository: run adopt in the repository the memories belong to")
     if found.id is None and found.url is None:
         raise UsageError(
             f"the repository {git_root(folder)} has no identity yet (no commit, no origin remote): commit first"
