@@ -8,7 +8,9 @@ the memories belong to. Each current memory scoped by the name (``active``, or a
 memory) gets a new version scoped by the repository's identity, by one ``update`` patch: the
 same content, type, key, tags, priority, confidence, validity window, labels and evidence, only
 the project changed. ``cclg log`` lists the patches, ``cclg rollback`` undoes each (the old
-version is current again, shared by name), and the old version stays in its lineage.
+version is current again, shared by name), and the old version stays in its lineage. What the
+ledger would refuse (a memory over the store's size limit, a secret) is looked for before the
+first patch, so a refusal writes none.
 
 One piece of evidence is read: a memory learned in hook sessions whose recorded events ran in
 folders of one other repository belongs there, and is left shared (``elsewhere``, with why)
@@ -22,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from cclg import ledger
+from cclg import guard, ledger
 from cclg.errors import CclgError, UsageError
 from cclg.lattice import LIVE_STATUSES
 from cclg.records import MemoryNode, Record, Scope, Source
@@ -103,6 +105,8 @@ def adopt_project(
         chosen = _chosen(scoped_by(store, name), ids, name)
         elsewhere = {} if ids else _sessions_elsewhere(store, chosen, here)
         adopted = [n for n in chosen if n.id not in elsewhere]
+        ledger.refuse_oversized(store, adopted)  # what the ledger would refuse, before the first patch
+        guard.refuse_secrets({n.id: n.content for n in adopted}, "the adoption")
         written = [] if dry_run else [_rescope(store, node, value, why) for node in adopted]
     left = [(n, elsewhere[n.id]) for n in chosen if n.id in elsewhere]
     return Adoption(name, value, dry_run, adopted, left, written)

@@ -254,3 +254,16 @@ def test_a_rule_learned_under_a_folder_name_follows_its_memory_to_the_adopting_r
     assert [r.key for r, _ in rules.near(store, step, here, set())] == [learned.key]
     assert rules.near(store, step, there, set()) == []
     assert here is not None and [r["project"] for r in cclg(store, client_a, "rules")["rules"]] == [here.id]
+
+
+def test_adopt_refused_for_one_memory_writes_none(store: Store, tmp_path: Path) -> None:
+    """What the ledger would refuse (here a memory longer than the store's limit, lowered since it was
+    written) is found before the first patch: the migration is all or nothing."""
+    client_a, _ = old_store(store, tmp_path)
+    add(store, tmp_path, "The api " + "retries " * 40, "--scope", "project=api")
+    config = json.loads((store.root / "config.json").read_text())
+    (store.root / "config.json").write_text(json.dumps({**config, "limits": {"memory_chars": 100}}))
+    patches = len(cclg(store, tmp_path, "log"))
+    done = run(store, client_a, "project", "adopt")
+    assert done.returncode == 4 and "over the limit" in done.stderr
+    assert len(cclg(store, tmp_path, "log")) == patches
