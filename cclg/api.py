@@ -44,6 +44,7 @@ from cclg.store import Store, resolve_root
 from cclg.view import effective_view
 
 _LAZY = {  # module -> the public names it serves: modules only some operations need, imported on first use
+    "cclg.adoption": "Adoption",
     "cclg.container": "Container export_store load_container read_text",
     "cclg.demo": "build_demo_store",
     "cclg.doctor": "Finding Report diagnose repair validate_paths",
@@ -54,6 +55,7 @@ _LAZY = {  # module -> the public names it serves: modules only some operations 
 
 if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
     from cclg import install
+    from cclg.adoption import Adoption
     from cclg.container import Container, export_store, load_container, read_text
     from cclg.demo import build_demo_store
     from cclg.doctor import Finding, Report, diagnose, repair, validate_paths
@@ -78,6 +80,7 @@ __all__ = [
     "FORMATS",
     "MODES",
     "AddResult",
+    "Adoption",
     "Container",
     "Finding",
     "GrepMatch",
@@ -89,6 +92,7 @@ __all__ = [
     "Store",
     "Where",
     "add_memory",
+    "adopt_project",
     "audit_log",
     "build_demo_store",
     "build_node",
@@ -380,6 +384,25 @@ def _check_caller_rollback(store: Store, undone: MemoryPatch, max_trust: str) ->
                 f"{root.id} changed the labels of {first.id}; this caller cannot undo or redo that, "
                 f"the user can: `cclg rollback {undone.id}`"
             )
+
+
+def adopt_project(
+    store: Store,
+    folder: str | Path = ".",
+    name: str | None = None,
+    *,
+    memory_ids: list[str] | None = None,
+    dry_run: bool = False,
+    reason: str | None = None,
+) -> Adoption:
+    """``cclg project adopt``: give the current memories scoped by the folder name ``name`` (by default
+    the name of the repository holding ``folder``) to that repository alone, one ``update`` patch each
+    (``cclg.adoption``). ``memory_ids`` (ids or unique prefixes): only these. The user's call, not an
+    MCP tool's: nothing records which repository of that name a memory came from."""
+    from cclg.adoption import adopt_project as adopt
+
+    ids = [resolve_node_id(store, text) for text in memory_ids or []]
+    return adopt(store, folder, name, memory_ids=ids, dry_run=dry_run, reason=reason)
 
 
 def label(

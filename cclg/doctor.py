@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import sqlite3
 import stat
 import sys
@@ -31,6 +32,7 @@ from typing import Any, NamedTuple
 
 from cclg import format as fmt
 from cclg import purge, sensors, staging
+from cclg.adoption import shared_by_name
 from cclg.errors import CclgError, UnknownPatchOperationError, ValidationError
 from cclg.fields import parse_json
 from cclg.files import read_jsonl, read_regular
@@ -63,6 +65,7 @@ INSTALL = "installed hooks can run"
 PURGE = "every purge finished"
 PRIVATE = "store files and folders are the owner's only"
 OWNER_ONLY = {False: 0o600, True: 0o700}  # a file's mode, a folder's (is it a folder?): what the store sets
+SHARED = "projects named by a folder's name only"  # a notice: a legitimate scope, which fails nothing
 Readable = Mapping[str, Container[str]]  # the ids of the records that parse, by folder
 
 PARSERS: dict[str, Any] = {
@@ -96,6 +99,7 @@ class Report:
     findings: list[Finding]
     refreshed: list[str] = field(default_factory=list)  # search index entries re-read from their files
     sensors: dict[str, int] = field(default_factory=dict)  # the thresholds post-tool's sensors use
+    notices: list[Finding] = field(default_factory=list)  # worth knowing, not wrong: ``ok`` ignores them
 
     @property
     def ok(self) -> bool:
@@ -109,6 +113,7 @@ class Report:
             "findings": [f.to_dict() for f in self.findings],
             "refreshed": self.refreshed,
             "sensors": self.sensors,
+            "notices": [n.to_dict() for n in self.notices],
         }
 
 
@@ -244,6 +249,7 @@ class Scan:
         self.disagreements: list[Finding] = []  # the statuses the ledger disagrees with
         self.overlays: set[str] = set()  # the sessions of active_session nodes
         self.viewed: list[MemoryNode] = []  # the retired and no longer live nodes, for ``ledger_findings``
+        self.shared: dict[str, int] = {}  # folder name -> the current memories scoped by it (``shared_notices``)
 
     def see(self, node: MemoryNode) -> None:
         node_id, status, where = node.id, sys.intern(node.status), f"nodes/{node.id}.json"
@@ -264,9 +270,27 @@ class Scan:
             self.disagreements.append(Finding(LEDGER, where, why))
         if status == "active_session" and node.scope.session:
             self.overlays.add(node.scope.session)
+        if node_id not in self.retired and (name := shared_by_name(node)) is not None:
+            self.shared[name] = self.shared.get(name, 0) + 1
         if node_id in self.retired or status not in LIVE_STATUSES:  # kept, less what ``effective_view`` never reads
             node.content, node.tags, node.relations, node.source, node.retrieval = "", [], {}, Source(), Retrieval()
             self.viewed.append(node)
+
+    def shared_notices(self) -> list[Finding]:
+        """One notice per folder name that current memories are scoped by, with the command that settles them."""
+        notices = []
+        for name, count in sorted(self.shared.items()):
+            one = count == 1
+            memories, they, them = (
+                ("1 current memory is", "it belongs", "it")
+                if one
+                else (f"{count} current memories are", "they belong", "them")
+            )
+            message = f"{memories} scoped by the folder name {name!r}: every repository of that name reads {them}. "
+            message += f"Inside the repository {they} to, `cclg project adopt {shlex.quote(name)}` gives {them} "
+            message += "to it alone (`--dry-run` lists first; each is a patch `cclg rollback` undoes)"
+            notices.append(Finding(SHARED, "nodes/", message))
+        return notices
 
     def ledger_findings(self) -> list[Finding]:
         """The statuses the ledger disagrees with, then any retired memory the read model would serve.
@@ -328,7 +352,9 @@ def diagnose(store: Store) -> Report:
     findings.extend(_stray_findings(store, strays))
     findings.extend(modes.findings())
     thresholds = sensors.settings(store)
-    return Report(root=str(store.root), counts=counts, findings=findings, refreshed=refreshed, sensors=thresholds)
+    report = Report(root=str(store.root), counts=counts, findings=findings, refreshed=refreshed, sensors=thresholds)
+    report.notices = scan.shared_notices()
+    return report
 
 
 def _named(patches: list[MemoryPatch]) -> set[str]:

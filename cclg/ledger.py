@@ -42,6 +42,7 @@ from cclg.records import (
     MemoryNode,
     MemoryPatch,
     Record,
+    Scope,
     Source,
     default_resolution_policy,
     dumps,
@@ -216,29 +217,23 @@ def apply_patch(
     labels: dict[str, str] | None = None,
     valid_from: str | None = None,
     valid_until: str | None = None,
+    scope: Scope | None = None,
 ) -> PatchResult:
     """Apply one patch (any operation but ``create`` and ``rollback``, which have their own functions).
 
     New nodes inherit the first target's trust, sensitivity and retention, changed by
     ``labels`` where given, within the writer's ceiling (``inherited_labels``: an MCP caller cannot
     raise trust nor keep a pin by rewording a memory). ``valid_from`` / ``valid_until``
-    (``validity``) bound when the new nodes are in effect.
+    (``validity``) bound when the new nodes are in effect. They inherit the first target's scope,
+    or have ``scope`` (the same session: a patch never moves a memory in or out of one).
 
     Refuses, before writing anything, an unknown target, a target whose status
     the lattice does not let the operation move, and content that is missing
     where the operation needs it or given where it has no use.
     """
     rule = rule_for(operation)
-    if operation == "create":
-        raise UsageError("use create_nodes (cclg add) to create memories")
-    if operation == "rollback":
-        raise UsageError("use rollback (cclg rollback PATCH_ID) to undo a patch")
     contents = [c for c in (contents or [])]
-    if not reason.strip():
-        raise UsageError("a patch needs a reason")
-    guard.refuse_secrets(
-        {"reason": reason, "content": contents, "source": source.to_dict() if source else {}}, "the patch"
-    )
+    _check_request(operation, reason, contents, source, scope)
     _check_shape(operation, rule, target_ids, contents)
     valid_from, valid_until = validity(valid_from, valid_until)
     if (valid_from or valid_until) and not contents:
@@ -246,7 +241,7 @@ def apply_patch(
 
     with store.lock():
         targets = [read_target(store, node_id) for node_id in target_ids]
-        _check_targets(operation, targets)
+        _check_targets(operation, targets, scope)
         stamp = now_iso()
         patch_id = new_id("patch")
         inherited = inherited_labels(targets[0], labels, max_trust)
@@ -254,8 +249,9 @@ def apply_patch(
             _replacement(targets, rule, index, content, patch_id, stamp, confidence, reason, source, inherited)
             for index, content in enumerate(contents)
         ]
-        for node in new_nodes:  # the window the caller gave, else the node's own (from now, no end)
+        for node in new_nodes:  # the window and scope the caller gave, else the node's own (from now, no end)
             node.effective_from, node.effective_until = valid_from or node.effective_from, valid_until
+            node.scope = scope or node.scope
         patch = MemoryPatch(
             id=patch_id,
             operation=operation,
@@ -283,7 +279,28 @@ def apply_patch(
     return PatchResult(patch=patch, new_nodes=new_nodes, edges=edges, changed_nodes=targets)
 
 
-def _check_targets(operation: str, targets: list[MemoryNode]) -> None:
+def _check_request(
+    operation: str, reason: str, contents: list[str], source: Source | None, scope: Scope | None
+) -> None:
+    """``UsageError`` for what ``apply_patch`` does not do, or a patch without a reason; ``SecretError``
+    for a secret in what the caller gave."""
+    if operation == "create":
+        raise UsageError("use create_nodes (cclg add) to create memories")
+    if operation == "rollback":
+        raise UsageError("use rollback (cclg rollback PATCH_ID) to undo a patch")
+    if not reason.strip():
+        raise UsageError("a patch needs a reason")
+    if scope is not None and not contents:
+        raise UsageError(f"{operation} writes no new memory: a scope applies to new memories only")
+    given = {"reason": reason, "content": contents, "source": source.to_dict() if source else {}}
+    guard.refuse_secrets({**given, "scope": scope.to_dict() if scope else {}}, "the patch")
+
+
+def _check_targets(operation: str, targets: list[MemoryNode], scope: Scope | None = None) -> None:
+    """``IllegalPatchError`` for a target the operation may not move; ``UsageError`` for a ``scope``
+    that would move a memory in or out of a session (promotion's job, ``cclg.promotion``)."""
+    if scope is not None and scope.session != targets[0].scope.session:
+        raise UsageError(f"{operation} keeps a memory's session: its scope.session stays {targets[0].scope.session}")
     accepted = lattice.accepting_statuses(operation)
     for target in targets:
         if target.status not in accepted:

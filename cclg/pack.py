@@ -11,7 +11,8 @@
    memories;
 3. retired memories that match the query are listed apart (id, status, a
    prefix, the current memories that replaced them) so the agent knows the old
-   fact is dead; they are never emitted as memory.
+   fact is dead; they are never emitted as memory. One replaced only by memories
+   outside the view moved to another scope (``View.moved_away``): not listed.
 
 A session's pack can leave out what the agent's context holds already (``skip``)
 and offer again what it held before a compaction (``offer``).
@@ -218,7 +219,7 @@ def select(
         found, retired, runner_up = relevant(
             index, query, where, limit=max(max_nodes * 3, 30), retired_limit=MAX_SUPPRESSED * 4, similar=nearest
         )
-        retired = [hit for hit in retired if hit.id not in skip]
+        retired = [hit for hit in retired if hit.id not in skip and not view.moved_away(hit.node)]
         replaced_by = {}
         for hit in retired:
             successors = view.live_ends(hit.node)

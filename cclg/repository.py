@@ -67,6 +67,16 @@ def project_keys(project: ProjectKeys) -> tuple[str, ...]:
     return (project,) if isinstance(project, str) else tuple(project)
 
 
+IDENTITY_PREFIXES = ("git:", "url:")  # a root commit, a remote hint: every other project value is a name
+
+
+def is_folder_name(value: str) -> bool:
+    """Whether a project scope value is a folder's name, which every repository of that name answers
+    to (a store written before identities, ``--scope project=NAME``), not a repository's identity or
+    remote hint. ``cclg project adopt`` gives such memories to one repository."""
+    return not value.startswith(IDENTITY_PREFIXES)
+
+
 def project_filter(value: str | None, folder: str | Path) -> ProjectKeys:
     """A ``--project`` value (CLI, MCP) as a filter: ``.`` is the project of the git repository
     holding ``folder``, every value it answers to; any other value is a scope value as written."""

@@ -248,19 +248,28 @@ def line(node: MemoryNode, rule: Rule) -> str:
 
 def near(store: Store, step: dict[str, Any], project: ProjectKeys, given: set[str]) -> list[tuple[Rule, MemoryNode]]:
     """The rules of ``project`` whose trigger ``step`` comes near and that this session was not given."""
-    rules = [r for r in read_rules(store).values() if r.of(project) and r.key not in given and r.near(step)]
-    found = current_rules(store, [r.key for r in rules])
-    return [(r, found[r.key]) for r in rules if r.key in found and labels(found[r.key].metadata)[0] != "quarantined"]
+    rules = [r for r in read_rules(store).values() if r.key not in given and r.near(step)]
+    return [(r, node) for r, node in _current_in(store, rules, project) if labels(node.metadata)[0] != "quarantined"]
 
 
 def strong(store: Store, project: ProjectKeys) -> list[tuple[Rule, MemoryNode]]:
     """The rules of ``project`` with evidence enough to open every session, the best evidenced first."""
-    rules = sorted(
-        (r for r in read_rules(store).values() if r.of(project) and r.evidence >= STRONG),
-        key=lambda r: (-r.evidence, r.key),
-    )
+    rules = sorted((r for r in read_rules(store).values() if r.evidence >= STRONG), key=lambda r: (-r.evidence, r.key))
+    return [(r, node) for r, node in _current_in(store, rules, project) if session_start(node)]
+
+
+def _current_in(store: Store, rules: list[Rule], project: ProjectKeys) -> list[tuple[Rule, MemoryNode]]:
+    """Each of ``rules`` with its current memory, where that memory is of ``project`` (any value it
+    answers to; None: of no project). The memory's scope decides, not where the rule was learned: a
+    rule learned under a folder's name and given to one repository (``cclg project adopt``) follows."""
+    keys = project_keys(project)
     found = current_rules(store, [r.key for r in rules])
-    return [(r, found[r.key]) for r in rules if r.key in found and session_start(found[r.key])]
+    return [
+        (r, node)
+        for r in rules
+        if (node := found.get(r.key)) is not None
+        and (node.scope.project in keys if keys else node.scope.project is None)
+    ]
 
 
 # ---------------------------------------------------------------- the end of a session
@@ -302,6 +311,7 @@ def listing(store: Store) -> list[dict[str, Any]]:
             listed.append(
                 {
                     **rule.to_dict(),
+                    "project": node.scope.project if node else rule.project,  # where it applies now
                     "evidence": rule.evidence,
                     "id": node.id if node else None,
                     "status": node.status if node else "missing",

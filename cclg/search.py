@@ -179,7 +179,18 @@ class View:
     def live_ends(self, node: MemoryNode) -> list[MemoryNode]:
         """The memories of this view that replace ``node`` now: its ``superseded_by`` followed, through
         memories retired in turn (a supersede then a refine, ...), to the ones that are current."""
-        found: dict[str, MemoryNode] = {}
+        return [_node(row) for row in self._current_ends(node) if self.contains(row)]
+
+    def moved_away(self, node: MemoryNode) -> bool:
+        """Whether ``node`` was replaced only by current memories outside this view: it moved to another
+        scope (``cclg project adopt`` gave a folder name's memory to one repository), it did not stop
+        being true, so this view has nothing to say about it."""
+        ends = self._current_ends(node)
+        return bool(ends) and not any(self.contains(row) for row in ends)
+
+    def _current_ends(self, node: MemoryNode) -> list[sqlite3.Row]:
+        """The index rows of the current memories that replace ``node``, in any scope, by id."""
+        found: dict[str, sqlite3.Row] = {}
         seen = {node.id}
         frontier = list(node.relations["superseded_by"])
         for _ in range(MAX_CHAIN):
@@ -195,8 +206,8 @@ class View:
                     continue
                 if not row["current"]:
                     following.extend(_node(row).relations["superseded_by"])
-                elif self.contains(row):
-                    found[node_id] = _node(row)
+                else:
+                    found[node_id] = row
             frontier = following
         return [found[i] for i in sorted(found)]
 

@@ -59,7 +59,7 @@ LAYERS: list[list[str]] = [
     # reading and compiling
     ["search", "semantic", "relevance", "sessions", "usage", "pack", "sensors", "turns"],
     # operations
-    ["intake", "container", "importing", "redaction", "purge", "doctor", "demo", "rules", "distill"],
+    ["intake", "container", "importing", "redaction", "purge", "adoption", "doctor", "demo", "rules", "distill"],
     # the library
     ["api"],
     # the surfaces
@@ -74,6 +74,7 @@ LAYERS: list[list[str]] = [
         "cli.hosts",
         "cli.turns",
         "cli.sessions",
+        "cli.projects",
         "cli",
     ],
     ["cli.__main__", "__main__"],

@@ -416,6 +416,7 @@ COMMANDS = {
     "cclg.cli.hosts": {"install", "uninstall", "demo-store"},
     "cclg.cli.turns": {"turn"},
     "cclg.cli.sessions": {"distill", "stats"},
+    "cclg.cli.projects": {"project"},
 }
 
 

@@ -1019,3 +1019,22 @@ def test_text_that_is_not_unicode_is_a_validation_error_and_nothing_is_written(s
         apply_patch(store, "refine", [node.id], reason="typo", contents=["Kestrel \udfff deploys"])
     assert sorted(p.name for p in store.root.rglob("*.json")) == before
     assert list((store.root / "tmp").glob("*")) == []
+
+
+def test_a_patch_may_give_its_new_memory_another_project_but_never_another_session(store: Store) -> None:
+    """``apply_patch(scope=...)``: the new memory has that scope (``cclg project adopt``), the target
+    keeps its own; moving a memory in or out of a session is promotion's job, and a patch that writes
+    no new memory has no scope to give."""
+    node = add_memory(store, "The api caches sessions in Redis", source="user", scope=Scope(project="api")).node
+    moved = apply_patch(
+        store, "update", [node.id], reason="adopt", contents=[node.content], scope=Scope(project="git:" + "a" * 40)
+    )
+    assert moved.new_nodes[0].scope.project == "git:" + "a" * 40
+    assert store.read_node(node.id).scope.project == "api" and store.read_node(node.id).status == "superseded"
+    current = moved.new_nodes[0].id
+    with pytest.raises(UsageError, match="session"):
+        apply_patch(store, "update", [current], reason="r", contents=["x"], scope=Scope(session="s1"))
+    with pytest.raises(UsageError, match="new memories only"):
+        apply_patch(store, "forget", [current], reason="r", scope=Scope(project="web"))
+    assert store.read_node(current).status == "active"
+    assert doctor.diagnose(store).findings == []

@@ -43,6 +43,7 @@ COMMAND_MODULES = {  # module of cclg.cli -> the commands it defines (in its COM
     "hosts": ["install", "uninstall", "demo-store"],
     "turns": ["turn"],
     "sessions": ["distill", "stats"],
+    "projects": ["project"],
 }
 
 

@@ -161,7 +161,8 @@ def validate(paths: tuple[Path, ...], as_json: bool) -> None:
 def doctor_command(ctx: click.Context, repair: bool, as_json: bool) -> None:
     """Check the whole store: records, hashes, ids, the patch ledger, logs.
 
-    Exits 1 when there are findings. Example: cclg doctor --json
+    Exits 1 when there are findings; notes (memories every repository of a folder's name shares)
+    fail nothing. Example: cclg doctor --json
     """
     store = store_of(ctx)
     actions = api.repair(store) if repair else []
@@ -179,6 +180,8 @@ def doctor_command(ctx: click.Context, repair: bool, as_json: bool) -> None:
         click.echo(f'sensors (config.json "sensors"): {thresholds}')
         for f in report.findings:
             click.echo(f"[{f.check}] {shown(f.path)}: {shown(f.message)}")
+        for f in report.notices:
+            click.echo(f"note [{f.check}]: {shown(f.message)}")
         click.echo("ok: no findings" if report.ok else f"{len(report.findings)} finding(s)")
     if not report.ok:
         sys.exit(1)
