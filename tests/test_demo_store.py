@@ -101,3 +101,32 @@ def test_the_readmes_first_command_lists_the_superseded_memory_apart(tmp_path: P
     pack = json.loads(result.output)
     assert [n["id"] for n in pack["memory_nodes"]] == ["mem_demo0004"]
     assert [n["id"] for n in pack["suppressed_nodes"]] == ["mem_demo0001"]
+
+
+def test_the_readmes_first_line_runs_on_a_checkouts_demo_store(tmp_path: Path) -> None:
+    """The cclg commands of the README's first line, as real processes, on a copy of the demo store with
+    the modes a git checkout gives (0644 files, 0755 folders): each exits 0, the pack holds the
+    current memories and lists the superseded one apart, and the store ends owner-only."""
+    import os
+    import shlex
+    import shutil
+    import stat
+    import subprocess
+    import sys
+
+    from tests.test_readme import readme_commands
+
+    demo = tmp_path / "demo-store"
+    shutil.copytree(REPO / "demo-store", demo, ignore=shutil.ignore_patterns(".lock", "index.sqlite*"))
+    for path in [demo, *demo.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    commands = [shlex.split(part) for part in readme_commands()[0].split(" && ") if part.startswith("cclg ")]
+    assert [c[:3] for c in commands] == [["cclg", "--root", "demo-store"]] * 2, commands
+    outputs = []
+    for command in commands:
+        run = [sys.executable, "-m", "cclg", *command[1:]]
+        done = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, (command, done.stdout, done.stderr)
+        outputs.append(done.stdout)
+    assert "superseded" in outputs[0] and "ok: no findings" in outputs[1], outputs
+    assert not [p for p in [demo, *demo.rglob("*")] if stat.S_IMODE(os.lstat(p).st_mode) & 0o077]
