@@ -35,7 +35,7 @@ from typing import Any
 from cclg import guard, lattice
 from cclg.errors import CclgError, IllegalPatchError, NotFoundError, UsageError, ValidationError
 from cclg.ids import content_hash, new_id, now_iso, parse_moment
-from cclg.index import Index, note_changes, open_index
+from cclg.index import Index, healing, indexed_node, note_changes
 from cclg.lattice import rule_for
 from cclg.records import (
     MemoryEdge,
@@ -589,14 +589,11 @@ def purged_contents(store: Store, index: Index | None = None) -> dict[str, Memor
     if index is None and not store.index_path.exists():
         candidates = [node for patch in purge_patches(store) for node in _readable(store, patch.target_ids)]
     else:
-        own = index is None
-        index = index or open_index(store)
-        try:
-            rows = index.same_content(content_hash(PURGED_CONTENT))
-        finally:
-            if own:
-                index.close()
-        candidates = [MemoryNode.from_dict(json.loads(r), where=f"nodes/{i}.json") for i, _, _, r in rows]
+
+        def tombstones(index: Index) -> list[MemoryNode]:
+            return [indexed_node(i, r) for i, _, _, r in index.same_content(content_hash(PURGED_CONTENT))]
+
+        candidates = tombstones(index) if index is not None else healing(store, tombstones)  # damage: rebuilt
     found: dict[str, MemoryNode] = {}
     for tombstone in candidates:
         digest = purged_hash(tombstone)

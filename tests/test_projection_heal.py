@@ -9,6 +9,7 @@ no process holding the file open (as a bad sector or a careless sync would leave
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -143,3 +144,45 @@ def test_rule14_code_search_rebuilds_a_damaged_code_graph_index_once_and_answers
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     assert "billing.py" in result.stdout, result.stdout
     assert cclg(store.root, "code-search", "ship parcel", "--repo", str(repo)).returncode == 0
+
+
+def break_page(root: Path, name: str) -> None:
+    """Overwrite the first page of the index's table or index ``name`` (its B-tree root): SQLite finds the
+    file malformed only when a query walks that tree."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(root / "index.sqlite")) as db:
+        (size,) = db.execute("PRAGMA page_size").fetchone()
+        (page,) = db.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (name,)).fetchone()
+    path = root / "index.sqlite"
+    assert not (root / "index.sqlite-wal").exists(), "every write reached the index file itself"
+    data = bytearray(path.read_bytes())
+    data[(page - 1) * size : page * size] = b"\xee" * size
+    path.write_bytes(bytes(data))
+
+
+def test_rule14_purge_reads_through_the_rebuilt_index(tmp_path: Path) -> None:
+    """Purge asks the index which patches name the memory and whether another holds its key: a damaged
+    page there once ended the purge with a traceback, exit 1, the memory's words still stored."""
+    store, _ = Store.init(tmp_path / "store")
+    added = cclg(store.root, "add", "--content", PYTEST, "--source", "user", "--key", "test.command", "--json")
+    node_id = json.loads(added.stdout)["node"]["id"]
+    break_page(store.root, "patch_nodes_node")  # the patches naming a memory: read by purge only
+    result = cclg(store.root, "purge", node_id, "--yes")
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert healed(store.root)
+    assert PYTEST not in (store.root / "nodes" / f"{node_id}.json").read_text()
+    assert cclg(store.root, "doctor").returncode == 0
+
+
+def test_rule14_a_patch_reads_the_purged_contents_through_the_rebuilt_index(root: Path) -> None:
+    """Every write asks the index for the purges' tombstones (their content is refused): a damaged
+    tombstone record there once failed the write."""
+    found = json.loads(cclg(root, "search", "make ship", "--json").stdout)
+    target = json.loads(cclg(root, "search", "pytest", "--json").stdout)
+    assert cclg(root, "purge", found[0]["id"], "--yes").returncode == 0
+    flip(root, "[purged]", b"\xff")
+    result = cclg(root, "patch", "refine", "--target", target[0]["id"], "--content", "pytest -q -x",
+                  "--reason", "stop early", "--json")  # fmt: skip
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert healed(root)
