@@ -596,6 +596,8 @@ def code_search(store: Store, query: str, repo: str | Path, *, limit: int = 10) 
     from cclg.codegraph.stored import find_search_index
 
     root, index = find_search_index(store, repo)
+    if not index.is_file():  # deleted as damaged (`cclg doctor`): built again from the repository first
+        code_index(store, root)
     try:
         files = rank_files(index, query, limit=limit)
     except SearchIndexDamage:  # deleted: built again from the repository, once, and asked again

@@ -186,3 +186,58 @@ def test_rule14_a_patch_reads_the_purged_contents_through_the_rebuilt_index(root
                   "--reason", "stop early", "--json")  # fmt: skip
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     assert healed(root)
+
+
+def code_indexed(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A store with the code graph of a small git repository: (store root, repository, its search index)."""
+    store, _ = Store.init(tmp_path / "store")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "billing.py").write_text("def charge_invoice(amount):\n    return amount\n")
+    (repo / "shipping.py").write_text("def ship_parcel(box):\n    return box\n")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    assert cclg(store.root, "code-index", str(repo)).returncode == 0
+    (index,) = (store.root / "active" / "codegraphs").glob("*.search.sqlite")
+    return store.root, repo, index
+
+
+@pytest.mark.parametrize("damage", [b"\xff", b"X"], ids=["not-utf8", "garbage-page"])
+def test_rule14_doctor_reads_through_the_code_graph_search_index(tmp_path: Path, damage: bytes) -> None:
+    """Doctor reads every row of each code graph's search index back, as it does the memory index: a
+    file name that is no longer UTF-8, or a page SQLite finds malformed, is damage, and the index is
+    deleted (the next prompt or `cclg code-index` builds it again)."""
+    root, repo, index = code_indexed(tmp_path)
+    data = bytearray(index.read_bytes())
+    if damage == b"X":
+        data[4096 : 4096 * 3] = b"X" * 8192  # pages past the header: the schema still reads
+    else:
+        at = data.index(b"shipping.py")
+        data[at] = 0xFF
+    index.write_bytes(bytes(data))
+    report = cclg(root, "doctor")
+    assert report.returncode == 0, report.stdout + report.stderr
+    said = f"healed a projection: active/codegraphs/{index.name}: deleted the damaged code graph search index"
+    assert said in report.stdout, report.stdout
+    assert not index.exists()
+    assert "damaged" not in cclg(root, "doctor").stdout
+    found = cclg(root, "code-search", "ship parcel", "--repo", str(repo))
+    assert found.returncode == 0 and "shipping.py" in found.stdout, found.stdout + found.stderr
+
+
+@pytest.mark.parametrize("damage", [b"\xff", b"7"], ids=["not-utf8", "wrong-count"])
+def test_rule14_doctor_checks_the_usage_projection_against_its_log(tmp_path: Path, damage: bytes) -> None:
+    """The usage counts are a projection of ``audit/usage.jsonl``: doctor compares them with it, so a
+    byte that breaks them, and one that only changes a count (served as true), are both found."""
+    store, _ = Store.init(tmp_path / "store")
+    store.append(store.root / usage.LOG, [{"session_id": "s1", "used": ["mem_a"], "ignored": ["mem_b"]}])
+    usage.rebuild(store)
+    summary = store.root / usage.SUMMARY
+    data = summary.read_bytes()
+    at = data.index(b"1")
+    summary.write_bytes(data[:at] + damage + data[at + 1 :])
+    report = cclg(store.root, "doctor")
+    assert report.returncode == 0, report.stdout + report.stderr
+    said = f"healed a projection: {usage.SUMMARY}: rebuilt the damaged usage counts from {usage.LOG}"
+    assert said in report.stdout, report.stdout
+    assert json.loads(summary.read_bytes()) == usage.counts(store)
+    assert "damaged" not in cclg(store.root, "doctor").stdout

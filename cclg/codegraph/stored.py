@@ -59,13 +59,14 @@ def search_index_path(store: Store, root: Path) -> Path:
 
 
 def find_search_index(store: Store, folder: str | os.PathLike[str]) -> tuple[Path, Path]:
-    """(repository root, its search index) for ``folder``; a ``UsageError`` when it was never indexed."""
+    """(repository root, its search index) for ``folder``; a ``UsageError`` when it was never indexed.
+    The search index may be missing beside its graph (deleted as damaged): the caller builds it again."""
     if not Path(folder).is_dir():
         raise UsageError(f"no such folder: {folder}")
     root = repository_root(folder)
     for candidate in (root, Path(folder).resolve()):  # the folder itself, if it was indexed on its own
         path = search_index_path(store, candidate)
-        if path.is_file():
+        if path.is_file() or graph_path(store, candidate).is_file():
             return candidate, path
     raise UsageError(f"no code graph for {root}; run `cclg code-index {root}` first")
 
