@@ -117,6 +117,8 @@ def test_promotion_and_distill_keep_the_window(store: Store) -> None:
     old = api.add_memory(store, "The staging database listens on port 5432", source="user", confidence=0.8,
                          scope=parse_scope({"project": "shop"}), valid_until="2027-01-01").node  # fmt: skip
     prompt_event(store, "no, the staging database is on port 5433 now, not 5432")
+    (proposal,) = distill.propose(store, SESSION)
+    assert proposal["keeps"] == {"valid_until": UNTIL, "confidence": 0.8, "priority": "normal"}, "the proposal says so"
     (done,) = distill.accept(store, SESSION, None)
     (new_id,) = done["new_node_ids"]
     new = api.show(store, new_id)
