@@ -322,9 +322,15 @@ def inherited_labels(first: MemoryNode, labels: dict[str, str] | None, max_trust
     return guard.capped_labels(chosen, max_trust)
 
 
+NO_END = "never"  # a valid_until that says no end (a patch's new memory otherwise keeps its target's)
+
+
 def validity(valid_from: str | None, valid_until: str | None) -> tuple[str | None, str | None]:
     """A validity window as ISO 8601 texts (a date means its midnight; no offset means UTC): from when,
-    until when a memory is in effect. A ``UsageError`` for a time that does not parse or an empty window."""
+    until when a memory is in effect; ``NO_END`` stays itself. A ``UsageError`` for a time that does not
+    parse or an empty window."""
+    if valid_until == NO_END:
+        return validity(valid_from, None)[0], NO_END
     start, end = parse_moment(valid_from, "valid_from"), parse_moment(valid_until, "valid_until")
     if start is not None and end is not None and end <= start:
         raise UsageError(f"valid_until ({valid_until}) must come after valid_from ({valid_from})")
@@ -344,9 +350,11 @@ def kept_fields(
     them share, else the default (from now, no end; normal); the lowest confidence (the new memory is
     no surer than its least sure part). ``confidence``, ``valid_from`` and ``valid_until`` set theirs
     instead (checked by ``validity`` before: a ``UsageError`` also for a start after the end kept; an end
-    alone may be past, as on ``cclg add``: a replacement that has already expired)."""
+    alone may be past, as on ``cclg add``: a replacement that has already expired; ``NO_END``: none)."""
     windows = {(t.effective_from, t.effective_until) for t in targets}
     start, end = windows.pop() if len(windows) == 1 else (None, None)
+    if valid_until == NO_END:  # the end taken away
+        end, valid_until = None, None
     priorities = {t.priority for t in targets}
     if valid_from is not None:  # a start given after the end kept is refused; an end alone may be past, as on add
         valid_from, end = validity(valid_from, valid_until or end)

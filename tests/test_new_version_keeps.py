@@ -123,3 +123,12 @@ def test_promotion_and_distill_keep_the_window(store: Store) -> None:
     (new_id,) = done["new_node_ids"]
     new = api.show(store, new_id)
     assert (new.effective_from, new.effective_until, new.confidence) == (old.effective_from, UNTIL, 0.8)
+
+
+def test_a_patch_ends_a_kept_window_with_never(root: Path) -> None:
+    """The end a new version keeps can be taken away: ``--valid-until never`` (a fact extended for good)."""
+    old = added(root, "The freeze lasts until the migration ends", *WINDOWED)
+    new_id = written(cclg(root, "patch", "update", "--target", old["id"], "--content", "The freeze stays",
+                          "--reason", "for good", "--valid-until", "never", "--json"))  # fmt: skip
+    assert kept(shown(root, new_id)) == (FROM, None, 0.6, "high")
+    assert added(root, "Another fact", "--valid-until", "never")["effective_until"] is None
