@@ -290,3 +290,18 @@ def test_rule14_doctor_finds_damaged_vectors(root: Path) -> None:
     assert report.returncode == 0, report.stdout + report.stderr
     assert "healed a projection: semantic.sqlite: deleted the damaged vectors" in report.stdout, report.stdout
     assert not path.exists()
+
+
+def test_rule14_the_sensors_reach_deletes_a_damaged_code_graph_index(tmp_path: Path) -> None:
+    """Who imports a file (the hook's reach sensor) is read from the code graph's search index: damage
+    there once answered "nobody" for good; now the index is deleted, to be built again on next use."""
+    from cclg.codegraph.stored import dependants
+
+    root, repo, index = code_indexed(tmp_path)
+    data = bytearray(index.read_bytes())
+    data[4096:] = b"\xee" * (len(data) - 4096)
+    index.write_bytes(bytes(data))
+    assert dependants(Store.open(root), str(repo), "billing.py") == ("billing.py", [])
+    assert not index.exists()
+    found = cclg(root, "code-search", "charge invoice", "--repo", str(repo))
+    assert found.returncode == 0 and "billing.py" in found.stdout, found.stdout + found.stderr
