@@ -142,7 +142,8 @@ def _chosen(candidates: list[MemoryNode], memory_ids: list[str], name: str) -> l
 
 
 def _rescope(store: Store, node: MemoryNode, value: str, reason: str) -> ledger.PatchResult:
-    """One ``update`` patch: ``node`` again, scoped by ``value``."""
+    """One ``update`` patch: ``node`` again, scoped by ``value`` (the ledger keeps its window,
+    confidence, priority and labels)."""
     evidence = Source(
         label="manual",
         session_ids=list(node.source.session_ids),
@@ -159,9 +160,6 @@ def _rescope(store: Store, node: MemoryNode, value: str, reason: str) -> ledger.
         reason=reason,
         contents=[node.content],
         source=evidence,
-        confidence=node.confidence,
-        valid_from=node.effective_from,
-        valid_until=node.effective_until,
         scope=Scope(**{**node.scope.to_dict(), "project": value}),
     )
 

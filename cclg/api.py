@@ -299,14 +299,16 @@ def patch(
     contents: list[str],
     reason: str,
     source: str = "manual",
-    confidence: float = 1.0,
+    confidence: float | None = None,
     max_trust: str = "trusted",
     valid_from: str | None = None,
     valid_until: str | None = None,
 ) -> PatchResult:
     """``cclg patch``: one patch operation. For ``rollback`` the one target is a patch id;
     ``create`` takes one content and no target; the others take memory ids (or prefixes).
-    New memories are trusted at most ``max_trust`` (MCP callers pass ``untrusted``)."""
+    New memories are trusted at most ``max_trust`` (MCP callers pass ``untrusted``), and keep their
+    targets' confidence and validity window unless ``confidence``, ``valid_from``, ``valid_until`` say
+    (``ledger.kept_fields``)."""
     if operation not in fmt.PATCH_OPERATIONS:
         raise UsageError(f"unknown patch operation {operation!r}; use one of {', '.join(fmt.PATCH_OPERATIONS)}")
     if operation == "rollback":
@@ -316,8 +318,9 @@ def patch(
     if operation == "create":
         if len(contents) != 1 or targets:
             raise UsageError("create takes one content and no target")
-        added = add_memory(store, contents[0], source=source, reason=reason, confidence=confidence,
-                           trust=max_trust, valid_from=valid_from, valid_until=valid_until)  # fmt: skip
+        sure = 1.0 if confidence is None else confidence
+        added = add_memory(store, contents[0], source=source, reason=reason, confidence=sure, trust=max_trust,
+                           valid_from=valid_from, valid_until=valid_until)  # fmt: skip
         if added.patch is None:
             raise UsageError(f"{added.duplicate_of} already holds this content; nothing was written")
         return PatchResult(patch=added.patch, new_nodes=added.new_nodes)
@@ -530,7 +533,7 @@ def resolve(
     content: str,
     reason: str,
     source: str = "manual",
-    confidence: float = 1.0,
+    confidence: float | None = None,
     max_trust: str = "trusted",
 ) -> PatchResult:
     """``cclg resolve``: settle a conflict with one memory that says what is true now
@@ -593,6 +596,8 @@ def code_search(store: Store, query: str, repo: str | Path, *, limit: int = 10) 
     from cclg.codegraph.stored import find_search_index
 
     root, index = find_search_index(store, repo)
+    if not index.is_file():  # deleted as damaged (`cclg doctor`): built again from the repository first
+        code_index(store, root)
     try:
         files = rank_files(index, query, limit=limit)
     except SearchIndexDamage:  # deleted: built again from the repository, once, and asked again

@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cclg import format as fmt
-from cclg import purge, sensors, staging
+from cclg import purge, semantic, sensors, staging, usage
 from cclg.adoption import shared_by_name
+from cclg.codegraph import search_index
 from cclg.errors import CclgError, UnknownPatchOperationError, ValidationError
 from cclg.fields import parse_json
 from cclg.files import read_jsonl, read_regular
@@ -98,6 +99,7 @@ class Report:
     counts: dict[str, int]
     findings: list[Finding]
     refreshed: list[str] = field(default_factory=list)  # search index entries re-read from their files
+    healed: list[str] = field(default_factory=list)  # the other projections found damaged, and what was done
     sensors: dict[str, int] = field(default_factory=dict)  # the thresholds post-tool's sensors use
     notices: list[Finding] = field(default_factory=list)  # worth knowing, not wrong: ``ok`` ignores them
 
@@ -112,6 +114,7 @@ class Report:
             "counts": self.counts,
             "findings": [f.to_dict() for f in self.findings],
             "refreshed": self.refreshed,
+            "healed": self.healed,
             "sensors": self.sensors,
             "notices": [n.to_dict() for n in self.notices],
         }
@@ -354,7 +357,30 @@ def diagnose(store: Store) -> Report:
     thresholds = sensors.settings(store)
     report = Report(root=str(store.root), counts=counts, findings=findings, refreshed=refreshed, sensors=thresholds)
     report.notices = scan.shared_notices()
+    report.healed = _projection_health(store)
     return report
+
+
+def _projection_health(store: Store) -> list[str]:
+    """The disposable projections besides the memory index, read through as ``_index_health`` reads it:
+    each code graph's search index (``search_index.read_through``; a damaged one is deleted, and the
+    next prompt in its repository or ``cclg code-index`` builds it again), the usage counts
+    (``usage.heal``: compared with their log) and the memories' vectors (``semantic.heal_vectors``).
+    Returns what was done about each damaged one."""
+    healed = []
+    for path in sorted(store.codegraphs_dir.glob("*.search.sqlite")):
+        try:
+            search_index.read_through(path)
+        except sqlite3.DatabaseError as exc:
+            where = store.relative(path)
+            try:
+                search_index.remove_with_journals(path)
+            except OSError as error:
+                healed.append(f"{where}: the code graph search index is damaged ({exc}) and stays ({error})")
+                continue
+            healed.append(f"{where}: deleted the damaged code graph search index ({exc}), built again on next use")
+    found = [usage.heal(store), semantic.heal_vectors(store)]
+    return healed + [done for done in found if done]
 
 
 def _named(patches: list[MemoryPatch]) -> set[str]:

@@ -131,7 +131,8 @@ def build_node(
     if type not in fmt.NODE_TYPES:
         raise UsageError(f"unknown type {type!r}; use one of {', '.join(fmt.NODE_TYPES)}")
     guard.check_labels(trust, sensitivity, retention)
-    effective_from, effective_until = ledger.validity(valid_from, valid_until)
+    no_end = valid_until == ledger.NO_END  # the default on a new memory
+    effective_from, effective_until = ledger.validity(valid_from, None if no_end else valid_until)
     metadata: dict[str, Any] = {
         "created_by": created_by,
         "trust": trust,

@@ -35,7 +35,7 @@ from typing import Any
 from cclg import guard, lattice
 from cclg.errors import CclgError, IllegalPatchError, NotFoundError, UsageError, ValidationError
 from cclg.ids import content_hash, new_id, now_iso, parse_moment
-from cclg.index import Index, note_changes, open_index
+from cclg.index import Index, healing, indexed_node, note_changes
 from cclg.lattice import rule_for
 from cclg.records import (
     MemoryEdge,
@@ -212,7 +212,7 @@ def apply_patch(
     reason: str,
     contents: list[str] | None = None,
     source: Source | None = None,
-    confidence: float = 1.0,
+    confidence: float | None = None,
     max_trust: str = "trusted",
     labels: dict[str, str] | None = None,
     valid_from: str | None = None,
@@ -223,9 +223,10 @@ def apply_patch(
 
     New nodes inherit the first target's trust, sensitivity and retention, changed by
     ``labels`` where given, within the writer's ceiling (``inherited_labels``: an MCP caller cannot
-    raise trust nor keep a pin by rewording a memory). ``valid_from`` / ``valid_until``
-    (``validity``) bound when the new nodes are in effect. They inherit the first target's scope,
-    or have ``scope`` (the same session: a patch never moves a memory in or out of one).
+    raise trust nor keep a pin by rewording a memory). They keep the targets' validity window,
+    confidence and priority (``kept_fields``) unless ``valid_from`` / ``valid_until`` (``validity``) or
+    ``confidence`` set them. They inherit the first target's scope, or have ``scope`` (the same
+    session: a patch never moves a memory in or out of one).
 
     Refuses, before writing anything, an unknown target, a target whose status
     the lattice does not let the operation move, and content that is missing
@@ -245,12 +246,12 @@ def apply_patch(
         stamp = now_iso()
         patch_id = new_id("patch")
         inherited = inherited_labels(targets[0], labels, max_trust)
+        kept = kept_fields(targets, confidence=confidence, valid_from=valid_from, valid_until=valid_until)
         new_nodes = [
-            _replacement(targets, rule, index, content, patch_id, stamp, confidence, reason, source, inherited)
+            _replacement(targets, rule, index, content, patch_id, stamp, kept, reason, source, inherited)
             for index, content in enumerate(contents)
         ]
-        for node in new_nodes:  # the window and scope the caller gave, else the node's own (from now, no end)
-            node.effective_from, node.effective_until = valid_from or node.effective_from, valid_until
+        for node in new_nodes:  # the scope the caller gave, else the first target's
             node.scope = scope or node.scope
         patch = MemoryPatch(
             id=patch_id,
@@ -260,7 +261,7 @@ def apply_patch(
             reason=reason,
             new_content="\n\n".join(contents) if contents else None,
             source=source or Source(label="manual"),
-            confidence=confidence,
+            confidence=kept["confidence"] if contents else (1.0 if confidence is None else confidence),
             resolution_policy=default_resolution_policy(),
             prior_states={t.id: t.status for t in targets},
             created_at=stamp,
@@ -321,13 +322,49 @@ def inherited_labels(first: MemoryNode, labels: dict[str, str] | None, max_trust
     return guard.capped_labels(chosen, max_trust)
 
 
+NO_END = "never"  # a valid_until that says no end (a patch's new memory otherwise keeps its target's)
+
+
 def validity(valid_from: str | None, valid_until: str | None) -> tuple[str | None, str | None]:
     """A validity window as ISO 8601 texts (a date means its midnight; no offset means UTC): from when,
-    until when a memory is in effect. A ``UsageError`` for a time that does not parse or an empty window."""
+    until when a memory is in effect; ``NO_END`` stays itself. A ``UsageError`` for a time that does not
+    parse or an empty window."""
+    if valid_until == NO_END:
+        return validity(valid_from, None)[0], NO_END
     start, end = parse_moment(valid_from, "valid_from"), parse_moment(valid_until, "valid_until")
     if start is not None and end is not None and end <= start:
         raise UsageError(f"valid_until ({valid_until}) must come after valid_from ({valid_from})")
     return (start.isoformat() if start else None), (end.isoformat() if end else None)
+
+
+def kept_fields(
+    targets: list[MemoryNode],
+    *,
+    confidence: float | None = None,
+    valid_from: str | None = None,
+    valid_until: str | None = None,
+) -> dict[str, Any]:
+    """What a patch's new memory keeps of its ``targets`` (as ``new_node`` arguments), so that a
+    relabel or a rewording changes only what it names: the validity window, the confidence and the
+    priority. One target: its own. Several (merge, resolve_conflict): a window or a priority all of
+    them share, else the default (from now, no end; normal); the lowest confidence (the new memory is
+    no surer than its least sure part). ``confidence``, ``valid_from`` and ``valid_until`` set theirs
+    instead (checked by ``validity`` before: a ``UsageError`` also for a start after the end kept; an end
+    alone may be past, as on ``cclg add``: a replacement that has already expired; ``NO_END``: none)."""
+    windows = {(t.effective_from, t.effective_until) for t in targets}
+    start, end = windows.pop() if len(windows) == 1 else (None, None)
+    if valid_until == NO_END:  # the end taken away
+        end, valid_until = None, None
+    priorities = {t.priority for t in targets}
+    if valid_from is not None:  # a start given after the end kept is refused; an end alone may be past, as on add
+        valid_from, end = validity(valid_from, valid_until or end)
+    start, end = valid_from or start, valid_until or end
+    return {
+        "effective_from": start,
+        "effective_until": end,
+        "confidence": min(t.confidence for t in targets) if confidence is None else confidence,
+        "priority": priorities.pop() if len(priorities) == 1 else "normal",
+    }
 
 
 def _replacement(
@@ -337,12 +374,12 @@ def _replacement(
     content: str,
     patch_id: str,
     stamp: str,
-    confidence: float,
+    kept: dict[str, Any],
     reason: str,
     source: Source | None,
     labels: dict[str, str],
 ) -> MemoryNode:
-    """The ``index``-th new node a patch writes in place of ``targets``."""
+    """The ``index``-th new node a patch writes in place of ``targets``, with what it ``kept`` of them."""
     first = targets[0]
     key = first.key
     if rule.new_nodes == "many" and key is not None:
@@ -352,13 +389,12 @@ def _replacement(
         type=first.type,
         scope=first.scope,
         key=key,
-        priority=first.priority,
         tags=sorted({t for target in targets for t in target.tags}),
-        confidence=confidence,
         source=new_node_source(patch_id, reason, source),
         created_at=stamp,
         status="active_session" if first.status == "active_session" else "active",
         metadata={"created_by": "patch", "patch_id": patch_id, **labels},
+        **kept,
     )
     flag_instructions(node)
     target_ids = [t.id for t in targets]
@@ -561,14 +597,11 @@ def purged_contents(store: Store, index: Index | None = None) -> dict[str, Memor
     if index is None and not store.index_path.exists():
         candidates = [node for patch in purge_patches(store) for node in _readable(store, patch.target_ids)]
     else:
-        own = index is None
-        index = index or open_index(store)
-        try:
-            rows = index.same_content(content_hash(PURGED_CONTENT))
-        finally:
-            if own:
-                index.close()
-        candidates = [MemoryNode.from_dict(json.loads(r), where=f"nodes/{i}.json") for i, _, _, r in rows]
+
+        def tombstones(index: Index) -> list[MemoryNode]:
+            return [indexed_node(i, r) for i, _, _, r in index.same_content(content_hash(PURGED_CONTENT))]
+
+        candidates = tombstones(index) if index is not None else healing(store, tombstones)  # damage: rebuilt
     found: dict[str, MemoryNode] = {}
     for tombstone in candidates:
         digest = purged_hash(tombstone)

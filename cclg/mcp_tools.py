@@ -267,7 +267,9 @@ def memory_patch(
         Field(max_length=MAX_TARGETS, description="New content (several for split)."),
     ] = [],  # noqa: B006
     source: SourceLabel = "mcp",
-    confidence: Annotated[float, Field(ge=0, le=1)] = 1.0,
+    confidence: Annotated[
+        float | None, Field(ge=0, le=1, description="The new memories' confidence; by default the targets'.")
+    ] = None,
 ) -> dict[str, Any]:
     result = api.patch(
         store,

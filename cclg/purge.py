@@ -63,7 +63,7 @@ from typing import Any
 from cclg import guard, staging
 from cclg.errors import CclgError, IllegalPatchError, UsageError
 from cclg.ids import content_hash, new_id, normalize_text, now_iso
-from cclg.index import note_changes, open_index
+from cclg.index import healing, note_changes
 from cclg.ledger import (
     PURGE_RULE,
     PURGED,
@@ -160,11 +160,7 @@ def _standing_purge(store: Store, node: MemoryNode) -> MemoryPatch | None:
     """The purge patch of ``node`` already on disk (an interrupted or finished purge), or None."""
     mark = node.metadata.get(PURGED)
     ids = [mark["patch_id"]] if isinstance(mark, dict) and isinstance(mark.get("patch_id"), str) else []
-    index = open_index(store)
-    try:
-        ids += index.patches_targeting(node.id)
-    finally:
-        index.close()
+    ids += healing(store, lambda index: index.patches_targeting(node.id))
     for patch_id in ids:
         with contextlib.suppress(CclgError):
             patch = store.read_patch(patch_id)
@@ -215,12 +211,9 @@ def _rule_stated_alone(store: Store, node: MemoryNode) -> str | None:
     (``cclg.rules``: what the rule was learned from) is the memory's substance, and goes with it."""
     if node.key is None:
         return None
-    index = open_index(store)
-    try:
-        other = index.db.execute("SELECT 1 FROM nodes WHERE key = ? AND id != ? LIMIT 1", (node.key, node.id))
-        return None if other.fetchone() is not None else node.key
-    finally:
-        index.close()
+    query = "SELECT 1 FROM nodes WHERE key = ? AND id != ? LIMIT 1"
+    other = healing(store, lambda index: index.db.execute(query, (node.key, node.id)).fetchone())
+    return None if other is not None else node.key
 
 
 def _tombstone(node: MemoryNode, patch_id: str, erasure: _Erasure) -> MemoryNode:

@@ -46,7 +46,10 @@ memories only. Whoever holds the vectors (helper or in-process) notices a change
 of the index, embeds the memories it lacks (in batches) and deletes the rows of
 memories no longer current or whose content changed. ``Store.drop_index`` (so a
 schema change and the redaction of secrets) deletes the file too; ``cclg reindex``
-leaves it, as the content hashes keep it honest.
+leaves it, as the content hashes keep it honest. A damaged file (``index.is_damage``), met
+when it is opened or read, is deleted and the memories embedded again into a new one
+(``discard_vectors``; audited), as the search index is rebuilt; ``cclg doctor`` reads it
+back too (``heal_vectors``). Only a store that cannot hold the file keeps them in memory.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ import time
 
 from cclg import embed
 from cclg.files import create_private
-from cclg.index import indexed_node, read_fresh
+from cclg.index import indexed_node, is_damage, read_fresh
 from cclg.search import View, Where
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
@@ -429,7 +432,22 @@ class Vectors:
         return read_fresh(self.store, nearest)
 
     def refresh(self, index: Index) -> None:
-        """Embed the current memories that have no vector, drop the vectors of the others (on a change only)."""
+        """Embed the current memories that have no vector, drop the vectors of the others (on a change only).
+        Damage to the vectors' file met on the way (``_vectors_damaged``: not the search index's, which
+        ``read_fresh`` heals) deletes it, and the memories are embedded again into a new one."""
+        import sqlite3
+
+        try:
+            self._refresh(index)
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc) or not _vectors_damaged(self.db):
+                raise
+            self.db.close()
+            discard_vectors(self.store, exc)
+            self.db, self.fingerprint = _open_vectors(self.store), None
+            self._refresh(index)
+
+    def _refresh(self, index: Index) -> None:
         import numpy
 
         meta = index.db.execute("SELECT value FROM meta WHERE key = 'signature'").fetchone()
@@ -471,19 +489,82 @@ def _text(index: Index, node_id: str) -> str:
 
 
 def _open_vectors(store: Store) -> sqlite3.Connection:
-    """``semantic.sqlite``, or a database in memory where the store cannot hold one (read-only)."""
+    """``semantic.sqlite`` (a damaged one, ``index.is_damage``, is deleted first: the vectors are a
+    projection, embedded again), or a database in memory where the store cannot hold one (read-only)."""
     import sqlite3
 
+    for attempt in (1, 2):
+        try:
+            return _vectors_file(store)
+        except sqlite3.DatabaseError as exc:
+            if attempt == 2 or not is_damage(exc):
+                break
+            discard_vectors(store, exc)
+        except (sqlite3.Error, OSError):
+            break
+    db = sqlite3.connect(":memory:")
+    db.execute(_SCHEMA)
+    return db
+
+
+def _vectors_file(store: Store) -> sqlite3.Connection:
+    import sqlite3
+
+    create_private(store.semantic_path)  # SQLite would create it with the umask's mode
+    db = sqlite3.connect(store.semantic_path, timeout=10)
     try:
-        create_private(store.semantic_path)  # SQLite would create it with the umask's mode
-        db = sqlite3.connect(store.semantic_path, timeout=10)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute(_SCHEMA)
         db.commit()
-    except (sqlite3.Error, OSError):
-        db = sqlite3.connect(":memory:")
-        db.execute(_SCHEMA)
+    except BaseException:
+        db.close()
+        raise
     return db
+
+
+def _vectors_damaged(db: sqlite3.Connection) -> bool:
+    """Whether the vectors' database cannot be read back (every B-tree walked, every row read)."""
+    import sqlite3
+
+    try:
+        if [row[0] for row in db.execute("PRAGMA quick_check")] != ["ok"]:
+            return True
+        for _ in db.execute("SELECT * FROM vectors"):
+            pass
+    except sqlite3.DatabaseError as exc:
+        return is_damage(exc)
+    return False
+
+
+def discard_vectors(store: Store, exc: BaseException) -> str | None:
+    """Delete a damaged ``semantic.sqlite`` and its side files (audited): the memories are embedded again.
+    Returns what was done; None where the store will not let it go (read-only: vectors in memory)."""
+    try:
+        for leftover in store.root.glob(store.semantic_path.name + "*"):
+            leftover.unlink(missing_ok=True)
+    except OSError:
+        return None
+    done = f"deleted the damaged vectors ({exc}), to be embedded again"
+    with contextlib.suppress(OSError):
+        store.audit("repair_applied", actions=[done])
+    return done
+
+
+def heal_vectors(store: Store) -> str | None:
+    """``cclg doctor``: ``semantic.sqlite`` read back (``_vectors_damaged``), deleted when damaged; what was done."""
+    import sqlite3
+
+    if not store.semantic_path.exists():
+        return None
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{store.semantic_path}?mode=ro", uri=True)) as db:
+            damaged = _vectors_damaged(db)
+    except sqlite3.DatabaseError as exc:
+        damaged = is_damage(exc)
+    if not damaged:
+        return None
+    done = discard_vectors(store, sqlite3.DatabaseError("database disk image is malformed"))
+    return f"{store.relative(store.semantic_path)}: {done or 'the vectors are damaged and could not be deleted'}"
 
 
 # ---------------------------------------------------------------- the helper

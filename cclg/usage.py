@@ -138,6 +138,25 @@ def rebuild(store: Store) -> None:
     store.write_file(Path(store.root / SUMMARY), data)
 
 
+def heal(store: Store) -> str | None:
+    """``cclg doctor``: the projection compared with its log, and rebuilt when it is not what the log
+    says (a byte that breaks it, or one that only changes a count); returns what was done, else None."""
+    try:
+        with open(os.path.join(store.root, SUMMARY), "rb") as handle:
+            data = json.loads(handle.read())
+    except FileNotFoundError:
+        return None
+    except ValueError:
+        data = None
+    if data == counts(store):
+        return None
+    try:
+        rebuild(store)
+    except OSError as exc:
+        return f"{SUMMARY}: the usage counts are damaged and could not be rebuilt ({exc})"
+    return f"{SUMMARY}: rebuilt the damaged usage counts from {LOG}"
+
+
 def prior(delivered: int, used: int) -> float:
     """A multiplier in [0.9, 1.1]: above 1 for a memory that keeps being used, below for one
     delivered often and never used; 1 for one never delivered."""

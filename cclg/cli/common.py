@@ -107,7 +107,9 @@ valid_from_option = click.option(
     "--valid-from", help="In effect from this ISO 8601 date or time (UTC unless it says), not before."
 )
 valid_until_option = click.option(
-    "--valid-until", help="In effect until this ISO 8601 date or time: a temporary fact expires by itself."
+    "--valid-until",
+    help="In effect until this ISO 8601 date or time: a temporary fact expires by itself ('never': no end, "
+    "where a patch's new memory would keep its target's).",
 )
 
 

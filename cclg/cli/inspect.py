@@ -174,6 +174,8 @@ def doctor_command(ctx: click.Context, repair: bool, as_json: bool) -> None:
             click.echo(f"repaired: {shown(action)}")
         for entry in report.refreshed:
             click.echo(f"refreshed the search index: {shown(entry)}")
+        for entry in report.healed:
+            click.echo(f"healed a projection: {shown(entry)}")
         counts = ", ".join(f"{v} {k}" for k, v in report.counts.items())
         click.echo(f"store {report.root}: {counts}")
         thresholds = ", ".join(f"{k}={v}" for k, v in report.sensors.items())

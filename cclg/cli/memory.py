@@ -178,7 +178,7 @@ def import_jsonl(ctx: click.Context, path: str, force: bool, as_json: bool) -> N
 @click.option("--content", "contents", multiple=True, help="New content (repeat for split; '-' reads stdin).")
 @click.option("--reason", required=True, help="Why: kept in the patch for the audit trail.")
 @click.option("--source", default="manual", show_default=True, help="Source label of the change.")
-@click.option("--confidence", type=click.FloatRange(0, 1), default=1.0, show_default=True)
+@click.option("--confidence", type=click.FloatRange(0, 1), help="The new memories' (default: what the targets have).")
 @valid_from_option
 @valid_until_option
 @json_option
@@ -190,7 +190,7 @@ def patch(
     contents: tuple[str, ...],
     reason: str,
     source: str,
-    confidence: float,
+    confidence: float | None,
     valid_from: str | None,
     valid_until: str | None,
     as_json: bool,
@@ -199,7 +199,9 @@ def patch(
 
     update, supersede, refine, expand, narrow, merge, split and resolve_conflict
     write new memories and retire the targets; expire, deprecate and forget only
-    retire; create adds; rollback undoes a patch (give its id as --target).
+    retire; create adds; rollback undoes a patch (give its id as --target). A new
+    memory keeps its target's validity window, confidence and priority unless
+    --valid-from, --valid-until or --confidence set them.
 
     Example: cclg patch refine --target mem_01... --content "pytest -q -x" --reason "stop early"
     """

@@ -41,6 +41,8 @@ def distill(ctx: click.Context, session_id: str, numbers: tuple[int, ...], accep
         action = f"supersede {p['target']} ({shown(p['target_content'])})" if p["action"] == "supersede" else "add"
         click.echo(f"{p['number']}. [{p['kind']}] {shown(p['content'])}\n   would {action}, scope {shown(p['scope'])}")
         click.echo(f"   labels: {', '.join(f'{k} {v}' for k, v in p['labels'].items())}")
+        if p.get("keeps"):
+            click.echo(f"   keeps: {', '.join(f'{k} {shown(v)}' for k, v in p['keeps'].items() if v is not None)}")
         if p.get("lowered"):
             click.echo(f"   lower than what it supersedes: {', '.join(p['lowered'])} (cclg label raises them)")
     if proposals:

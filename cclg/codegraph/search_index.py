@@ -28,6 +28,7 @@ decides), never repaired.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -157,6 +158,20 @@ class SearchIndexWriter:
             pass
         if self.building is not None:
             remove_with_journals(self.building)
+
+
+def read_through(path: Path) -> None:
+    """Read the search index at ``path`` back as a reader could meet it (``cclg doctor``): every B-tree
+    walked (``PRAGMA quick_check``: a page SQLite finds malformed) and every row of every table decoded
+    (text that is no longer UTF-8). A ``sqlite3.DatabaseError`` for what cannot be read: damage."""
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        problems = [row[0] for row in db.execute("PRAGMA quick_check")]
+        if problems != ["ok"]:
+            raise sqlite3.DatabaseError(f"database disk image is malformed: {problems[0]}")
+        tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for table in tables:
+            for _ in db.execute(f'SELECT * FROM "{table}"'):
+                pass
 
 
 def remove_with_journals(path: Path, *, keep_main: bool = False) -> None:

@@ -12,6 +12,7 @@ import os
 import sqlite3
 from pathlib import Path
 
+from cclg.codegraph.search_index import remove_with_journals
 from cclg.errors import UsageError
 from cclg.files import safe_name
 from cclg.ids import sha256_hex
@@ -59,13 +60,14 @@ def search_index_path(store: Store, root: Path) -> Path:
 
 
 def find_search_index(store: Store, folder: str | os.PathLike[str]) -> tuple[Path, Path]:
-    """(repository root, its search index) for ``folder``; a ``UsageError`` when it was never indexed."""
+    """(repository root, its search index) for ``folder``; a ``UsageError`` when it was never indexed.
+    The search index may be missing beside its graph (deleted as damaged): the caller builds it again."""
     if not Path(folder).is_dir():
         raise UsageError(f"no such folder: {folder}")
     root = repository_root(folder)
     for candidate in (root, Path(folder).resolve()):  # the folder itself, if it was indexed on its own
         path = search_index_path(store, candidate)
-        if path.is_file():
+        if path.is_file() or graph_path(store, candidate).is_file():
             return candidate, path
     raise UsageError(f"no code graph for {root}; run `cclg code-index {root}` first")
 
@@ -86,16 +88,27 @@ def read_graph(store: Store, root: Path) -> dict[str, Any]:
     return graph
 
 
+def _is_damage(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` says the file is broken (corrupt, not a database, text that is not UTF-8): not
+    busy, locked, or an index older than the imports table."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return str(exc).startswith("Could not decode to UTF-8") or (isinstance(code, int) and code & 0xFF in (11, 26))
+
+
 def dependants(store: Store, folder: str, path: str) -> tuple[str, list[str]]:
     """``path`` (absolute, or relative to ``folder``) as the code graph of ``folder``'s repository
     names it, and the files that import it, the most changed first; no files when there is no graph
-    or it predates the imports table. Reads the search index only: cheap enough for the hook."""
+    or it predates the imports table. Reads the search index only: cheap enough for the hook. A damaged
+    index (any failure to read it back) is deleted, as ``rank.rank_files`` does: the next prompt in the
+    repository or ``cclg code-index`` builds it again."""
     target = os.path.normpath(os.path.join(folder, path))
     try:
         root, index = find_search_index(store, folder)
     except UsageError:
         return target, []
     target = os.path.relpath(target, root).replace(os.sep, "/")
+    if not index.is_file():  # deleted as damaged: built again on next use
+        return target, []
     try:
         db = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
         try:
@@ -106,6 +119,8 @@ def dependants(store: Store, folder: str, path: str) -> tuple[str, list[str]]:
             ).fetchall()
         finally:
             db.close()
-    except sqlite3.Error:
+    except sqlite3.Error as exc:
+        if _is_damage(exc):
+            remove_with_journals(index)
         return target, []
     return target, [row[0] for row in rows]
