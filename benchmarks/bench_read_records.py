@@ -30,7 +30,9 @@ def main() -> None:
         root = Path(work) / "store"
         cclg = [sys.executable, "-m", "cclg", "--root", str(root)]
         subprocess.run([*cclg, "init"], check=True, stdout=subprocess.DEVNULL)
-        subprocess.run([*cclg, "import-jsonl", "-"], input=seed_lines(args.nodes), check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [*cclg, "import-jsonl", "-"], input=seed_lines(args.nodes), check=True, stdout=subprocess.DEVNULL
+        )
         store = Store.open(root)
         readers = {"json.loads": json.loads, "parse_json": fields.parse_json}
         times: dict[str, list[float]] = {name: [] for name in readers}
