@@ -141,7 +141,7 @@ def _edited_json(path: Path, text: str, edits: list[Callable[[str], str]], expec
     try:
         for edit in edits:
             text = edit(text)
-        if json.loads(text) == expected:
+        if parse_json(text) == expected:
             return text
     except (ValueError, IndexError):
         pass
