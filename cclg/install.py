@@ -370,8 +370,9 @@ def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
         return "", {}
     try:
         return text, tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path} is not valid TOML ({exc}); fix or move it, nothing was changed") from None
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:  # the reader recurses: a RecursionError unwinds cleanly
+        reason = "nested too deep" if isinstance(exc, RecursionError) else exc
+        raise UsageError(f"{path} is not valid TOML ({reason}); fix or move it, nothing was changed") from None
 
 
 def _register_codex(path: Path, root: str | None, dry_run: bool) -> Change:
