@@ -143,7 +143,7 @@ def _table_key(header: str) -> str:
     body = header.strip()[: -len(MARKER)].rstrip()
     quoted = body.removeprefix("[hooks.state.").removesuffix("]")
     try:
-        return str(json.loads(quoted))
+        return str(parse_json(quoted))
     except ValueError:
         return quoted
 

@@ -17,7 +17,6 @@ the status their patches say they have. Each record file is read once (``Scan``)
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shlex
 import sqlite3
@@ -144,7 +143,7 @@ def _records(
             raw, mode = _read_bytes(os.path.join(directory, name))
             if modes is not None:
                 modes.see(where, mode)
-            data = json.loads(raw)
+            data = parse_json(raw)
         except (ValueError, UnicodeDecodeError) as exc:
             findings.append(Finding(SCHEMA, where, f"not valid JSON: {exc}"))
             continue
@@ -600,14 +599,14 @@ def _read_log(path: Path, where: str, audited: Audited | None) -> list[Finding]:
                 findings.append(Finding(LOGS, where, message + "`cclg doctor --repair` sets it aside"))
                 if audited is not None:
                     with contextlib.suppress(ValueError):
-                        audited(json.loads(line), line)
+                        audited(parse_json(line), line)
                 break
             line = line[:-1]
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                record = parse_json(line)
+            except ValueError as exc:  # not JSON, not UTF-8 or nested too deep
                 findings.append(Finding(LOGS, where, f"line {number}: not JSON: {exc}"))
                 continue
             if not isinstance(record, dict):

@@ -19,6 +19,7 @@ import stat
 import time
 from pathlib import Path
 
+from cclg.fields import parse_json
 from cclg.records import Record
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
@@ -52,8 +53,8 @@ def read_jsonl(path: Path) -> JsonlContents:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            value = parse_json(line)
+        except ValueError as exc:  # not JSON, not UTF-8 or nested too deep
             result.bad_lines.append((number, f"not JSON: {exc}"))
             continue
         if not isinstance(value, dict):

@@ -26,7 +26,6 @@ several nodes sharing a key wins, are decided at query time (``cclg.search``).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 import zlib
@@ -34,6 +33,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from cclg.errors import ValidationError, disk_refusal
+from cclg.fields import parse_json
 from cclg.files import create_private, fsync_dir
 from cclg.ids import content_hash, parse_time
 from cclg.lattice import RULES, undone_patches
@@ -145,7 +145,7 @@ class IndexDamage(sqlite3.DatabaseError):
 def indexed_node(node_id: str, record: object) -> MemoryNode:
     """The node an index row holds (its ``record`` column); ``IndexDamage`` when it does not parse."""
     try:
-        return MemoryNode.from_dict(json.loads(record), where=f"index:{node_id}")  # type: ignore[arg-type]
+        return MemoryNode.from_dict(parse_json(record), where=f"index:{node_id}")  # type: ignore[arg-type]
     except (TypeError, ValueError, ValidationError) as exc:
         raise IndexDamage(f"the index's record of {node_id} does not parse ({exc})") from None
 
@@ -298,7 +298,7 @@ class Index:
         try:
             info = path.stat()
             text = path.read_text(encoding="utf-8")
-            node = MemoryNode.from_dict(json.loads(text), where=f"nodes/{node_id}.json")
+            node = MemoryNode.from_dict(parse_json(text), where=f"nodes/{node_id}.json")
         except (OSError, ValueError, UnicodeDecodeError, ValidationError):
             return None
         return (node, text, info.st_mtime_ns, info.st_size) if node.id == node_id else None
@@ -352,7 +352,7 @@ class Index:
         path = self.store.folder("patches") / f"{patch_id}.json"
         try:
             info = path.stat()
-            patch = MemoryPatch.from_dict(json.loads(path.read_bytes()), where=f"patches/{patch_id}.json")
+            patch = MemoryPatch.from_dict(parse_json(path.read_bytes()), where=f"patches/{patch_id}.json")
         except (OSError, ValueError, UnicodeDecodeError, ValidationError):
             return touched
         if patch.id != patch_id:

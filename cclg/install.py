@@ -141,7 +141,7 @@ def _edited_json(path: Path, text: str, edits: list[Callable[[str], str]], expec
     try:
         for edit in edits:
             text = edit(text)
-        if json.loads(text) == expected:
+        if parse_json(text) == expected:
             return text
     except (ValueError, IndexError):
         pass
@@ -370,8 +370,9 @@ def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
         return "", {}
     try:
         return text, tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path} is not valid TOML ({exc}); fix or move it, nothing was changed") from None
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:  # the reader recurses: a RecursionError unwinds cleanly
+        reason = "nested too deep" if isinstance(exc, RecursionError) else exc
+        raise UsageError(f"{path} is not valid TOML ({reason}); fix or move it, nothing was changed") from None
 
 
 def _register_codex(path: Path, root: str | None, dry_run: bool) -> Change:

@@ -26,7 +26,6 @@ store with no index yet has them read from its purge patches instead.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import Any
 
 from cclg import guard, lattice
 from cclg.errors import CclgError, IllegalPatchError, NotFoundError, UsageError, ValidationError
+from cclg.fields import parse_json
 from cclg.ids import content_hash, new_id, now_iso, parse_moment
 from cclg.index import Index, healing, indexed_node, note_changes
 from cclg.lattice import rule_for
@@ -618,7 +618,7 @@ def purge_patches(store: Store) -> list[MemoryPatch]:
         if f'"{PURGE_RULE}"'.encode() not in data:
             continue
         with contextlib.suppress(ValueError, ValidationError):
-            patch = MemoryPatch.from_dict(json.loads(data), where=store.relative(path))
+            patch = MemoryPatch.from_dict(parse_json(data), where=store.relative(path))
             if is_purge(patch):
                 found.append(patch)
     return found

@@ -29,7 +29,8 @@ error carrying the library's message; the server keeps serving. Over stdio every
 message is read with the bounded reader first (``BoundedStdin``: at most
 ``MAX_MESSAGE_BYTES``, nested at most ``cclg.fields.MAX_JSON_DEPTH`` levels); one it
 refuses is answered with a JSON-RPC error naming why (the SDK drops a message it
-cannot parse, and the client would wait forever).
+cannot parse, and the client would wait forever). Over streamable-http each request body has the
+same bounds (``BoundedBodies``), answered with an HTTP 413 or 400 carrying that error.
 """
 
 from __future__ import annotations
@@ -314,6 +315,54 @@ class BoundedStdin(io.RawIOBase):
         return json.dumps(refusal).encode() + b"\n"
 
 
+class BoundedBodies:
+    """The streamable-http transport's request bodies read as ``BoundedStdin`` reads stdio's lines: a
+    body over ``MAX_MESSAGE_BYTES`` is answered 413 (never held whole), one that ``parse_json`` refuses 400
+    with a JSON-RPC parse error to its id naming why; any other goes on to the SDK's app unchanged."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body, more = bytearray(), True
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        while more and not (declared.isdigit() and int(declared) > MAX_MESSAGE_BYTES):
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > MAX_MESSAGE_BYTES:
+                break
+        data = bytes(body)
+        if more or len(data) > MAX_MESSAGE_BYTES:
+            await _refused(send, 413, f"the message is larger than {MAX_MESSAGE_BYTES:,} bytes", data)
+            return
+        try:
+            parse_json(data)
+        except ValueError as exc:
+            await _refused(send, 400, f"the message is not JSON: {exc}", data)
+            return
+        whole = [{"type": "http.request", "body": data, "more_body": False}]
+
+        async def replay() -> Any:
+            return whole.pop() if whole else await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _refused(send: Any, status: int, reason: str, body: bytes) -> None:
+    """Answer an HTTP request with a JSON-RPC parse error (to the id ``body`` starts with, if found)."""
+    found = _LEADING_ID.match(body)
+    error = {"code": -32700, "message": f"Parse error: {reason}"}
+    answer = json.dumps({"jsonrpc": "2.0", "id": json.loads(found.group(1)) if found else None, "error": error})
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": answer.encode()})
+
+
 def bounded_stdin() -> io.TextIOWrapper:
     """``sys.stdin`` read through ``BoundedStdin`` (the SDK's stdio transport reads ``sys.stdin``)."""
     return io.TextIOWrapper(io.BufferedReader(BoundedStdin(sys.stdin.buffer)), encoding="utf-8", errors="replace")
@@ -354,7 +403,10 @@ def main(root: str | None, transport: str, host: str, port: int, dotted_names: b
         sys.stdin = bounded_stdin()
         server.run("stdio")
     else:
-        server.run("streamable-http", host=host, port=port)
+        import uvicorn  # the SDK's own server for this transport
+
+        app = server.streamable_http_app(host=host, max_request_body_size=MAX_MESSAGE_BYTES)
+        uvicorn.run(BoundedBodies(app), host=host, port=port, log_level=server.settings.log_level.lower())
 
 
 if __name__ == "__main__":

@@ -62,6 +62,7 @@ from typing import Any
 
 from cclg import guard, staging
 from cclg.errors import CclgError, IllegalPatchError, UsageError
+from cclg.fields import parse_json
 from cclg.ids import content_hash, new_id, normalize_text, now_iso
 from cclg.index import healing, note_changes
 from cclg.ledger import (
@@ -378,7 +379,7 @@ def _completed(store: Store) -> set[str]:
             if marker not in line:
                 continue
             with contextlib.suppress(ValueError):
-                record = json.loads(line)
+                record = parse_json(line)
                 if isinstance(record, dict) and record.get("event") == PURGED_EVENT:
                     done.add(str(record.get("patch_id")))
     return done

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from cclg import format as fmt
 from cclg import guard
 from cclg.errors import UsageError, ValidationError
+from cclg.fields import parse_json
 from cclg.files import read_regular
 from cclg.ids import content_hash
 from cclg.index import rebuild_index
@@ -196,7 +197,7 @@ def cleaned(rewrite: Rewrite, relative: str, data: bytes) -> bytes:
     if not relative.endswith(".json"):
         return rewrite.text(data)
     try:
-        value = json.loads(data)
+        value = parse_json(data)
     except ValueError:
         return rewrite.text(data)
     new = rewrite.record(relative, value)
@@ -212,7 +213,7 @@ def _cleaned_line(rewrite: Rewrite, relative: str, line: bytes) -> bytes:
     if rewrite.found(line) is None:  # the lines that hold nothing of it keep their bytes
         return line
     try:
-        value = json.loads(line)
+        value = parse_json(line)
     except ValueError:  # not JSON (a torn line): cleaned as text
         return rewrite.text(line)
     new = rewrite.record(relative, value)
@@ -256,11 +257,11 @@ def _json_shape(text: str) -> list[Any] | None:
         return None if isinstance(value, str) else value
 
     try:
-        return [shape(json.loads(text))]
+        return [shape(parse_json(text))]
     except ValueError:
         pass
     try:
-        return [shape(json.loads(line)) for line in text.split("\n") if line.strip()] or None
+        return [shape(parse_json(line)) for line in text.split("\n") if line.strip()] or None
     except ValueError:
         return None
 

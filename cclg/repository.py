@@ -197,8 +197,10 @@ def _stamp(git_dir: Path, common: Path) -> str:
 def _cached(cache: Path | None, git_dir: Path, stamp: str) -> str | None:
     if cache is None:
         return None
+    from cclg.fields import parse_json
+
     try:
-        entry = json.loads(cache.read_bytes()).get(str(git_dir))
+        entry = parse_json(cache.read_bytes()).get(str(git_dir))
     except (OSError, ValueError, AttributeError):
         return None
     if isinstance(entry, dict) and entry.get("stamp") == stamp and isinstance(entry.get("id"), str):
@@ -208,10 +210,11 @@ def _cached(cache: Path | None, git_dir: Path, stamp: str) -> str | None:
 
 def _remember(cache: Path, git_dir: Path, stamp: str, found: str) -> None:
     """Keep ``found`` for ``git_dir`` in the cache; best effort (a read-only store just pays git again)."""
+    from cclg.fields import parse_json
     from cclg.files import atomic_write, private_folders
 
     try:
-        entries = json.loads(cache.read_bytes())
+        entries = parse_json(cache.read_bytes())
         if not isinstance(entries, dict):
             entries = {}
     except (OSError, ValueError):

@@ -62,6 +62,7 @@ import sys
 import time
 
 from cclg import embed
+from cclg.fields import parse_json
 from cclg.files import create_private
 from cclg.index import indexed_node, is_damage, read_fresh
 from cclg.search import View, Where
@@ -82,6 +83,7 @@ START_INTERVAL = 60.0  # at most one helper start per store this often
 OFF_SECONDS = 3600.0  # after the model failed to load, no helper is started for this long
 BATCH = 256  # memories embedded at a time
 MAX_ANSWER = 1 << 20
+MAX_REQUEST = 1 << 20  # a request is a query and a scope: far less
 SOCKET_PATH_MAX = 107  # bytes of a Unix socket's path
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS vectors"
@@ -662,14 +664,8 @@ def _listen(store: Store, vectors: Vectors, idle: float, folder: Path) -> int:
 def _answer(conn: Any, vectors: Vectors) -> None:
     """Read one request line, write one answer line; a bad request gets an error, never the helper's end."""
     conn.settimeout(2.0)
-    data = b""
     try:
-        while not data.endswith(b"\n") and len(data) < MAX_ANSWER:
-            chunk = conn.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-        request = json.loads(data)
+        request = _request(conn)
         where = Where(request.get("session_id"), request.get("project"), request.get("workspace"))
         hits = vectors.query(str(request["query"]), where, request.get("ids"), int(request.get("limit") or 10))
         answer: dict[str, Any] = {"hits": hits} if hits is not None else {"error": str(embed.failure())}
@@ -677,6 +673,20 @@ def _answer(conn: Any, vectors: Vectors) -> None:
         answer = {"error": f"{type(error).__name__}: {error}"}
     with contextlib.suppress(OSError):  # the client gave up waiting
         conn.sendall(json.dumps(answer).encode() + b"\n")
+
+
+def _request(conn: Any) -> Any:
+    """The request line ``conn`` sends, read with the bounded reader (``cclg.fields.parse_json``): at most
+    ``MAX_REQUEST`` bytes are held, and a line nested too deep is a ``ValueError``."""
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+        if len(data) > MAX_REQUEST:
+            raise ValueError(f"the request is larger than {MAX_REQUEST:,} bytes")
+    return parse_json(data)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,6 +29,7 @@ import json
 import re
 import time
 
+from cclg.fields import parse_json
 from cclg.guard import quote_outside
 from cclg.ids import sha256_hex
 from cclg.text import estimate_tokens
@@ -273,7 +274,7 @@ def recent_events(store: Store, session_id: str) -> list[dict[str, Any]]:
     events = []
     for line in lines:
         try:
-            record = json.loads(line)
+            record = parse_json(line)
         except ValueError:
             continue  # a torn or cut line
         if isinstance(record, dict):

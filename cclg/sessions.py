@@ -14,6 +14,7 @@ import contextlib
 import json
 
 from cclg.errors import NotFoundError
+from cclg.fields import parse_json
 from cclg.files import private_folders
 from cclg.ids import now_iso
 from cclg.records import Record, Session
@@ -145,7 +146,7 @@ def event_payload(store: Store, event: dict[str, Any]) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        payload = json.loads(path.read_bytes()).get("payload")
+        payload = parse_json(path.read_bytes()).get("payload")
     except (OSError, ValueError, AttributeError):
         return {}
     return payload if isinstance(payload, dict) else {}
@@ -184,7 +185,7 @@ def lines_backwards(handle: BinaryIO) -> Iterator[bytes]:
 
 def _parsed(line: bytes) -> dict[str, Any] | None:
     try:
-        value = json.loads(line)
+        value = parse_json(line)
     except ValueError:  # a torn line
         return None
     return value if isinstance(value, dict) else None
@@ -275,7 +276,7 @@ def _covers(handle: BinaryIO, found: Digest) -> bool:
 
 def _load_digest(path: Path) -> Digest | None:
     try:
-        data = json.loads(path.read_bytes())
+        data = parse_json(path.read_bytes())
     except (OSError, ValueError):
         return None
     found = Digest()

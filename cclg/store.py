@@ -33,7 +33,6 @@ from __future__ import annotations
 import _thread
 import contextlib
 import fcntl
-import json
 import os
 import stat
 import time
@@ -49,6 +48,7 @@ from cclg.errors import (
     ValidationError,
     disk_refusal,
 )
+from cclg.fields import parse_json
 from cclg.files import (
     TEMP_RE,
     atomic_write,
@@ -126,7 +126,7 @@ class Store:
                 f"{path} is not a cclg store (no config.json and nodes/); run `cclg --root {path} init`"
             )
         try:
-            settings = json.loads(config.read_text(encoding="utf-8"))
+            settings = parse_json(config.read_bytes())
             schema = settings.get("schema_version")
         except (OSError, ValueError, AttributeError) as exc:
             raise StoreNotFoundError(f"{config} is not readable as a store config: {exc}") from exc
@@ -466,7 +466,7 @@ class Store:
 
     def _read_json(self, path: Path) -> Any:
         try:
-            return json.loads(path.read_bytes())
+            return parse_json(path.read_bytes())
         except FileNotFoundError:
             raise
         except (ValueError, UnicodeDecodeError) as exc:

@@ -85,7 +85,7 @@ def _path(store: Store, session_id: str, pending: bool = False) -> str:
 def _load(path: str) -> dict[str, Any] | None:
     try:
         with open(path, "rb") as handle:
-            value = json.loads(handle.read())
+            value = parse_json(handle.read())
     except (FileNotFoundError, ValueError):
         return None
     return value if isinstance(value, dict) else None

@@ -25,6 +25,7 @@ import os
 import re
 from pathlib import Path
 
+from cclg.fields import parse_json
 from cclg.files import read_jsonl
 from cclg.ids import now_iso
 from cclg.sessions import Digest, digest, event_payload, events_from
@@ -143,7 +144,7 @@ def heal(store: Store) -> str | None:
     says (a byte that breaks it, or one that only changes a count); returns what was done, else None."""
     try:
         with open(os.path.join(store.root, SUMMARY), "rb") as handle:
-            data = json.loads(handle.read())
+            data = parse_json(handle.read())
     except FileNotFoundError:
         return None
     except ValueError:
@@ -169,7 +170,7 @@ def priors(store: Store) -> dict[str, float]:
     cannot be read back (not UTF-8, not JSON, not counts) is damage: it is rebuilt from the log."""
     try:
         with open(os.path.join(store.root, SUMMARY), "rb") as handle:
-            data = json.loads(handle.read())
+            data = parse_json(handle.read())
         if not isinstance(data, dict) or not all(isinstance(v, list) and len(v) == 2 for v in data.values()):
             raise ValueError("not counts by memory")
     except FileNotFoundError:

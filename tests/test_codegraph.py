@@ -1556,3 +1556,25 @@ def test_a_file_over_the_parse_limit_is_listed_with_its_size_and_lines(store: St
     assert files["small.py"]["parsed"] is True
     repo.commit({"big.py": big + "\n"})
     assert by_path(build_graph(store, repo.root))["big.py"]["lines"] == big.count("\n") + 1
+
+
+@pytest.mark.parametrize("part", ["", ".cache", ".history"])
+def test_rule15_a_code_graph_file_nested_too_deep_is_damage_not_a_traceback(tmp_path: Path, part: str) -> None:
+    """The graph, its parse cache and its churn tally are projections: one nested 100,000 deep is read
+    as damaged (the cache and the tally are made again), never a RecursionError traceback."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "a.py").write_text("def build():\n    return 1\n")
+    identity = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for command in (["init", "-q"], ["add", "a.py"], [*identity, "commit", "-q", "-m", "a"]):
+        subprocess.run(["git", "-C", str(repo), *command], check=True)
+    cclg = [str(Path(sys.executable).parent / "cclg"), "--root", str(tmp_path / "store")]
+    subprocess.run([*cclg, "init"], check=True, capture_output=True)
+    assert subprocess.run([*cclg, "code-index", str(repo)], capture_output=True, cwd=repo).returncode == 0
+    (graph,) = (p for p in (tmp_path / "store" / "active" / "codegraphs").glob("repo-*.json") if p.stem.count(".") == 0)
+    graph.with_name(graph.stem + part + ".json").write_text("[" * 100_000 + "]" * 100_000)
+    for command in (["code-search", "build"], ["code-index", str(repo)], ["code-search", "build"]):
+        result = subprocess.run([*cclg, *command], capture_output=True, text=True, cwd=repo)
+        assert "Traceback" not in result.stderr, (command, result.stderr[-2000:])
+        assert result.returncode in (0, 2), (command, result.stderr[-2000:])
+    assert "build" in result.stdout, "indexed again, the repository is found"

@@ -114,6 +114,21 @@ def test_a_broken_codex_config_is_refused_before_anything_is_written(tmp_path: P
     assert not Path(os.environ["CCLG_HOME"]).exists()
 
 
+def test_rule15_a_codex_config_nested_too_deep_is_invalid_toml_not_a_traceback(tmp_path: Path) -> None:
+    """Python's TOML reader recurses: a config nested 100,000 deep gave a RecursionError traceback."""
+    config = Path.home() / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    deep = 'model = "x"\nkeep = ' + "[" * 100_000 + "]" * 100_000 + "\n"
+    config.write_text(deep)
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "cclg"), "install", "codex"], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2 and "not valid TOML" in result.stderr, result.stderr[-2000:]
+    assert "nested too deep" in result.stderr and "Traceback" not in result.stderr
+    assert config.read_text() == deep
+    assert not Path(os.environ["CCLG_HOME"]).exists()
+
+
 def test_the_installed_command_runs_and_answers_json(tmp_path: Path) -> None:
     store = tmp_path / "store"
     assert run("--root", str(store), "install", "claude", "--project", str(tmp_path)).exit_code == 0

@@ -12,6 +12,7 @@ with the library at the same moment, and each write test works on memories it ma
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import os
@@ -1335,3 +1336,75 @@ def test_rule15_an_mcp_message_over_the_size_bound_is_never_held_whole(monkeypat
     refusal = json.loads(reader.readline())
     assert refusal["id"] == 7 and "larger than 1,000 bytes" in refusal["method"]
     assert json.loads(reader.readline()) == {"jsonrpc": "2.0", "id": 8}, "the next message is read whole"
+
+
+@contextlib.contextmanager
+def _http_server(root: Path, tmp_path: Path) -> Iterator[int]:
+    """A real ``cclg-mcp --transport streamable-http`` on a free loopback port, while the block runs."""
+    import socket
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [*SERVER, "--root", str(root), "--transport", "streamable-http", "--port", str(port)]
+    env = {**os.environ, **server_env(tmp_path / "home", root, tmp_path)}
+    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None, "the HTTP server did not start"
+                time.sleep(0.1)
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def _posted(port: int, body: bytes, length: int | None = None) -> tuple[int, bytes]:
+    """(status, body) of a POST to the server's MCP endpoint; ``length`` declares another Content-Length."""
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        conn.putrequest("POST", "/mcp")
+        conn.putheader("Content-Type", "application/json")
+        conn.putheader("Accept", "application/json, text/event-stream")
+        conn.putheader("Content-Length", str(len(body) if length is None else length))
+        conn.endheaders()
+        conn.send(body)
+        response = conn.getresponse()
+        return response.status, response.read(1 << 16)
+    finally:
+        conn.close()
+
+
+def test_rule15_streamable_http_bodies_go_through_the_bounded_reader(tmp_path: Path) -> None:
+    """Over HTTP a message has stdio's bounds: nested at most 64 levels (the SDK's parser took 200), at
+    most ``MAX_MESSAGE_BYTES`` (the SDK's default refused raw's largest call over 4 MiB)."""
+    from cclg.mcp_server import MAX_MESSAGE_BYTES
+
+    root = tmp_path / "store"
+    Store.init(root)
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+
+    def initialize(extra: str) -> bytes:
+        text = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {**hello, "x": "EXTRA"}})
+        return text.replace('"EXTRA"', extra).encode()
+
+    with _http_server(root, tmp_path) as port:
+        for nesting in ("[" * 100_000 + "]" * 100_000, "[" * 65 + "]" * 65):
+            status, answer = _posted(port, initialize(nesting))
+            assert status == 400, (status, answer[:300])
+            refusal = json.loads(answer)
+            assert refusal["id"] == 7 and "nested more than 64 levels deep" in refusal["error"]["message"]
+        status, answer = _posted(port, initialize('"' + "x" * (5 << 20) + '"'))
+        assert status == 200, (status, answer[:300])
+        status, answer = _posted(port, b"{}", length=MAX_MESSAGE_BYTES + 1)
+        assert status == 413 and f"larger than {MAX_MESSAGE_BYTES:,} bytes" in answer.decode(), answer
+        status, answer = _posted(port, initialize("1"))
+        assert status == 200, "still serving"

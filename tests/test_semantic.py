@@ -280,3 +280,28 @@ def test_while_semantic_recall_is_off_the_hook_loads_no_socket_or_process_module
         timeout=60,
     )
     assert result.returncode == 0 and result.stderr.decode().strip().splitlines()[-1] == "[]"
+
+
+def _asked(store: Store, request: bytes) -> dict[str, object]:
+    """The running helper's answer to the raw ``request`` bytes, sent as a client would."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(30)
+        conn.connect(str(semantic.socket_path(store.root)))
+        with contextlib.suppress(OSError):  # a helper that stops reading may close before all is sent
+            conn.sendall(request)
+        answer = b""
+        while not answer.endswith(b"\n") and (chunk := conn.recv(65536)):
+            answer += chunk
+    return json.loads(answer)  # type: ignore[no-any-return]
+
+
+def test_rule15_the_helper_reads_requests_with_the_bounded_reader(shared: tuple[Store, dict[str, str]]) -> None:
+    """A request nested too deep or larger than the bound is answered with the reason, and the helper
+    keeps serving."""
+    store, _ = shared
+    assert _wait(lambda: _serving(store))
+    deep = _asked(store, b'{"query": "x", "ids": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n")
+    assert "nested more than 64 levels deep" in str(deep["error"]) and "RecursionError" not in str(deep["error"])
+    huge = _asked(store, b'{"query": "' + b"x" * (semantic.MAX_REQUEST + 1) + b'"}\n')
+    assert f"larger than {semantic.MAX_REQUEST:,} bytes" in str(huge["error"]), huge
+    assert _serving(store)

@@ -345,7 +345,7 @@ def _parse_all(
 def _load_cache(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # damaged, nested too deep: every file parsed again
         return {}
     if not isinstance(data, dict) or data.get("schema_version") != CACHE_SCHEMA:
         return {}

@@ -90,7 +90,7 @@ def read_saved(path: Path, key: list[Any] | None) -> Churn | None:
         pairs = Counter({(a, b): count for a, b, count in data["pairs"]})
         history = [(message, files) for message, files in data["history"]]
         return Churn(data["per_file"], pairs, data["commits"], history)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):  # damaged, nested too deep: read again
         return None
 
 

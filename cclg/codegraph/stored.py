@@ -79,7 +79,7 @@ def read_graph(store: Store, root: Path) -> dict[str, Any]:
         raise UsageError(f"no code graph for {root}; run `cclg code-index {root}` first")
     try:
         graph = json.loads(path.read_text("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, nested too deep: damaged
         graph = None
     if not isinstance(graph, dict):  # damaged: a projection, rebuilt from the repository
         raise UsageError(f"the code graph at {path} is damaged; run `cclg code-index {root}` to build it again")
