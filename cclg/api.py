@@ -306,7 +306,8 @@ def patch(
 ) -> PatchResult:
     """``cclg patch``: one patch operation. For ``rollback`` the one target is a patch id;
     ``create`` takes one content and no target; the others take memory ids (or prefixes).
-    New memories are trusted at most ``max_trust`` (MCP callers pass ``untrusted``), and keep their
+    New memories are trusted at most ``max_trust`` (MCP callers pass ``untrusted``; such a caller cannot
+    retire a pinned memory: ``_check_caller_pins``), and keep their
     targets' confidence and validity window unless ``confidence``, ``valid_from``, ``valid_until`` say
     (``ledger.kept_fields``)."""
     if operation not in fmt.PATCH_OPERATIONS:
@@ -325,18 +326,22 @@ def patch(
             raise UsageError(f"{added.duplicate_of} already holds this content; nothing was written")
         return PatchResult(patch=added.patch, new_nodes=added.new_nodes)
     ids = [resolve_node_id(store, t) for t in targets]
-    return ledger.apply_patch(
-        store,
-        operation,
-        ids,
-        reason=reason,
-        contents=contents,
-        source=Source(label=source),
-        confidence=confidence,
-        max_trust=max_trust,
-        valid_from=valid_from,
-        valid_until=valid_until,
-    )
+    with store.lock():
+        if max_trust != "trusted":
+            command = f"cclg patch {operation} " + " ".join(f"--target {i}" for i in ids)
+            _check_caller_pins([store.read_node(i) for i in ids], command)
+        return ledger.apply_patch(
+            store,
+            operation,
+            ids,
+            reason=reason,
+            contents=contents,
+            source=Source(label=source),
+            confidence=confidence,
+            max_trust=max_trust,
+            valid_from=valid_from,
+            valid_until=valid_until,
+        )
 
 
 def forget(store: Store, memory_id: str, *, reason: str = "forgotten at the user's request") -> PatchResult:
@@ -350,8 +355,8 @@ def rollback(
     """``cclg rollback``: undo a patch (by id or unique prefix).
 
     A caller limited to ``max_trust`` (MCP: untrusted) may not bring back a memory more trusted
-    than that, nor undo (or redo) a change of labels: only the user raises trust or takes back
-    their own label (a quarantine, say)."""
+    than that, nor bring back or retire a pinned memory, nor undo (or redo) a change of labels: only
+    the user raises trust, decides what stands in every pack or takes back their own label."""
     from cclg.undo import rollback as rollback_patch
 
     patch_id = resolve_patch_id(store, patch_id)
@@ -363,19 +368,28 @@ def rollback(
 
 def _check_caller_rollback(store: Store, undone: MemoryPatch, max_trust: str) -> None:
     """``UsageError`` when rolling ``undone`` back would make current a memory trusted above
-    ``max_trust``, or when the patch at the root of its rollback chain changed labels."""
+    ``max_trust``, bring back or retire a pinned memory (``_check_caller_pins``), or when the patch at
+    the root of its rollback chain changed labels."""
     restore = {node_id: undone.prior_states.get(node_id, "active") for node_id in undone.target_ids}
     restore.update(undone.prior_states)
-    for node_id, status in sorted(restore.items()):
+    after = {**{i: "discarded" for i in undone.new_node_ids}, **restore}
+    command = f"cclg rollback {undone.id}"
+    for node_id, status in sorted(after.items()):
         node = _read_optional(store, node_id)
-        if node is None or status not in LIVE_STATUSES or node.status in LIVE_STATUSES:
+        if node is None or (status in LIVE_STATUSES) == (node.status in LIVE_STATUSES):
             continue
+        _check_caller_pins([node], command)
         trust = guard.labels(node.metadata)[0]
-        if guard.least_trusted(trust, max_trust) != trust:
+        if status in LIVE_STATUSES and guard.least_trusted(trust, max_trust) != trust:
             raise UsageError(
                 f"rolling back {undone.id} would bring back {node_id}, a {trust} memory; this caller cannot, "
-                f"the user can: `cclg rollback {undone.id}`"
+                f"the user can: `{command}`"
             )
+    _check_caller_relabel_undo(store, undone)
+
+
+def _check_caller_relabel_undo(store: Store, undone: MemoryPatch) -> None:
+    """``UsageError`` when the patch at the root of ``undone``'s rollback chain changed labels."""
     root, seen = undone, set()
     while root.rollback_of is not None and root.id not in seen:
         seen.add(root.id)
@@ -386,6 +400,17 @@ def _check_caller_rollback(store: Store, undone: MemoryPatch, max_trust: str) ->
             raise UsageError(
                 f"{root.id} changed the labels of {first.id}; this caller cannot undo or redo that, "
                 f"the user can: `cclg rollback {undone.id}`"
+            )
+
+
+def _check_caller_pins(nodes: list[MemoryNode], command: str) -> None:
+    """``UsageError`` for a pinned memory (retention required) among ``nodes``, which a limited caller's
+    change would retire or bring back: what stands in every pack is the user's call, as pinning is."""
+    for node in nodes:
+        if guard.labels(node.metadata)[2] == "required":
+            raise UsageError(
+                f"{node.id} is pinned (retention required): only the user decides whether it is in effect, "
+                f"this caller cannot retire it or bring it back; the user can: `{command}`"
             )
 
 

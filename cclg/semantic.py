@@ -239,12 +239,44 @@ def _peer_uid(conn: Any) -> int | None:
     return None
 
 
+REFUSALS = "active/semantic_refusals.json"  # when each refusal was last logged: a marker, safe to delete
+REFUSAL_EVERY = 3600.0  # seconds: a refusal that stays is logged at most once in this long
+REFUSALS_KEPT = 32
+
+
 def log_refusal(store: Store, refused: Untrusted, outcome: str = "no prompt was sent") -> None:
-    """Say in the store's hook failure log (``cclg doctor`` shows it) what was refused, and what came of it."""
+    """Say in the store's hook failure log (``cclg doctor`` shows it) what was refused, and what came of
+    it: the first time, then at most once every ``REFUSAL_EVERY`` while the same refusal (its folder or
+    socket, and why) stays, so a runtime folder that stays wrong does not add a line per prompt."""
     from cclg.ids import now_iso
 
     error = f"semantic recall refused its runtime ({outcome}): {refused}"
+    if _logged_lately(store.root / REFUSALS, error):
+        return
     store.append(store.hook_failures_path, [{"event": "semantic", "error": error, "created_at": now_iso()}])
+
+
+def _logged_lately(marker: Path, error: str) -> bool:
+    """Whether ``error`` was logged less than ``REFUSAL_EVERY`` ago, by the small JSON ``marker`` (error:
+    epoch); if not, notes it as logged now. Best effort: a marker that cannot be read or written logs."""
+    from cclg.files import atomic_write, private_folders
+
+    now = time.time()
+    try:
+        logged = parse_json(marker.read_bytes())
+        if not isinstance(logged, dict):
+            logged = {}
+    except (OSError, ValueError):
+        logged = {}
+    when = logged.pop(error, None)
+    if isinstance(when, int | float) and 0 <= now - when < REFUSAL_EVERY:
+        return True
+    logged[error] = now
+    kept = dict(list(logged.items())[-REFUSALS_KEPT:])
+    with contextlib.suppress(OSError):
+        private_folders(marker.parent)
+        atomic_write(marker, json.dumps(kept, indent=1).encode("utf-8"), durable=False)
+    return False
 
 
 # ---------------------------------------------------------------- the client

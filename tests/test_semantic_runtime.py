@@ -217,6 +217,36 @@ def test_the_hook_sends_no_prompt_into_an_open_runtime_folder(store: Store, runt
     assert "open to others" in _refusals(store)[0]
 
 
+def test_a_refusal_that_stays_is_logged_once_an_hour_not_on_every_prompt(
+    store: Store, runtime: Path, listener: Listener
+) -> None:
+    """Rule 6: every prompt into a runtime folder that stays wrong wrote a line to the hook failure log,
+    which so grew without bound. The first refusal of each folder and reason is logged, then at most one
+    an hour while it stays (the marker says when each was last logged; the log is never read)."""
+    os.chmod(runtime, 0o777)
+    for session in ("s1", "s2", "s3"):  # a new session each: a session is given a memory once
+        payload = {"session_id": session, "hook_event_name": "UserPromptSubmit", "prompt": PROMPT}
+        done = subprocess.run(
+            [*HOOK, "--root", str(store.root), "user-prompt"],
+            input=json.dumps(payload).encode(),
+            capture_output=True,
+            timeout=60,
+            env={**os.environ, "CCLG_SEMANTIC": "on"},
+        )
+        assert done.returncode == 0, done.stderr
+        assert "board deck" in json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert len(_refusals(store)) == 1 and "open to others" in _refusals(store)[0]
+    os.chmod(runtime, 0o755)  # another reason: logged at once
+    assert _ask(store) is None and _ask(store) is None
+    assert len(_refusals(store)) == 2 and "mode 755" in _refusals(store)[1]
+    marker = store.root / semantic.REFUSALS
+    logged = json.loads(marker.read_text())
+    marker.write_text(json.dumps({error: when - semantic.REFUSAL_EVERY - 1 for error, when in logged.items()}))
+    assert _ask(store) is None and _ask(store) is None  # an hour on: once more
+    assert len(_refusals(store)) == 3 and "mode 755" in _refusals(store)[2]
+    assert listener.connections == 0
+
+
 def test_the_helper_refuses_to_start_in_a_folder_too_open(store: Store, runtime: Path) -> None:
     os.chmod(runtime, 0o755)
     done = subprocess.run(

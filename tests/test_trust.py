@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from cclg import api, doctor, guard
+from cclg import api, doctor, guard, ledger
 from cclg.cli import cli
 from cclg.container import load_container, write_container
 from cclg.errors import NotFoundError, UsageError, ValidationError
@@ -379,12 +379,19 @@ def test_a_limited_callers_patch_of_a_pinned_trusted_memory_inherits_neither_pin
     store: Store, operation: str
 ) -> None:
     """The issue's reproducer: an MCP caller rewords the user's pinned memory, and the new memory, with
-    the caller's text, inherited trusted and retention required and so sat in every pack."""
+    the caller's text, inherited trusted and retention required and so sat in every pack. The ledger caps
+    what any limited writer's patch inherits (a distilled text too); the library refuses such a caller's
+    patch of a pinned memory outright (``_check_caller_pins``)."""
     pinned = user_memory(store, "Never push to main", retention="required", sensitivity="confidential")
     targets = [pinned.id]
     if operation == "merge":
         targets.append(user_memory(store, "Deploys run the release workflow").id)
-    result = api.patch(store, operation, targets, contents=PATCH_CONTENTS[operation], reason="r", max_trust="untrusted")
+    contents = PATCH_CONTENTS[operation]
+    before = (store.load_nodes(), store.load_patches())
+    with pytest.raises(UsageError, match=f"{pinned.id} is pinned"):
+        api.patch(store, operation, targets, contents=contents, reason="r", max_trust="untrusted")
+    assert (store.load_nodes(), store.load_patches()) == before
+    result = ledger.apply_patch(store, operation, targets, contents=contents, reason="r", max_trust="untrusted")
     assert len(result.new_nodes) == len(PATCH_CONTENTS[operation])
     for node in result.new_nodes:
         assert guard.labels(store.read_node(node.id).metadata) == ("untrusted", "confidential", "preferred"), operation
