@@ -595,7 +595,7 @@ def purged_contents(store: Store, index: Index | None = None) -> dict[str, Memor
     content (and no import brings a mark in: ``cclg.intake.cap_imported`` drops a node's,
     ``cclg.importing`` a foreign patch's purge rule)."""
     if index is None and not store.index_path.exists():
-        candidates = [node for patch in purge_patches(store) for node in _readable(store, patch.target_ids)]
+        candidates = [node for patch in purge_patches(store) for node in readable_nodes(store, patch.target_ids)]
     else:
 
         def tombstones(index: Index) -> list[MemoryNode]:
@@ -624,7 +624,8 @@ def purge_patches(store: Store) -> list[MemoryPatch]:
     return found
 
 
-def _readable(store: Store, node_ids: list[str]) -> list[MemoryNode]:
+def readable_nodes(store: Store, node_ids: list[str]) -> list[MemoryNode]:
+    """The nodes of ``node_ids`` that are there and read (the others skipped)."""
     found = []
     for node_id in node_ids:
         with contextlib.suppress(CclgError):
