@@ -64,12 +64,12 @@ from cclg import guard, staging
 from cclg.errors import CclgError, IllegalPatchError, UsageError
 from cclg.fields import parse_json
 from cclg.ids import content_hash, new_id, normalize_text, now_iso
-from cclg.importing import foreign_patch
 from cclg.index import healing, note_changes
 from cclg.ledger import (
     PURGE_RULE,
     PURGED,
     PURGED_CONTENT,
+    foreign_patch,
     is_purge,
     patch_audit,
     purge_patches,
@@ -338,7 +338,7 @@ def interrupted(store: Store, patches: Iterable[MemoryPatch], audit: Audit | Non
     A purge an import wrote (``imported_purges``) is none of this store's, so never one to finish.
     Reads the audit log (unless given its ``audit``) only when there is a purge."""
     purges = [patch for patch in patches if is_purge(patch)]
-    done, imported = audit or (_purge_audit(store) if purges else (set(), set()))
+    done, imported = audit or (_purge_audit(store, purges) if purges else (set(), set()))
     found = []
     for patch in purges:
         for node_id in patch.target_ids if patch.id not in imported else ():
@@ -356,7 +356,8 @@ def findings(store: Store, patches: Iterable[MemoryPatch]) -> list[tuple[str, st
     """``cclg doctor``'s findings about purges: (file, message) for each purge that did not finish,
     and for each purge another store made that an import wrote as a purge of this one."""
     patches = list(patches)
-    audit = _purge_audit(store) if any(is_purge(patch) for patch in patches) else None
+    purges = [patch for patch in patches if is_purge(patch)]
+    audit = _purge_audit(store, purges) if purges else None
     found = [
         (
             f"nodes/{node_id}.json",
@@ -394,15 +395,18 @@ def _completed(store: Store) -> set[str]:
     return _purge_audit(store)[0]
 
 
-def _purge_audit(store: Store) -> tuple[set[str], set[str]]:
+def _purge_audit(store: Store, purges: Iterable[MemoryPatch] = ()) -> Audit:
     """What the audit log says of purges, read line by line: (the patches a ``node_purged`` record says
-    finished, the patches whose ``patch_written`` record says an import wrote them)."""
+    finished, those of ``purges`` whose ``patch_written`` record says an import wrote them). Only the lines
+    naming the event or one of ``purges`` are parsed (an import of many patches audits each)."""
     done: set[str] = set()
     imported: set[str] = set()
-    finished, written = f'"{PURGED_EVENT}"'.encode(), b'"patch_written"'
+    finished = f'"{PURGED_EVENT}"'.encode()
+    ids = b"|".join(re.escape(f'"{patch.id}"'.encode()) for patch in purges)
+    names = re.compile(ids).search if ids else None
     with contextlib.suppress(FileNotFoundError), open(store.audit_path, "rb") as log:
         for line in log:
-            if finished not in line and not (written in line and b'"import"' in line):
+            if finished not in line and (names is None or names(line) is None):
                 continue
             with contextlib.suppress(ValueError):
                 record = parse_json(line)
@@ -417,7 +421,7 @@ def _purge_audit(store: Store) -> tuple[set[str], set[str]]:
 
 # ---------------------------------------------------------------- purges an old import wrote (cclg doctor)
 
-# Before imports took a foreign purge as a plain forget (``cclg.importing.foreign_patch``), one wrote a
+# Before imports took a foreign purge as a plain forget (``cclg.ledger.foreign_patch``), one wrote a
 # container's purge patch as it came, and its tombstone with its mark: this store then refused the content
 # the tombstone stood for in the other store (any text, for a forged one).
 
@@ -427,7 +431,7 @@ def imported_purges(store: Store, patches: Iterable[MemoryPatch], audit: Audit |
     ``patch_written`` audit record says ``via: import``). Reads the audit log (unless given its ``audit``)
     only when there is a purge."""
     purges = [patch for patch in patches if is_purge(patch)]
-    imported = (audit or (_purge_audit(store) if purges else (set(), set())))[1]
+    imported = (audit or (_purge_audit(store, purges) if purges else (set(), set())))[1]
     return [(node_id, patch.id) for patch in purges if patch.id in imported for node_id in patch.target_ids]
 
 
