@@ -10,7 +10,8 @@ records (a sync tool's conflict copies). It never writes the store's files; it b
 disposable search index up to date (every file that changed since the index saw it is re-read,
 and a damaged index is rebuilt) and says which entries it refreshed. ``repair`` fixes what can
 be fixed without judgement: it sets torn log tails aside, removes orphan temp files, finishes
-interrupted purges, moves the leftovers of unfinished writes to ``recovered/``, and gives nodes
+interrupted purges, makes a purge an old import took from another store a plain forget
+(``purge.settle_imported``), moves the leftovers of unfinished writes to ``recovered/``, and gives nodes
 the status their patches say they have. Each record file is read once (``Scan``).
 """
 
@@ -627,6 +628,7 @@ def repair(store: Store) -> list[str]:
     what changed.
     """
     actions = staging.finish(store) + store.recover() + purge.finish_interrupted(store)
+    actions += purge.settle_imported(store)
     with store.lock():
         # Unreadable records are reported by diagnose and left as they are: repair
         # works around them rather than giving up on the rest of the store.

@@ -18,7 +18,7 @@ skipped. Three rules keep a container from acting on the store's own memories:
 - A known memory whose content differs is never overwritten: the incoming
   version waits beside it, in ``conflict_pending``, contradicting it.
 - A marker is never taken from a foreign record: a purge made elsewhere arrives as
-  a plain forget (``_foreign_patch``) and its tombstone without its mark
+  a plain forget (``ledger.foreign_patch``) and its tombstone without its mark
   (``cap_imported``), so only a purge this store performed refuses content. Content
   a purge of this store erased is refused (``ledger.refuse_purged``): an export made
   before the purge does not bring it back.
@@ -192,7 +192,7 @@ def _sort_known(
     """The patches, edges and sessions new here; known ones go to the report as skipped, with a
     note where they differ."""
     fresh: dict[str, list[Any]] = {}
-    patches = [_foreign_patch(patch) for patch in container.patches]
+    patches = [ledger.foreign_patch(patch) for patch in container.patches]
     report.notes += [
         f"patch {p.id} was a purge where it was made; here it forgets what it brought, as any reader sees it "
         "(only a purge of this store erases or refuses content)"
@@ -214,20 +214,6 @@ def _sort_known(
             if known[record.id].to_dict() != record.to_dict():
                 report.notes.append(f"{SINGULAR[name]} {record.id} differs from the local one; the local one is kept")
     return fresh
-
-
-IMPORTED_PURGE_RULE = "imported_purge"  # the resolution_policy rule a foreign purge patch is written with
-
-
-def _foreign_patch(patch: MemoryPatch) -> MemoryPatch:
-    """``patch`` as this store takes it: a purge made elsewhere (``ledger.is_purge``) is a plain forget
-    here, its rule ``IMPORTED_PURGE_RULE``, so nothing of this store treats it as its own purge (no
-    refusal of content, no doctor finishing it, no rollback refused for it)."""
-    if not ledger.is_purge(patch):
-        return patch
-    copy = MemoryPatch.from_dict(patch.to_dict())
-    copy.resolution_policy = {**copy.resolution_policy, "rule": IMPORTED_PURGE_RULE}
-    return copy
 
 
 def screen_patches(

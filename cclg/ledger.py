@@ -579,6 +579,20 @@ def is_purge(patch: MemoryPatch) -> bool:
     return patch.operation == "forget" and patch.resolution_policy.get("rule") == PURGE_RULE
 
 
+IMPORTED_PURGE_RULE = "imported_purge"  # the resolution_policy rule an import writes a foreign purge patch with
+
+
+def foreign_patch(patch: MemoryPatch) -> MemoryPatch:
+    """``patch`` as this store takes it: a purge made elsewhere (``is_purge``) is a plain forget
+    here, its rule ``IMPORTED_PURGE_RULE``, so nothing of this store treats it as its own purge (no
+    refusal of content, no doctor finishing it, no rollback refused for it)."""
+    if not is_purge(patch):
+        return patch
+    copy = MemoryPatch.from_dict(patch.to_dict())
+    copy.resolution_policy = {**copy.resolution_policy, "rule": IMPORTED_PURGE_RULE}
+    return copy
+
+
 def purged_hash(node: MemoryNode) -> str | None:
     """The hash of the content a purged memory's tombstone erased (``metadata.purged``); None for any other node."""
     mark = node.metadata.get(PURGED)
@@ -595,7 +609,7 @@ def purged_contents(store: Store, index: Index | None = None) -> dict[str, Memor
     content (and no import brings a mark in: ``cclg.intake.cap_imported`` drops a node's,
     ``cclg.importing`` a foreign patch's purge rule)."""
     if index is None and not store.index_path.exists():
-        candidates = [node for patch in purge_patches(store) for node in _readable(store, patch.target_ids)]
+        candidates = [node for patch in purge_patches(store) for node in readable_nodes(store, patch.target_ids)]
     else:
 
         def tombstones(index: Index) -> list[MemoryNode]:
@@ -624,7 +638,8 @@ def purge_patches(store: Store) -> list[MemoryPatch]:
     return found
 
 
-def _readable(store: Store, node_ids: list[str]) -> list[MemoryNode]:
+def readable_nodes(store: Store, node_ids: list[str]) -> list[MemoryNode]:
+    """The nodes of ``node_ids`` that are there and read (the others skipped)."""
     found = []
     for node_id in node_ids:
         with contextlib.suppress(CclgError):

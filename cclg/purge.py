@@ -69,13 +69,15 @@ from cclg.ledger import (
     PURGE_RULE,
     PURGED,
     PURGED_CONTENT,
+    foreign_patch,
     is_purge,
     patch_audit,
     purge_patches,
     purged_hash,
+    readable_nodes,
     set_status,
 )
-from cclg.records import MemoryNode, MemoryPatch, Record, Source, default_resolution_policy, retrieval_for
+from cclg.records import MemoryNode, MemoryPatch, Record, Source, default_resolution_policy, dumps, retrieval_for
 from cclg.redaction import content_only, rebuild_projections, rewrite_store
 from cclg.store import RULE_EVIDENCE, Store, audit_record
 
@@ -327,15 +329,19 @@ def _filler(length: int) -> str:
 # ---------------------------------------------------------------- interrupted purges (cclg doctor)
 
 
-def interrupted(store: Store, patches: Iterable[MemoryPatch]) -> list[tuple[str, str]]:
+Audit = tuple[set[str], set[str]]  # what the audit log says of purges (``_purge_audit``)
+
+
+def interrupted(store: Store, patches: Iterable[MemoryPatch], audit: Audit | None = None) -> list[tuple[str, str]]:
     """(memory id, purge patch id) of each purge in ``patches`` that did not finish: no ``node_purged``
     audit record, or its memory's file is no tombstone of it (killed mid-way, or restored from a backup).
-    Reads the audit log only when there is a purge."""
+    A purge an import wrote (``imported_purges``) is none of this store's, so never one to finish.
+    Reads the audit log (unless given its ``audit``) only when there is a purge."""
     purges = [patch for patch in patches if is_purge(patch)]
-    done = _completed(store) if purges else set()
+    done, imported = audit or (_purge_audit(store, purges) if purges else (set(), set()))
     found = []
     for patch in purges:
-        for node_id in patch.target_ids:
+        for node_id in patch.target_ids if patch.id not in imported else ():
             try:
                 node = store.read_node(node_id)
             except CclgError:  # gone or unreadable: doctor reports it as such
@@ -347,14 +353,28 @@ def interrupted(store: Store, patches: Iterable[MemoryPatch]) -> list[tuple[str,
 
 
 def findings(store: Store, patches: Iterable[MemoryPatch]) -> list[tuple[str, str]]:
-    """``cclg doctor``'s findings about purges: (file, message) for each purge that did not finish."""
-    return [
+    """``cclg doctor``'s findings about purges: (file, message) for each purge that did not finish,
+    and for each purge another store made that an import wrote as a purge of this one."""
+    patches = list(patches)
+    purges = [patch for patch in patches if is_purge(patch)]
+    audit = _purge_audit(store, purges) if purges else None
+    found = [
         (
             f"nodes/{node_id}.json",
             f"the purge {patch_id} did not finish: the content may still be in the store's files or indexes; "
             f"`cclg purge {node_id} --yes` or `cclg doctor --repair` finishes it",
         )
-        for node_id, patch_id in interrupted(store, patches)
+        for node_id, patch_id in interrupted(store, patches, audit)
+    ]
+    return found + [
+        (
+            f"nodes/{node_id}.json",
+            f"{node_id} was purged in another store, and its purge {patch_id} was imported as a purge of this one "
+            "(before imports took a foreign purge as a plain forget), so the content it stood for there is refused "
+            "here; `cclg doctor --repair` makes it a plain forget, as an import writes it now: the memory stays "
+            "forgotten and every record stays, without the purge mark",
+        )
+        for node_id, patch_id in imported_purges(store, patches, audit)
     ]
 
 
@@ -372,14 +392,73 @@ def finish_interrupted(store: Store) -> list[str]:
 
 def _completed(store: Store) -> set[str]:
     """The purge patches a ``node_purged`` audit record says finished (the log read line by line)."""
-    done = set()
-    marker = f'"{PURGED_EVENT}"'.encode()
+    return _purge_audit(store)[0]
+
+
+def _purge_audit(store: Store, purges: Iterable[MemoryPatch] = ()) -> Audit:
+    """What the audit log says of purges, read line by line: (the patches a ``node_purged`` record says
+    finished, those of ``purges`` whose ``patch_written`` record says an import wrote them). Only the lines
+    naming the event or one of ``purges`` are parsed (an import of many patches audits each)."""
+    done: set[str] = set()
+    imported: set[str] = set()
+    finished = f'"{PURGED_EVENT}"'.encode()
+    ids = b"|".join(re.escape(f'"{patch.id}"'.encode()) for patch in purges)
+    names = re.compile(ids).search if ids else None
     with contextlib.suppress(FileNotFoundError), open(store.audit_path, "rb") as log:
         for line in log:
-            if marker not in line:
+            if finished not in line and (names is None or names(line) is None):
                 continue
             with contextlib.suppress(ValueError):
                 record = parse_json(line)
-                if isinstance(record, dict) and record.get("event") == PURGED_EVENT:
+                if not isinstance(record, dict):
+                    continue
+                if record.get("event") == PURGED_EVENT:
                     done.add(str(record.get("patch_id")))
+                elif record.get("event") == "patch_written" and record.get("via") == "import":
+                    imported.add(str(record.get("patch_id")))
+    return done, imported
+
+
+# ---------------------------------------------------------------- purges an old import wrote (cclg doctor)
+
+# Before imports took a foreign purge as a plain forget (``cclg.ledger.foreign_patch``), one wrote a
+# container's purge patch as it came, and its tombstone with its mark: this store then refused the content
+# the tombstone stood for in the other store (any text, for a forged one).
+
+
+def imported_purges(store: Store, patches: Iterable[MemoryPatch], audit: Audit | None = None) -> list[tuple[str, str]]:
+    """(memory id, purge patch id) of each target of a purge in ``patches`` that an import wrote (its
+    ``patch_written`` audit record says ``via: import``). Reads the audit log (unless given its ``audit``)
+    only when there is a purge."""
+    purges = [patch for patch in patches if is_purge(patch)]
+    imported = (audit or (_purge_audit(store, purges) if purges else (set(), set())))[1]
+    return [(node_id, patch.id) for patch in purges if patch.id in imported for node_id in patch.target_ids]
+
+
+def settle_imported(store: Store) -> list[str]:
+    """``cclg doctor --repair``: write each purge an import wrote (``imported_purges``) as an import writes
+    one now, a plain forget: its targets' tombstones lose the mark that names it (each node file first,
+    so a repair killed half-way is found again), then the patch its rule ``imported_purge``. Every record
+    stays, and the memory stays forgotten; the marks and rules taken away are audited. Returns what was done."""
+    done = []
+    with store.lock():
+        patches = purge_patches(store)
+        imported: dict[str, list[str]] = {}
+        for node_id, patch_id in imported_purges(store, patches):
+            imported.setdefault(patch_id, []).append(node_id)
+        for patch in patches:
+            targets = imported.get(patch.id, [])
+            marks = {}
+            for node in readable_nodes(store, targets):
+                mark = node.metadata.get(PURGED)
+                if isinstance(mark, dict) and mark.get("patch_id") == patch.id:
+                    marks[node.id] = node.metadata.pop(PURGED)
+                    store.write_node(node)
+            if not targets:
+                continue
+            store.write_file(store.patch_path(patch.id), dumps(foreign_patch(patch).to_dict()))
+            note_changes(store, targets, [patch.id])
+            action = f"made the imported purge {patch.id} a plain forget of {', '.join(targets)} (no purge mark)"
+            store.audit("repair_applied", actions=[action], patch_id=patch.id, rule=PURGE_RULE, marks=marks)
+            done.append(action)
     return done

@@ -307,6 +307,68 @@ def test_a_container_holding_a_purge_refuses_nothing_and_purges_nothing_here(tmp
     assert Store.open(store.root).read_node(node.id).status == "forgotten", "a forgotten memory, as any reader sees it"
 
 
+def import_as_before_the_fix(store: Store, path: Path) -> None:
+    """Bring the container at ``path`` into ``store`` as the import of the code before rule 10 wrote it
+    (``cclg.importing._write`` at c890eba): every record as it came, a purge patch keeping its rule and a
+    tombstone its mark, each audited ``via: import``, then the index told."""
+    from cclg.container import load_container
+    from cclg.index import note_changes
+    from cclg.ledger import patch_audit
+    from cclg.store import audit_record
+
+    container = load_container(path.read_text())
+    audit = []
+    for patch in container.patches:
+        store.write_patch(patch)
+        audit.append(patch_audit(patch, via="import"))
+    for node in container.nodes:
+        node.metadata["trust"] = "untrusted"  # the old cap_imported lowered trust and kept the mark
+        store.write_node(node, new=True)
+        audit.append(audit_record("node_written", node_id=node.id, via="import"))
+    store.audit_many(audit)
+    note_changes(store, [n.id for n in container.nodes], [p.id for p in container.patches])
+
+
+@pytest.mark.parametrize("finished_by_the_old_doctor", [False, True])
+def test_doctor_repair_settles_a_foreign_purge_an_old_import_wrote_and_keeps_every_record(
+    tmp_path: Path, finished_by_the_old_doctor: bool
+) -> None:
+    """Rule 10 for a store poisoned before the fix; the old ``doctor --repair`` took such a purge for an
+    interrupted one of this store and "finished" it (a ``node_purged`` audit record), which changes nothing."""
+    other, _ = Store.init(tmp_path / "other")
+    foreign = api.add_memory(other, CHOSEN, source="user").node
+    foreign_patch = purge_memory(other, foreign.id).patch_id
+    api.export_to(other, tmp_path / "purged.cclg")
+    store, _ = Store.init(tmp_path / "store")
+    own = api.add_memory(store, SECRET_TEXT, source="user").node
+    purge_memory(store, own.id)  # this store's own purge: it keeps refusing its content
+    import_as_before_the_fix(store, tmp_path / "purged.cclg")
+    if finished_by_the_old_doctor:
+        store.audit("node_purged", node_id=foreign.id, patch_id=foreign_patch, content_hash="", files={})
+    poisoned = cclg(store.root, "add", "--content", CHOSEN, "--source", "user")
+    assert poisoned.exit_code == 6, "the store is poisoned as the old import left it"
+    before = {
+        p.relative_to(store.root).as_posix() for d in ("nodes", "patches", "edges") for p in (store.root / d).iterdir()
+    }
+    found = [f for f in diagnose(Store.open(store.root)).findings if foreign_patch in f.message]
+    assert len(found) == 1 and found[0].path == f"nodes/{foreign.id}.json", found
+    assert "imported" in found[0].message and "--repair" in found[0].message, found[0].message
+    repaired = cclg(store.root, "doctor", "--repair")
+    assert repaired.exit_code == 0, repaired.output
+    assert [f.message for f in diagnose(Store.open(store.root)).findings] == []
+    after = {
+        p.relative_to(store.root).as_posix() for d in ("nodes", "patches", "edges") for p in (store.root / d).iterdir()
+    }
+    assert after == before, "no record was lost"
+    tombstone = Store.open(store.root).read_node(foreign.id)
+    assert (tombstone.status, tombstone.content) == ("forgotten", "[purged]")
+    assert Store.open(store.root).read_patch(foreign_patch).operation == "forget"
+    added = cclg(store.root, "add", "--content", CHOSEN, "--source", "user")
+    assert added.exit_code == 0, added.output
+    mine = cclg(store.root, "add", "--content", SECRET_TEXT, "--source", "user")
+    assert mine.exit_code == 6, "a purge of this store still refuses its content"
+
+
 def test_purged_content_is_refused_also_by_a_write_to_a_store_without_its_index(purged: dict[str, Any]) -> None:
     """A write never builds the search index; without one, the purges are read from their patches."""
     root = purged["root"]
