@@ -43,6 +43,7 @@ from cclg.install import check_installation
 from cclg.lattice import INITIAL_STATUSES, LIVE_STATUSES, RULES
 from cclg.ledger import link_replacements
 from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Retrieval, Session, Source
+from cclg.repository import git_root
 from cclg.store import HOOK_FAILURES, INDEX_FILE, Store, audit_record, is_record_name, patch_order
 from cclg.view import effective_view, expected_statuses, retired_ids, undone_patch_ids
 
@@ -200,9 +201,12 @@ class OpenModes:
                     if stat.S_ISDIR(info.st_mode):
                         pending.append(where)
 
-    def findings(self) -> list[Finding]:
+    def findings(self, store: Store) -> tuple[list[Finding], list[Finding]]:
+        """(findings, notices): open modes are a finding, but for a store inside a git work tree (the
+        demo store, a store a team commits), whose every checkout gives its files git's modes (0644,
+        0755): there they are a notice, which fails nothing. ``--repair`` tightens them either way."""
         if not self.found:
-            return []
+            return [], []
         folders = sorted(p for p, m in self.found.items() if stat.S_ISDIR(m))
         files = sorted(p for p, m in self.found.items() if not stat.S_ISDIR(m))
         shown = [f"{p} ({stat.S_IMODE(self.found[p]):04o})" for p in [*folders[:3], *files[:3]]]
@@ -211,7 +215,10 @@ class OpenModes:
         message += ", ".join(shown) + (f" and {more} more" if more else "")
         file_mode, folder_mode = OWNER_ONLY[False], OWNER_ONLY[True]
         message += f"; `cclg doctor --repair` tightens them to {file_mode:04o} (files), {folder_mode:04o} (folders)"
-        return [Finding(PRIVATE, ".", message)]
+        if git_root(store.root) is None:
+            return [Finding(PRIVATE, ".", message)], []
+        message += " (the store is in a git work tree, whose checkouts give files git's modes: noted, not failed)"
+        return [], [Finding(PRIVATE, ".", message)]
 
     def tighten(self, store: Store) -> list[str]:
         """Give each file and folder found the store's own mode; returns what was done (one line)."""
@@ -353,10 +360,11 @@ def diagnose(store: Store) -> Report:
         message = "left by a write that was killed; the next write (or `cclg doctor --repair`) finishes or removes it"
         findings.append(Finding(TEMP, store.relative(path), message))
     findings.extend(_stray_findings(store, strays))
-    findings.extend(modes.findings())
+    open_modes, modes_noted = modes.findings(store)
+    findings.extend(open_modes)
     thresholds = sensors.settings(store)
     report = Report(root=str(store.root), counts=counts, findings=findings, refreshed=refreshed, sensors=thresholds)
-    report.notices = scan.shared_notices()
+    report.notices = [*modes_noted, *scan.shared_notices()]
     report.healed = _projection_health(store)
     return report
 

@@ -103,3 +103,21 @@ def test_rule17_one_open_file_among_private_ones_is_named(tmp_path: Path) -> Non
     assert len(findings) == 1 and report.returncode == 1
     message = findings[0]["message"]
     assert f"nodes/{node.name} (0640)" in message and "audit (0750)" in message, message
+
+
+def test_rule17_a_store_in_a_git_work_tree_has_its_open_modes_noted_not_failed(tmp_path: Path) -> None:
+    """A store kept in a git work tree (the demo store, a store a team commits) gets git's modes at every
+    checkout: doctor notes them and passes; --repair still tightens them. Outside git the same modes
+    fail doctor (the test above)."""
+    root = used_store(tmp_path)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    for path in [root, *root.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    report = cclg(root, "doctor", "--json")
+    assert report.returncode == 0, report.stdout
+    data = json.loads(report.stdout)
+    assert [f for f in data["findings"] if f["check"] == MODES_CHECK] == []
+    noted = [n for n in data["notices"] if n["check"] == MODES_CHECK]
+    assert len(noted) == 1 and "git work tree" in noted[0]["message"] and "--repair" in noted[0]["message"], noted
+    assert "tightened" in cclg(root, "doctor", "--repair").stdout
+    assert too_open(root) == []
