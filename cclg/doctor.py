@@ -66,6 +66,7 @@ HOOKS = "no hook failures in the last 24 hours"
 INSTALL = "installed hooks can run"
 PURGE = "every purge finished"
 PRIVATE = "store files and folders are the owner's only"
+CONFIG = "config.json's settings are usable"
 OWNER_ONLY = {False: 0o600, True: 0o700}  # a file's mode, a folder's (is it a folder?): what the store sets
 SHARED = "projects named by a folder's name only"  # a notice: a legitimate scope, which fails nothing
 Readable = Mapping[str, Container[str]]  # the ids of the records that parse, by folder
@@ -362,6 +363,7 @@ def diagnose(store: Store) -> Report:
     findings.extend(_stray_findings(store, strays))
     open_modes, modes_noted = modes.findings(store)
     findings.extend(open_modes)
+    findings.extend(Finding(CONFIG, fmt.PATHS["config"], message) for message in store.settings.ignored)
     thresholds = sensors.settings(store)
     report = Report(root=str(store.root), counts=counts, findings=findings, refreshed=refreshed, sensors=thresholds)
     report.notices = [*modes_noted, *scan.shared_notices()]
