@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 POSITIVE = "a positive integer"
-OPTIONAL_POSITIVE = "a positive integer (unset: the host's cap)"
 BOOLEAN = "true or false"
 FOLDERS = "a list of folder paths (non-empty strings)"
 
@@ -35,11 +34,11 @@ LIMITS: dict[str, int] = {
     "raw_bytes": 64 * 1024 * 1024,  # one file of raw evidence (`cclg raw`)
 }
 
-# section -> key -> (default, what a usable value is)
+# section -> key -> (default, what a usable value is); None: unset (the hook's caps are the host's)
 SECTIONS: dict[str, dict[str, tuple[Any, str]]] = {
     "hook": {
-        "max_chars": (None, OPTIONAL_POSITIVE),
-        "max_tokens": (None, OPTIONAL_POSITIVE),
+        "max_chars": (None, POSITIVE),
+        "max_tokens": (None, POSITIVE),
         "include_codegraph": (False, BOOLEAN),
     },
     "limits": {name: (value, POSITIVE) for name, value in LIMITS.items()},
@@ -50,7 +49,7 @@ SECTIONS: dict[str, dict[str, tuple[Any, str]]] = {
 
 
 def _usable(value: Any, expected: str) -> bool:
-    if expected in (POSITIVE, OPTIONAL_POSITIVE):
+    if expected == POSITIVE:
         return isinstance(value, int) and not isinstance(value, bool) and value > 0
     if expected == BOOLEAN:
         return isinstance(value, bool)
@@ -58,8 +57,9 @@ def _usable(value: Any, expected: str) -> bool:
 
 
 def shown(value: Any) -> str:
-    """``value`` as the user wrote it in JSON, cut to 80 characters."""
-    text = json.dumps(value, ensure_ascii=False, default=str)
+    """``value`` as JSON text (ASCII, so no byte of it can upset a terminal or an encoder), cut to 80
+    characters."""
+    text = json.dumps(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
@@ -76,7 +76,9 @@ class Settings:
                 continue
             given = raw[section]
             if not isinstance(given, dict):
-                self.ignored.append(f'config.json "{section}": {shown(given)} is not an object; the defaults are used')
+                self.ignored.append(
+                    f"config.json {shown(section)}: {shown(given)} is not an object; the defaults are used"
+                )
                 continue
             for name, value in given.items():
                 self._take(section, str(name), value)
@@ -85,14 +87,17 @@ class Settings:
         keys = SECTIONS[section]
         if name not in keys:
             known = ", ".join(keys)
-            self.ignored.append(f'config.json "{section}.{name}" is not a setting cclg knows ({known}); ignored')
+            self.ignored.append(
+                f"config.json {shown(f'{section}.{name}')} is not a setting cclg knows ({known}); ignored"
+            )
             return
         default, expected = keys[name]
         if _usable(value, expected):
             self.values[section][name] = tuple(value) if isinstance(value, list) else value
             return
-        fallback = "unset" if default is None else shown(list(default) if isinstance(default, tuple) else default)
-        self.ignored.append(f'config.json "{section}.{name}": {shown(value)} is not {expected}; using {fallback}')
+        fallback = "the host's cap" if default is None else shown(default)
+        where = shown(f"{section}.{name}")
+        self.ignored.append(f"config.json {where}: {shown(value)} is not {expected}; using {fallback}")
 
     def get(self, section: str, key: str) -> Any:
         """The usable value of ``key`` in ``section`` (one of ``SECTIONS``): the file's, else the default."""
