@@ -6,7 +6,8 @@ edited around the lattice, or a patch was interrupted), memories that no patch a
 (left by a write killed before its patch), creates killed before all their files were named,
 purges that did not finish (``cclg.purge``), the health of the logs (unreadable lines, torn
 last lines), temp files left by killed writers, and files in the record folders that are no
-records (a sync tool's conflict copies). It never writes the store's files; it brings the
+records (a sync tool's conflict copies), and the ``config.json`` values left for their defaults
+(``cclg.config``). It never writes the store's files; it brings the
 disposable search index up to date (every file that changed since the index saw it is re-read,
 and a damaged index is rebuilt) and says which entries it refreshed. ``repair`` fixes what can
 be fixed without judgement: it sets torn log tails aside, removes orphan temp files, finishes
