@@ -6,7 +6,8 @@ edited around the lattice, or a patch was interrupted), memories that no patch a
 (left by a write killed before its patch), creates killed before all their files were named,
 purges that did not finish (``cclg.purge``), the health of the logs (unreadable lines, torn
 last lines), temp files left by killed writers, and files in the record folders that are no
-records (a sync tool's conflict copies). It never writes the store's files; it brings the
+records (a sync tool's conflict copies), and the ``config.json`` values left for their defaults
+(``cclg.config``). It never writes the store's files; it brings the
 disposable search index up to date (every file that changed since the index saw it is re-read,
 and a damaged index is rebuilt) and says which entries it refreshed. ``repair`` fixes what can
 be fixed without judgement: it sets torn log tails aside, removes orphan temp files, finishes
@@ -66,6 +67,7 @@ HOOKS = "no hook failures in the last 24 hours"
 INSTALL = "installed hooks can run"
 PURGE = "every purge finished"
 PRIVATE = "store files and folders are the owner's only"
+CONFIG = "config.json's settings are usable"
 OWNER_ONLY = {False: 0o600, True: 0o700}  # a file's mode, a folder's (is it a folder?): what the store sets
 SHARED = "projects named by a folder's name only"  # a notice: a legitimate scope, which fails nothing
 Readable = Mapping[str, Container[str]]  # the ids of the records that parse, by folder
@@ -362,6 +364,7 @@ def diagnose(store: Store) -> Report:
     findings.extend(_stray_findings(store, strays))
     open_modes, modes_noted = modes.findings(store)
     findings.extend(open_modes)
+    findings.extend(Finding(CONFIG, fmt.PATHS["config"], message) for message in store.settings.ignored)
     thresholds = sensors.settings(store)
     report = Report(root=str(store.root), counts=counts, findings=findings, refreshed=refreshed, sensors=thresholds)
     report.notices = [*modes_noted, *scan.shared_notices()]

@@ -488,19 +488,9 @@ def hook_settings(store: Store) -> dict[str, Any]:
 
     ``max_chars`` and ``max_tokens`` (positive integers) make the context smaller
     than the host's cap (never larger); ``include_codegraph`` (a boolean) is the
-    default of ``--include-codegraph``. A value of the wrong type is ignored.
+    default of ``--include-codegraph``. A value of the wrong type keeps its default (``cclg.config``).
     """
-    settings = store.config.get("hook")
-    if not isinstance(settings, dict):
-        return {}
-    usable: dict[str, Any] = {}
-    for name in ("max_chars", "max_tokens"):
-        value = settings.get(name)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            usable[name] = value
-    if isinstance(settings.get("include_codegraph"), bool):
-        usable["include_codegraph"] = settings["include_codegraph"]
-    return usable
+    return {name: value for name, value in store.settings.section("hook").items() if value is not None}
 
 
 def context_limits(store: Store, agent: str) -> tuple[int, int | None]:

@@ -535,18 +535,11 @@ def flag_instructions(node: MemoryNode) -> None:
         node.metadata["flags"] = sorted({*node.metadata.get("flags", []), *flags})
 
 
-# Size limits of a store: config.json's "limits" object may set each (a positive integer).
-LIMITS = {
-    "memory_chars": 100_000,  # a memory's content: a note, not a document (keep documents with `cclg raw`)
-    "raw_bytes": 64 * 1024 * 1024,  # one file of raw evidence (`cclg raw`)
-}
-
-
 def limit(store: Store, name: str) -> int:
-    """The store's limit ``name`` (one of ``LIMITS``): config.json's ``"limits"``, else the default."""
-    limits = store.config.get("limits")
-    value = limits.get(name) if isinstance(limits, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else LIMITS[name]
+    """The store's size limit ``name`` (one of ``cclg.config.LIMITS``): config.json's ``"limits"``, else the
+    default."""
+    value: int = store.settings.get("limits", name)
+    return value
 
 
 def refuse_oversized(store: Store, nodes: list[MemoryNode]) -> None:

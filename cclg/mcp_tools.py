@@ -372,17 +372,15 @@ def code_index(
 def allowed_repository(store: Store, repo: str) -> Path:
     """``repo`` as a folder, when it lies in a git repository the user allowed an MCP caller to index:
     the one the server runs in, or one listed under ``"mcp": {"code_index_repos": [...]}`` in the
-    store's ``config.json`` (read at each call). Anything else (``/etc``, another repository) is refused."""
+    store's ``config.json`` (read when the server opened the store). Anything else (``/etc``, another
+    repository) is refused."""
     folder = Path(repo).expanduser()
     if not folder.is_dir():
         raise UsageError(f"no such folder: {folder}")
     folder = folder.resolve()
     root = git_root(folder)
-    settings = Store.open(store.root).config.get("mcp")
-    listed = settings.get("code_index_repos") if isinstance(settings, dict) else None
     allowed = {git_root(Path.cwd().resolve())}
-    if isinstance(listed, list):
-        allowed |= {git_root(Path(p).expanduser().resolve()) for p in listed if isinstance(p, str) and p}
+    allowed |= {git_root(Path(p).expanduser().resolve()) for p in store.settings.get("mcp", "code_index_repos")}
     if root is None or root not in allowed:
         where = "is not in a git repository" if root is None else f"is in {root}, a repository not allowed here"
         raise UsageError(
@@ -470,8 +468,7 @@ def memory_purge(
     is not the user, and a purge cannot be undone."""
     from cclg.purge import purge_memory
 
-    settings = Store.open(store.root).config.get("mcp")
-    if not (isinstance(settings, dict) and settings.get("allow_purge") is True):
+    if not store.settings.get("mcp", "allow_purge"):
         raise UsageError(
             f'purging through MCP is off: the user can run `cclg purge ID`, or allow it with "mcp": '
             f'{{"allow_purge": true}} in {store.root / "config.json"}'

@@ -202,7 +202,7 @@ def select(
     ``skip`` (those the agent's context holds already) are left out. Whatever is selected is checked
     against its file first (``cclg.index.read_fresh``)."""
     if include_confidential is None:
-        include_confidential = bool(store.config.get("pack", {}).get("include_confidential", False))
+        include_confidential = store.settings.get("pack", "include_confidential")
     # The memories nearest the query in meaning, from the semantic helper (None, at once, when it does
     # not answer: the decision is then lexical alone).
     nearest = semantic.similar(store, query, limit=max_nodes, where=where)

@@ -29,6 +29,7 @@ import json
 import re
 import time
 
+from cclg.config import SENSORS
 from cclg.fields import parse_json
 from cclg.guard import quote_outside
 from cclg.ids import sha256_hex
@@ -43,15 +44,7 @@ if TYPE_CHECKING:
 
     Dependants = Callable[[str], tuple[str, list[str]]]
 
-DEFAULTS: dict[str, int] = {
-    "context_window_tokens": 200_000,  # the host's context window (Claude Code's models; Codex's is larger)
-    "burn_calls": 5,  # burn speaks when the recent pace would fill the window within this many calls
-    "clock_steps": 50,  # clock speaks at this many tool calls since the last prompt (and each multiple)
-    "clock_minutes": 30,  # or once this long has passed since it
-    "pain_repeats": 3,  # pain speaks when the same failure comes back this many times in a row
-    "loop_repeats": 3,  # loop speaks when the same read-only call gives the same answer this many times
-    "reach_dependants": 10,  # reach speaks when an edited file is imported by this many others
-}
+DEFAULTS: dict[str, int] = SENSORS  # the thresholds when config.json sets none
 WINDOW_BYTES = 256 * 1024  # how much of the session's event log the sensors read (its tail)
 SIGNATURE_CHARS = 160
 ESCALATION = (
@@ -86,15 +79,9 @@ SUCCESS_SUMMARY = r"(?m)^(?!.*\b(?:failed|errors?)\b)=+ .*\bpassed\b.* =+$|^ok\s
 
 
 def settings(store: Store) -> dict[str, int]:
-    """The thresholds: the store config's ``"sensors"`` object over ``DEFAULTS`` (unusable values
-    are ignored: a typo in config.json must not silence or break the hook)."""
-    given = store.config.get("sensors")
-    merged = dict(DEFAULTS)
-    if isinstance(given, dict):
-        for name, value in given.items():
-            if name in DEFAULTS and isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                merged[name] = value
-    return merged
+    """The thresholds: the store config's ``"sensors"`` object over ``DEFAULTS`` (``cclg.config``:
+    an unusable value keeps its default, so a typo in config.json neither silences nor breaks the hook)."""
+    return store.settings.section("sensors")
 
 
 # ---------------------------------------------------------------- one tool call

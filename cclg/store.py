@@ -40,6 +40,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from cclg import format as fmt
+from cclg.config import Settings
 from cclg.errors import (
     ConcurrencyError,
     NotFoundError,
@@ -98,6 +99,8 @@ class Store:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.config: dict[str, Any] = {}  # config.json, as read by ``open``
+        self._settings: Settings | None = None
+        self._config_seen: tuple[int, int, int] | None = None  # config.json's (inode, mtime, size) then
         # Threads sharing this object (the MCP server runs tools in worker threads)
         # take turns on this mutex before the file lock; its owner may re-enter.
         self._mutex = _thread.RLock()
@@ -166,6 +169,25 @@ class Store:
         store.config = settings  # as ``open`` would read it
         store.audit("store_initialized", root=".")
         return store, True
+
+    @property
+    def settings(self) -> Settings:
+        """The usable settings of ``config`` (``cclg.config``), checked once; config.json is read again
+        only when it changed since (a long-running MCP server sees the user's edit at its next call; a
+        file that no longer parses as an object keeps the settings it had)."""
+        try:
+            info = os.stat(self.root / fmt.PATHS["config"])
+            seen: tuple[int, int, int] | None = (info.st_ino, info.st_mtime_ns, info.st_size)
+        except OSError:
+            seen = self._config_seen
+        if self._settings is not None and seen == self._config_seen:
+            return self._settings
+        if self._settings is not None:
+            with contextlib.suppress(OSError, ValueError):
+                config = parse_json((self.root / fmt.PATHS["config"]).read_bytes())
+                self.config = config if isinstance(config, dict) else self.config
+        self._settings, self._config_seen = Settings(self.config), seen
+        return self._settings
 
     # ------------------------------------------------------------ paths
 

@@ -32,6 +32,7 @@ LAYERS: list[list[str]] = [
         "guard",
         "files",
         "repository",
+        "config",
         "config_text",
         "codex_trust",
         "install",
