@@ -28,8 +28,19 @@ from typing import TYPE_CHECKING, Any
 
 from cclg import format as fmt
 from cclg import guard, ledger
-from cclg.errors import NotFoundError, UsageError
+from cclg.errors import (
+    CclgError,
+    ConcurrencyError,
+    DiskError,
+    IllegalPatchError,
+    NotFoundError,
+    StoreNotFoundError,
+    UnknownPatchOperationError,
+    UsageError,
+    ValidationError,
+)
 from cclg.files import read_jsonl
+from cclg.guard import SecretError
 from cclg.ids import is_valid_id, parse_moment
 from cclg.index import rebuild_index
 from cclg.intake import AddResult, ImportResult, add_memory, build_node, import_jsonl, parse_scope, scope_for
@@ -45,7 +56,8 @@ from cclg.view import effective_view
 
 _LAZY = {  # module -> the public names it serves: modules only some operations need, imported on first use
     "cclg.adoption": "Adoption",
-    "cclg.container": "Container export_store load_container read_text",
+    "cclg.codegraph.rank": "SearchIndexDamage",
+    "cclg.container": "Container ContainerError export_store load_container read_text",
     "cclg.demo": "build_demo_store",
     "cclg.doctor": "Finding Report diagnose repair validate_paths",
     "cclg.importing": "ImportReport import_container",
@@ -56,7 +68,8 @@ _LAZY = {  # module -> the public names it serves: modules only some operations 
 if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
     from cclg import install
     from cclg.adoption import Adoption
-    from cclg.container import Container, export_store, load_container, read_text
+    from cclg.codegraph.rank import SearchIndexDamage
+    from cclg.container import Container, ContainerError, export_store, load_container, read_text
     from cclg.demo import build_demo_store
     from cclg.doctor import Finding, Report, diagnose, repair, validate_paths
     from cclg.importing import ImportReport, import_container
@@ -81,15 +94,27 @@ __all__ = [
     "MODES",
     "AddResult",
     "Adoption",
+    "CclgError",
+    "ConcurrencyError",
     "Container",
+    "ContainerError",
+    "DiskError",
     "Finding",
     "GrepMatch",
     "Hit",
+    "IllegalPatchError",
     "ImportReport",
     "ImportResult",
+    "NotFoundError",
     "PatchResult",
     "Report",
+    "SearchIndexDamage",
+    "SecretError",
     "Store",
+    "StoreNotFoundError",
+    "UnknownPatchOperationError",
+    "UsageError",
+    "ValidationError",
     "Where",
     "add_memory",
     "adopt_project",

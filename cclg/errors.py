@@ -2,7 +2,21 @@
 
 Every error the library raises on purpose is a ``CclgError``. Each carries the
 process exit code the command-line surfaces use, so translation to an exit code
-happens in one place (``cclg.cli``) and the library never imports click.
+happens in one place (``cclg.cli``) and the library never imports click. Every
+class is importable from ``cclg`` (``from cclg import NotFoundError``)::
+
+    CclgError                        1
+    ├── UsageError                   2  a bad argument or option value
+    │   └── SearchIndexDamage        2  a code graph's search index that cannot be read (cclg.codegraph.rank)
+    ├── StoreNotFoundError           3  the folder is not a store
+    ├── ValidationError              4  a record or input failed strict parsing
+    │   ├── SecretError              4  a write that holds a secret (cclg.guard)
+    │   └── ContainerError           4  a .cclg file that must not be trusted (cclg.container)
+    ├── NotFoundError                5  no such memory, patch or session
+    ├── IllegalPatchError            6  the ledger refused the patch
+    ├── UnknownPatchOperationError   6  a patch operation the contract does not name
+    ├── ConcurrencyError             7  the store stayed locked
+    └── DiskError                    8  the disk refused the write
 """
 
 from __future__ import annotations

@@ -56,3 +56,28 @@ def test_star_import_and_a_light_package_import() -> None:
         "assert not missing, missing\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_every_error_class_of_the_package_is_importable_from_cclg_and_drawn_in_the_tree() -> None:
+    """httpx-style: one exception tree (``cclg.errors``' docstring draws it), every class in it
+    importable from ``cclg``. A new ``CclgError`` anywhere in the package that is not exported, or not
+    drawn, fails here."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    from cclg import errors
+
+    found = {}
+    for info in pkgutil.walk_packages(cclg.__path__, "cclg."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if inspect.isclass(value) and issubclass(value, errors.CclgError) and value.__module__ == info.name:
+                found[name] = value
+    assert len(found) >= 12, sorted(found)  # the walk reached the modules that define them
+    for name, value in found.items():
+        assert name in cclg.__all__, f"{name} ({value.__module__}) is not exported"
+        assert getattr(cclg, name) is value, name
+        assert f" {name} " in (errors.__doc__ or ""), f"{name} is not drawn in cclg.errors' tree"
