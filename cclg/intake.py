@@ -443,6 +443,7 @@ def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>", force: boo
             source=Source(label=f"import:{name}"),
             new_content=lambda count: f"imported {count} memories from {name}",
             index=index,
+            allow_purged=force,
         )
         return ImportResult(patch=result.patch, node_ids=result.patch.new_node_ids, duplicates=lines.duplicates)
 

@@ -237,6 +237,30 @@ def test_purged_content_is_refused_by_every_patch_operation(purged: dict[str, An
     assert written(root) == before, "nothing was written"
 
 
+def test_purged_content_comes_back_only_when_the_user_forces_it_on_add_and_import_jsonl(
+    purged: dict[str, Any], tmp_path: Path
+) -> None:
+    """Refused like forgotten content, and like it written again with --force, the user's explicit
+    say-so: on ``add`` and on ``import-jsonl`` alike (the import once refused it even when forced)."""
+    root = purged["root"]
+    lines = tmp_path / "again.jsonl"
+    lines.write_text(json.dumps({"content": SECRET_TEXT, "source": "user"}) + "\n")
+    for command in (["add", "--content", SECRET_TEXT, "--source", "user"], ["import-jsonl", str(lines)]):
+        before = written(root)
+        refused = cclg(root, *command)
+        assert refused.exit_code == 6 and "purged" in refused.stderr, refused.output
+        assert written(root) == before, "nothing was written"
+        forced = cclg(root, *command, "--force", "--json")
+        assert forced.exit_code == 0, forced.output
+        api.forget(Store.open(root), _new_id(forced.stdout), reason="next command")
+
+
+def _new_id(output: str) -> str:
+    """The id of the memory an ``add --json`` or ``import-jsonl --json`` wrote."""
+    data = json.loads(output)
+    return data["node"]["id"] if "node" in data else data["node_ids"][0]
+
+
 def test_purged_content_is_refused_through_mcp_patch_and_a_promotion(purged: dict[str, Any]) -> None:
     store = Store.open(purged["root"])
     with pytest.raises(CclgError, match="purged"):
