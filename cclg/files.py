@@ -95,6 +95,16 @@ def set_aside_torn_tail(fd: int, path: Path) -> int:
     return len(fragment)
 
 
+def read_json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in a small file cclg keeps for itself (a cache, a marker), read with the bounded
+    reader; empty when the file is missing, unreadable, not JSON or not an object (it is made anew)."""
+    try:
+        value = parse_json(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def jsonl_line(record: dict[str, Any]) -> bytes:
     return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
 

@@ -197,12 +197,9 @@ def _stamp(git_dir: Path, common: Path) -> str:
 def _cached(cache: Path | None, git_dir: Path, stamp: str) -> str | None:
     if cache is None:
         return None
-    from cclg.fields import parse_json
+    from cclg.files import read_json_object
 
-    try:
-        entry = parse_json(cache.read_bytes()).get(str(git_dir))
-    except (OSError, ValueError, AttributeError):
-        return None
+    entry = read_json_object(cache).get(str(git_dir))
     if isinstance(entry, dict) and entry.get("stamp") == stamp and isinstance(entry.get("id"), str):
         return str(entry["id"])
     return None
@@ -210,15 +207,9 @@ def _cached(cache: Path | None, git_dir: Path, stamp: str) -> str | None:
 
 def _remember(cache: Path, git_dir: Path, stamp: str, found: str) -> None:
     """Keep ``found`` for ``git_dir`` in the cache; best effort (a read-only store just pays git again)."""
-    from cclg.fields import parse_json
-    from cclg.files import atomic_write, private_folders
+    from cclg.files import atomic_write, private_folders, read_json_object
 
-    try:
-        entries = parse_json(cache.read_bytes())
-        if not isinstance(entries, dict):
-            entries = {}
-    except (OSError, ValueError):
-        entries = {}
+    entries = read_json_object(cache)
     entries.pop(str(git_dir), None)
     entries[str(git_dir)] = {"stamp": stamp, "id": found}
     kept = dict(list(entries.items())[-CACHE_ENTRIES:])

@@ -259,15 +259,10 @@ def log_refusal(store: Store, refused: Untrusted, outcome: str = "no prompt was 
 def _logged_lately(marker: Path, error: str) -> bool:
     """Whether ``error`` was logged less than ``REFUSAL_EVERY`` ago, by the small JSON ``marker`` (error:
     epoch); if not, notes it as logged now. Best effort: a marker that cannot be read or written logs."""
-    from cclg.files import atomic_write, private_folders
+    from cclg.files import atomic_write, private_folders, read_json_object
 
     now = time.time()
-    try:
-        logged = parse_json(marker.read_bytes())
-        if not isinstance(logged, dict):
-            logged = {}
-    except (OSError, ValueError):
-        logged = {}
+    logged = read_json_object(marker)
     when = logged.pop(error, None)
     if isinstance(when, int | float) and 0 <= now - when < REFUSAL_EVERY:
         return True

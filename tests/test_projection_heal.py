@@ -131,19 +131,12 @@ def test_rule14_a_damaged_usage_projection_is_rebuilt_from_its_log(tmp_path: Pat
 
 
 def test_rule14_code_search_rebuilds_a_damaged_code_graph_index_once_and_answers(tmp_path: Path) -> None:
-    store, _ = Store.init(tmp_path / "store")
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "billing.py").write_text("def charge_invoice(amount):\n    return amount\n")
-    (repo / "shipping.py").write_text("def ship_parcel(box):\n    return box\n")
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    assert cclg(store.root, "code-index", str(repo)).returncode == 0
-    (index,) = (store.root / "active" / "codegraphs").glob("*.search.sqlite")
+    root, repo, index = code_indexed(tmp_path)
     index.write_bytes(b"not a database, a damaged file" * 100)
-    result = cclg(store.root, "code-search", "charge invoice", "--repo", str(repo))
+    result = cclg(root, "code-search", "charge invoice", "--repo", str(repo))
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     assert "billing.py" in result.stdout, result.stdout
-    assert cclg(store.root, "code-search", "ship parcel", "--repo", str(repo)).returncode == 0
+    assert cclg(root, "code-search", "ship parcel", "--repo", str(repo)).returncode == 0
 
 
 def break_page(root: Path, name: str) -> None:
