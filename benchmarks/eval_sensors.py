@@ -4,7 +4,8 @@ Run by hand (not part of the test suite):
 
     python benchmarks/eval_sensors.py [--split all|tune|held-out] [--json FILE]
 
-The sessions come from ``sensor_sessions.py``: synthetic transcripts in both hosts' payload shapes
+The sessions come from ``sensor_sessions.jsonl.gz`` (its header's ``about`` says how they were made):
+synthetic transcripts in both hosts' payload shapes
 (Claude Code 2.1 and Codex 0.171, as observed from the real CLIs), nominal work and work with one
 planted problem each (the same failure again and again, an edit of a file many others import, a
 loop of identical reads, a runaway of huge outputs, a long stretch without the user). Its
@@ -26,6 +27,7 @@ Reported, per split (tune / held-out) and host:
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import random
@@ -34,22 +36,41 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import sensor_sessions
 
 from cclg.codegraph.build import build_graph
 from cclg.hook import handle
 from cclg.store import Store
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@x"}
+SESSIONS_FILE = Path(__file__).resolve().parent / "sensor_sessions.jsonl.gz"  # 23 MB as text: the runaway outputs
 
 
-def make_repo(folder: Path) -> Path:
-    for path, text in sensor_sessions.repo_files().items():
+@dataclass
+class Session:
+    """One hook transcript: ``events`` are [hook event, payload] pairs; ``expect_step`` is the index of
+    the tool event at which the planted problem first becomes true (None for nominal sessions; the
+    data file's header defines it per kind)."""
+
+    name: str
+    host: str
+    split: str
+    kind: str
+    events: list[list[Any]]
+    expect_step: int | None
+
+
+def load_sessions(path: Path = SESSIONS_FILE) -> tuple[dict[str, Any], list[Session]]:
+    """The data file's header (``about``, ``repo_placeholder``, ``repo_files``...) and its sessions, one a line."""
+    with gzip.open(path, "rt", encoding="utf-8") as lines:
+        header = json.loads(next(lines))
+        return header, [Session(**json.loads(line)) for line in lines]
+
+
+def make_repo(folder: Path, files: dict[str, str]) -> Path:
+    for path, text in files.items():
         (folder / path).parent.mkdir(parents=True, exist_ok=True)
         (folder / path).write_text(text, encoding="utf-8")
     for command in (["init", "-q"], ["add", "."], ["commit", "-qm", "start"]):
@@ -57,19 +78,19 @@ def make_repo(folder: Path) -> Path:
     return folder
 
 
-def placed(value: Any, repo: str) -> Any:
+def placed(value: Any, placeholder: str, repo: str) -> Any:
     """``value`` with the repository placeholder replaced by the real folder."""
     if isinstance(value, str):
-        return value.replace(sensor_sessions.REPO, repo)
+        return value.replace(placeholder, repo)
     if isinstance(value, dict):
-        return {k: placed(v, repo) for k, v in value.items()}
+        return {k: placed(v, placeholder, repo) for k, v in value.items()}
     if isinstance(value, list):
-        return [placed(v, repo) for v in value]
+        return [placed(v, placeholder, repo) for v in value]
     return value
 
 
 def run_session(
-    session: sensor_sessions.Session, template: Path, work: Path, repo: str
+    session: Session, template: Path, work: Path, placeholder: str, repo: str
 ) -> dict[int, list[dict[str, Any]]]:
     """{event index: the signals post-tool recorded for it} for one session on a fresh copy of the store."""
     root = work / "store"
@@ -78,7 +99,7 @@ def run_session(
     store = Store.open(root)
     signals: dict[int, list[dict[str, Any]]] = {}
     for index, (event, payload) in enumerate(session.events):
-        handle(event, placed(payload, repo), session.host, str(root))
+        handle(event, placed(payload, placeholder, repo), session.host, str(root))
         if event.startswith("post-tool"):
             path = store.session_events_path(str(payload["session_id"]))
             last = json.loads(path.read_bytes().splitlines()[-1])
@@ -88,7 +109,7 @@ def run_session(
     return signals
 
 
-def judge(session: sensor_sessions.Session, signals: dict[int, list[dict[str, Any]]]) -> dict[str, Any]:
+def judge(session: Session, signals: dict[int, list[dict[str, Any]]]) -> dict[str, Any]:
     fired = sorted((i, s["sensor"], s["level"]) for i, found in signals.items() for s in found)
     verdict: dict[str, Any] = {"name": session.name, "kind": session.kind, "host": session.host, "split": session.split}
     verdict["fired"] = fired
@@ -194,12 +215,14 @@ def main() -> None:
     os.environ.setdefault("CCLG_SEMANTIC", "off")
     work = Path(tempfile.mkdtemp(prefix="cclg-eval-sensors-"))
     try:
-        repo = make_repo(work / "repo")
+        header, sessions = load_sessions()
+        repo = make_repo(work / "repo", header["repo_files"])
         template = work / "template"
         store, _ = Store.init(template)
         build_graph(store, repo)
-        chosen = [s for s in sensor_sessions.sessions() if args.split in ("all", s.split)]
-        verdicts = [judge(s, run_session(s, template, work, str(repo))) for s in chosen]
+        chosen = [s for s in sessions if args.split in ("all", s.split)]
+        placeholder = header["repo_placeholder"]
+        verdicts = [judge(s, run_session(s, template, work, placeholder, str(repo))) for s in chosen]
         result = {"report": report(verdicts), "reinforcement": reinforcement(template, work)}
         by_kind: dict[str, list[str]] = defaultdict(list)
         for v in verdicts:

@@ -680,7 +680,7 @@ def install_host(
         hook = store.config.get("hook")
         if hook is None or (isinstance(hook, dict) and "include_codegraph" not in hook):
             config = {**store.config, "hook": {**(hook or {}), "include_codegraph": True}}
-            store.write_file(store.root / fmt.PATHS["config"], json.dumps(config, indent=2).encode() + b"\n")
+            store.write_file(store.config_path, json.dumps(config, indent=2).encode() + b"\n")
     changes = [install.install(host, project=project, root=named, dry_run=dry_run)]
     changes.append(install.register_mcp(host, project=project, root=named, dry_run=dry_run))
     if host == "codex" and trust and not dry_run:

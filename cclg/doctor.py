@@ -140,7 +140,7 @@ def _records(
         strays[folder] = sorted(Path(entry.path) for entry in stray)
     names = sorted(entry.name for entry in entries)
     del entries
-    directory = str(store.root / folder)
+    directory = str(store.folder(folder))
     for name in names:
         where = f"{folder}/{name}"
         try:
@@ -193,7 +193,7 @@ class OpenModes:
         pending = [""]
         while pending:
             folder = pending.pop()
-            with contextlib.suppress(OSError), os.scandir(store.root / folder) as entries:
+            with contextlib.suppress(OSError), os.scandir(store.path_of(folder)) as entries:
                 for entry in entries:
                     if folder in read and is_record_name(folder, entry.name) and entry.is_file(follow_symlinks=False):
                         continue
@@ -227,7 +227,7 @@ class OpenModes:
         done = {False: 0, True: 0}
         for where, mode in sorted(self.found.items()):
             with contextlib.suppress(FileNotFoundError):
-                os.chmod(store.root / where, OWNER_ONLY[stat.S_ISDIR(mode)])
+                os.chmod(store.path_of(where), OWNER_ONLY[stat.S_ISDIR(mode)])
                 done[stat.S_ISDIR(mode)] += 1
         if not any(done.values()):
             return []
@@ -542,7 +542,7 @@ def _index_health(store: Store, readable: Readable, checksums: dict[str, int]) -
     # An unreadable file is left out of the index each time it is looked at: it is no refresh.
     for entry in changed:  # folder/<id>.json
         folder, _, name = entry.partition("/")
-        if name[:-5] in readable.get(folder, ()) or not (store.root / entry).exists():
+        if name[:-5] in readable.get(folder, ()) or not store.path_of(entry).exists():
             refreshed.append(entry)
     return refreshed, findings
 
@@ -557,7 +557,7 @@ def _index_findings(store: Store, index: Index, readable: Readable, changed: lis
         folder, _, name = entry.partition("/")
         row = index.db.execute(f"SELECT mtime_ns, size FROM {folder} WHERE id = ?", (name[:-5],)).fetchone()
         try:
-            info = os.stat(store.root / entry)
+            info = os.stat(store.path_of(entry))
         except FileNotFoundError:
             if row is not None:
                 problems.append(f"it still lists {entry}, which is gone")

@@ -26,7 +26,6 @@ store with no index yet has them read from its purge patches instead.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -48,7 +47,7 @@ from cclg.records import (
     dumps,
     new_node,
 )
-from cclg.store import TEMP, Store, audit_record
+from cclg.store import Store, audit_record
 
 
 class PatchResult(Record):
@@ -79,7 +78,7 @@ class PatchResult(Record):
 
 
 CHUNK = 512  # nodes checked, staged and indexed together: a stream of any length is never held whole
-SHRINK_AFTER = 1000  # staged files after which tmp/ is made anew (``_shrink_temp_folder``)
+SHRINK_AFTER = 1000  # staged files after which tmp/ is made anew (``Store.shrink_temp_folder``)
 
 
 def create_nodes(
@@ -144,23 +143,10 @@ def create_nodes(
             for temp, node_id in zip(staged, ids, strict=True):
                 store.publish_file(Path(temp), store.node_path(node_id))
             if len(ids) >= SHRINK_AFTER:
-                _shrink_temp_folder(store)
+                store.shrink_temp_folder()
             # Into the caller's index: the staged rows, with the patch that named them.
             note_changes(store, [] if index is not None else ids, [patch_id], index=index)
     return PatchResult(patch=patch, new_nodes=list(nodes) if isinstance(nodes, list) else [])
-
-
-def _shrink_temp_folder(store: Store) -> None:
-    """Make ``tmp/`` anew: a folder keeps the size of the most entries it ever held, and once an import
-    staged 100,000 files there, listing it (which every write does) cost 3 ms for good. A folder is
-    renamed over another only while that one is empty, so no other writer's temp file is ever lost."""
-    fresh = store.root / f"{TEMP}.{os.getpid()}.new"
-    try:
-        fresh.mkdir(mode=0o700)
-        os.rename(fresh, store.root / TEMP)
-    except OSError:  # not empty (another writer is at work), or no tmp/ here: it stays as it is
-        with contextlib.suppress(OSError):
-            fresh.rmdir()
 
 
 def _chunks(nodes: Iterable[MemoryNode]) -> Iterator[list[MemoryNode]]:

@@ -385,7 +385,7 @@ def allowed_repository(store: Store, repo: str) -> Path:
         where = "is not in a git repository" if root is None else f"is in {root}, a repository not allowed here"
         raise UsageError(
             f"{folder} {where}: an MCP caller indexes only the server's own repository and those listed under "
-            f'"mcp": {{"code_index_repos": [...]}} in {store.root / "config.json"}; `cclg code-index` has no limit'
+            f'"mcp": {{"code_index_repos": [...]}} in {store.config_path}; `cclg code-index` has no limit'
         )
     return folder
 
@@ -471,7 +471,7 @@ def memory_purge(
     if not store.settings.get("mcp", "allow_purge"):
         raise UsageError(
             f'purging through MCP is off: the user can run `cclg purge ID`, or allow it with "mcp": '
-            f'{{"allow_purge": true}} in {store.root / "config.json"}'
+            f'{{"allow_purge": true}} in {store.config_path}'
         )
     node_id = api.resolve_node_id(store, memory_id, least=api.PURGE_ID_CHARS)
     if confirm_id != node_id:

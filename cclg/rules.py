@@ -34,7 +34,7 @@ from cclg.guard import instruction_flags, labels, quote_outside
 from cclg.ids import now_iso, sha256_hex
 from cclg.repository import ProjectKeys, project_keys
 from cclg.sessions import Digest, digest
-from cclg.store import RULE_EVIDENCE, Store
+from cclg.store import Store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 
     from cclg.records import MemoryNode
 
-EVIDENCE = RULE_EVIDENCE
 STRONG = 3  # evidence (learned + detections + suppressions) for a rule to open every session
 LOCK_WAIT_SECONDS = 0.5  # the hook learns only if the store is free: it never waits behind an import
 SOURCE = "sensor:pain"
@@ -80,7 +79,7 @@ class Rule:
 
 
 def evidence_path(store: Store) -> Any:
-    return store.root / EVIDENCE
+    return store.rule_evidence_path
 
 
 def rule_key(command: str, signature: str) -> str:

@@ -239,7 +239,6 @@ def _peer_uid(conn: Any) -> int | None:
     return None
 
 
-REFUSALS = "active/semantic_refusals.json"  # when each refusal was last logged: a marker, safe to delete
 REFUSAL_EVERY = 3600.0  # seconds: a refusal that stays is logged at most once in this long
 REFUSALS_KEPT = 32
 
@@ -251,7 +250,7 @@ def log_refusal(store: Store, refused: Untrusted, outcome: str = "no prompt was 
     from cclg.ids import now_iso
 
     error = f"semantic recall refused its runtime ({outcome}): {refused}"
-    if _logged_lately(store.root / REFUSALS, error):
+    if _logged_lately(store.semantic_refusals_path, error):
         return
     store.append(store.hook_failures_path, [{"event": "semantic", "error": error, "created_at": now_iso()}])
 

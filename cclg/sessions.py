@@ -204,9 +204,6 @@ def recent_prompts(events: list[dict[str, Any]], count: int) -> list[str]:
 FRESH_CONTEXT_SOURCES = ("compact", "clear")
 
 
-DIGESTS = "active/sessions"  # per session, its digest (``digest``): a projection of its event log
-
-
 class Digest(Record):
     """What a session's event log says that the hook needs at every prompt and at its end, kept small
     however long the session: which memories its context was given (``in_context``, since the host
@@ -231,7 +228,7 @@ def digest(store: Store, session_id: str) -> Digest:
     the lines appended to the log since (each call reads only those, line by line; a torn last line
     is left for later), and kept again. A digest missing, unreadable or of a rewritten log is made
     anew from the whole log, once."""
-    path = store.root / DIGESTS / f"{session_id}.json"
+    path = store.digest_path(session_id)
     kept = _load_digest(path)
     start = -1 if kept is None else kept.offset
     try:

@@ -34,7 +34,6 @@ from cclg.index import note_changes
 from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Session, dumps
 from cclg.store import Store, audit_record
 
-STAGING = "staging"
 COMMIT = "COMMIT"
 AUDITED = "AUDITED"
 # The order files are moved into place: every memory after the patch that creates it.
@@ -63,8 +62,8 @@ class Stage:
     def commit(self, audit: list[dict[str, Any]]) -> None:
         """Write everything, all or nothing (see the module docstring); ``audit`` is appended once."""
         store = self.store
-        (store.root / STAGING).mkdir(mode=0o700, exist_ok=True)
-        folder = store.root / STAGING / f"{os.getpid()}-{os.urandom(6).hex()}"
+        store.staging_dir.mkdir(mode=0o700, exist_ok=True)
+        folder = store.staging_dir / f"{os.getpid()}-{os.urandom(6).hex()}"
         folder.mkdir(mode=0o700)
         try:
             with store.batch():  # one os.sync at its end makes every staged file durable
@@ -138,7 +137,7 @@ def finish(store: Store) -> list[str]:
                 actions.append(f"set aside the damaged import {where} in {store.set_aside(folder)}")
                 continue
             actions.append(f"finished the interrupted import {where} ({moved} file(s) moved into place)")
-        _remove_if_empty(store.root / STAGING)
+        _remove_if_empty(store.staging_dir)
         if actions:
             store.audit_many([audit_record("repair_applied", actions=actions)])
     return actions
@@ -147,9 +146,9 @@ def finish(store: Store) -> list[str]:
 def _dead_stages(store: Store) -> list[Path]:
     """The stages whose writer process is gone, sorted."""
     try:
-        with os.scandir(store.root / STAGING) as entries:
+        with os.scandir(store.staging_dir) as entries:
             names = sorted(entry.name for entry in entries if entry.is_dir())
     except OSError:
         return []
     pids = {name: name.partition("-")[0] for name in names}
-    return [store.root / STAGING / n for n in names if not (pids[n].isdigit() and pid_alive(int(pids[n])))]
+    return [store.staging_dir / n for n in names if not (pids[n].isdigit() and pid_alive(int(pids[n])))]

@@ -80,6 +80,12 @@ SEMANTIC_FILE = "semantic.sqlite"  # the memories' vectors (cclg.semantic): a pr
 CODEGRAPHS = "active/codegraphs"
 PROJECT_CACHE = "active/projects.json"  # root commits per git folder (cclg.repository): a cache
 TEMP = "tmp"  # every temp file of the store's writes, until it is renamed into place
+STAGING = "staging"  # the records of an import, written together (cclg.staging); made when one starts
+USAGE_LOG = "audit/usage.jsonl"  # which delivered memories each session used or ignored (cclg.usage)
+USAGE_SUMMARY = "active/usage.json"  # the counts of that log, per memory: a projection of it
+DIGESTS = "active/sessions"  # per session, the digest of its event log (cclg.sessions): a projection
+TURNS = "active/turns"  # the last turn entry of each session (cclg.turns)
+SEMANTIC_REFUSALS = "active/semantic_refusals.json"  # when each refusal was last logged: a marker, safe to delete
 RECORD_PREFIXES = {"nodes": "mem", "patches": "patch", "edges": "edge", "sessions": None}  # None: a session id
 
 
@@ -176,7 +182,7 @@ class Store:
         only when it changed since (a long-running MCP server sees the user's edit at its next call; a
         file that no longer parses as an object keeps the settings it had)."""
         try:
-            info = os.stat(self.root / fmt.PATHS["config"])
+            info = os.stat(self.config_path)
             seen: tuple[int, int, int] | None = (info.st_ino, info.st_mtime_ns, info.st_size)
         except OSError:
             seen = self._config_seen
@@ -184,7 +190,7 @@ class Store:
             return self._settings
         if self._settings is not None:
             with contextlib.suppress(OSError, ValueError):
-                config = parse_json((self.root / fmt.PATHS["config"]).read_bytes())
+                config = parse_json(self.config_path.read_bytes())
                 self.config = config if isinstance(config, dict) else self.config
         self._settings, self._config_seen = Settings(self.config), seen
         return self._settings
@@ -220,6 +226,15 @@ class Store:
             raise ValueError(f"{name!r} is not a folder of the store layout")
         return self.root / name
 
+    def path_of(self, relative: str) -> Path:
+        """The file or folder at ``relative``, a name inside the store as ``relative`` gives it (what a
+        walk of the store found; "" is the store itself). Code that means a known file uses its property."""
+        return self.root / relative
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / fmt.PATHS["config"]
+
     @property
     def audit_path(self) -> Path:
         return self.root / fmt.PATHS["audit"]
@@ -244,6 +259,34 @@ class Store:
     def project_cache_path(self) -> Path:
         """The root commit of each git folder the hook has seen (``cclg.repository``): a cache."""
         return self.root / PROJECT_CACHE
+
+    @property
+    def rule_evidence_path(self) -> Path:
+        return self.root / RULE_EVIDENCE
+
+    @property
+    def usage_log_path(self) -> Path:
+        return self.root / USAGE_LOG
+
+    @property
+    def usage_summary_path(self) -> Path:
+        return self.root / USAGE_SUMMARY
+
+    def digest_path(self, session_id: str) -> Path:
+        """The digest of a session's event log (``cclg.sessions.digest``)."""
+        return self.root / DIGESTS / f"{session_id}.json"
+
+    @property
+    def turns_dir(self) -> Path:
+        return self.root / TURNS
+
+    @property
+    def staging_dir(self) -> Path:
+        return self.root / STAGING
+
+    @property
+    def semantic_refusals_path(self) -> Path:
+        return self.root / SEMANTIC_REFUSALS
 
     def drop_index(self, *, vectors: bool = True) -> None:
         """Delete the search index, the memories' vectors (unless ``vectors`` is false) and their SQLite
@@ -408,6 +451,18 @@ class Store:
                 same = os.stat(folder).st_dev == os.stat(self.root / TEMP).st_dev
                 self._temp_dirs[folder] = self.root / TEMP if same else folder
         return self._temp_dirs.get(folder, folder)
+
+    def shrink_temp_folder(self) -> None:
+        """Make ``tmp/`` anew: a folder keeps the size of the most entries it ever held, and once an import
+        staged 100,000 files there, listing it (which every write does) cost 3 ms for good. A folder is
+        renamed over another only while that one is empty, so no other writer's temp file is ever lost."""
+        fresh = self.root / f"{TEMP}.{os.getpid()}.new"
+        try:
+            fresh.mkdir(mode=0o700)
+            os.rename(fresh, self.root / TEMP)
+        except OSError:  # not empty (another writer is at work), or no tmp/ here: it stays as it is
+            with contextlib.suppress(OSError):
+                fresh.rmdir()
 
     def write_node(self, node: MemoryNode, *, new: bool = False) -> None:
         self.write_file(self.node_path(node.id), dumps(node.to_dict()), replace=not new)

@@ -73,7 +73,7 @@ SCHEMA: dict[str, Any] = {
 
 
 def _folder(store: Store) -> str:
-    return os.path.join(store.root, "active", "turns")
+    return os.fspath(store.turns_dir)
 
 
 def _path(store: Store, session_id: str, pending: bool = False) -> str:

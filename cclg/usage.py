@@ -21,15 +21,13 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import re
-from pathlib import Path
 
 from cclg.fields import parse_json
 from cclg.files import read_jsonl
 from cclg.ids import now_iso
 from cclg.sessions import Digest, digest, event_payload, events_from
-from cclg.store import Store
+from cclg.store import USAGE_LOG, USAGE_SUMMARY, Store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,8 +35,6 @@ if TYPE_CHECKING:
 
     from cclg.index import Index
 
-LOG = "audit/usage.jsonl"
-SUMMARY = "active/usage.json"
 TERMS = 3  # distinctive words of a memory, besides its code spans
 EVIDENCE_CHARS = 2_000_000  # of a session's later tool calls and answers read for the terms
 PRIOR_RANGE = 0.1  # the prior moves a score by at most this share
@@ -115,7 +111,7 @@ def record_session(store: Store, session_id: str, found: Digest | None = None) -
     """``observe_session``, kept: a line in the usage log and the projection rebuilt."""
     verdicts = observe_session(store, session_id, found)
     if verdicts["used"] or verdicts["ignored"]:
-        store.append(store.root / LOG, [{"session_id": session_id, **verdicts, "created_at": now_iso()}])
+        store.append(store.usage_log_path, [{"session_id": session_id, **verdicts, "created_at": now_iso()}])
         rebuild(store)
     return verdicts
 
@@ -123,7 +119,7 @@ def record_session(store: Store, session_id: str, found: Digest | None = None) -
 def counts(store: Store) -> dict[str, list[int]]:
     """Memory id -> [sessions delivered to, sessions that used it], from the usage log."""
     found: dict[str, list[int]] = {}
-    for record in read_jsonl(store.root / LOG).records:
+    for record in read_jsonl(store.usage_log_path).records:
         for node_id in record.get("used", ()):
             entry = found.setdefault(node_id, [0, 0])
             entry[0] += 1
@@ -136,14 +132,14 @@ def counts(store: Store) -> dict[str, list[int]]:
 def rebuild(store: Store) -> None:
     """Write the projection ``active/usage.json`` from the log."""
     data = json.dumps(counts(store), sort_keys=True, separators=(",", ":")).encode()
-    store.write_file(Path(store.root / SUMMARY), data)
+    store.write_file(store.usage_summary_path, data)
 
 
 def heal(store: Store) -> str | None:
     """``cclg doctor``: the projection compared with its log, and rebuilt when it is not what the log
     says (a byte that breaks it, or one that only changes a count); returns what was done, else None."""
     try:
-        with open(os.path.join(store.root, SUMMARY), "rb") as handle:
+        with open(store.usage_summary_path, "rb") as handle:
             data = parse_json(handle.read())
     except FileNotFoundError:
         return None
@@ -154,8 +150,8 @@ def heal(store: Store) -> str | None:
     try:
         rebuild(store)
     except OSError as exc:
-        return f"{SUMMARY}: the usage counts are damaged and could not be rebuilt ({exc})"
-    return f"{SUMMARY}: rebuilt the damaged usage counts from {LOG}"
+        return f"{USAGE_SUMMARY}: the usage counts are damaged and could not be rebuilt ({exc})"
+    return f"{USAGE_SUMMARY}: rebuilt the damaged usage counts from {USAGE_LOG}"
 
 
 def prior(delivered: int, used: int) -> float:
@@ -169,7 +165,7 @@ def priors(store: Store) -> dict[str, float]:
     """Each delivered memory's prior, from the projection (empty when there is none). A projection that
     cannot be read back (not UTF-8, not JSON, not counts) is damage: it is rebuilt from the log."""
     try:
-        with open(os.path.join(store.root, SUMMARY), "rb") as handle:
+        with open(store.usage_summary_path, "rb") as handle:
             data = parse_json(handle.read())
         if not isinstance(data, dict) or not all(isinstance(v, list) and len(v) == 2 for v in data.values()):
             raise ValueError("not counts by memory")

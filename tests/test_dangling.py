@@ -108,7 +108,7 @@ def test_the_hook_and_the_pack_read_past_a_lost_memory(store: Store, gone: dict[
     event(store, SESSION, "session-end", reason="exit")
     assert hook_failures(store) == []
     assert [e["id"] for e in api.compile_pack(store, "deploys announced channel")["memory_nodes"]] == [kept]
-    last = read_jsonl(store.root / usage.LOG).records[-1]
+    last = read_jsonl(store.usage_log_path).records[-1]
     assert gone["gone"].id not in [*last["used"], *last["ignored"]], "no verdict on what cannot be judged"
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from cclg import usage
 from cclg.files import read_jsonl
-from cclg.store import Store
+from cclg.store import USAGE_LOG, USAGE_SUMMARY, Store
 from tests.test_disk_refusals import HOOK, MCP, cclg
 
 PYTEST = "Tests run with pytest -q"
@@ -120,11 +120,11 @@ def test_rule14_doctor_reads_through_the_index_and_rebuilds_a_damaged_one(root: 
 
 def test_rule14_a_damaged_usage_projection_is_rebuilt_from_its_log(tmp_path: Path) -> None:
     store, _ = Store.init(tmp_path / "store")
-    store.append(store.root / usage.LOG, [{"session_id": "s1", "used": ["mem_a"], "ignored": ["mem_b"]}])
+    store.append(store.usage_log_path, [{"session_id": "s1", "used": ["mem_a"], "ignored": ["mem_b"]}])
     usage.rebuild(store)
     want = usage.priors(store)
     assert set(want) == {"mem_a", "mem_b"}
-    summary = store.root / usage.SUMMARY
+    summary = store.usage_summary_path
     summary.write_bytes(summary.read_bytes()[:5] + b"\xff" + summary.read_bytes()[6:])
     assert usage.priors(store) == want
     assert json.loads(summary.read_bytes()) == usage.counts(store)
@@ -222,15 +222,15 @@ def test_rule14_doctor_checks_the_usage_projection_against_its_log(tmp_path: Pat
     """The usage counts are a projection of ``audit/usage.jsonl``: doctor compares them with it, so a
     byte that breaks them, and one that only changes a count (served as true), are both found."""
     store, _ = Store.init(tmp_path / "store")
-    store.append(store.root / usage.LOG, [{"session_id": "s1", "used": ["mem_a"], "ignored": ["mem_b"]}])
+    store.append(store.usage_log_path, [{"session_id": "s1", "used": ["mem_a"], "ignored": ["mem_b"]}])
     usage.rebuild(store)
-    summary = store.root / usage.SUMMARY
+    summary = store.usage_summary_path
     data = summary.read_bytes()
     at = data.index(b"1")
     summary.write_bytes(data[:at] + damage + data[at + 1 :])
     report = cclg(store.root, "doctor")
     assert report.returncode == 0, report.stdout + report.stderr
-    said = f"healed a projection: {usage.SUMMARY}: rebuilt the damaged usage counts from {usage.LOG}"
+    said = f"healed a projection: {USAGE_SUMMARY}: rebuilt the damaged usage counts from {USAGE_LOG}"
     assert said in report.stdout, report.stdout
     assert json.loads(summary.read_bytes()) == usage.counts(store)
     assert "damaged" not in cclg(store.root, "doctor").stdout

@@ -239,7 +239,7 @@ def test_a_refusal_that_stays_is_logged_once_an_hour_not_on_every_prompt(
     os.chmod(runtime, 0o755)  # another reason: logged at once
     assert _ask(store) is None and _ask(store) is None
     assert len(_refusals(store)) == 2 and "mode 755" in _refusals(store)[1]
-    marker = store.root / semantic.REFUSALS
+    marker = store.semantic_refusals_path
     logged = json.loads(marker.read_text())
     marker.write_text(json.dumps({error: when - semantic.REFUSAL_EVERY - 1 for error, when in logged.items()}))
     assert _ask(store) is None and _ask(store) is None  # an hour on: once more

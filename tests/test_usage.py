@@ -44,11 +44,11 @@ def test_a_session_echoing_a_memory_used_it_and_one_that_did_not_ignored_it(stor
     ids = memories(store)
     context = session(store, "s1", "pnpm install --frozen-lockfile")
     assert PNPM in context and YARN in context, "both were delivered"
-    (line,) = [json.loads(x) for x in (store.root / usage.LOG).read_text().splitlines()]
+    (line,) = [json.loads(x) for x in (store.usage_log_path).read_text().splitlines()]
     assert line["used"] == [ids[PNPM]] and line["ignored"] == [ids[YARN]]
     events = [e for e in store.session_events("s1") if e["event"] == "session_end"]
     assert events, "the session's own log records its end"
-    assert json.loads((store.root / usage.SUMMARY).read_text()) == {ids[PNPM]: [1, 1], ids[YARN]: [1, 0]}
+    assert json.loads((store.usage_summary_path).read_text()) == {ids[PNPM]: [1, 1], ids[YARN]: [1, 0]}
 
 
 def test_stats_and_dead_weight(store: Store) -> None:
@@ -134,7 +134,7 @@ def test_one_session_ignoring_twelve_of_thirteen_equal_memories_swaps_none_of_th
     response = {"stdout": "done", "stderr": "", "interrupted": False, "isImage": False}
     event(store, "s1", "post-tool", tool_name="Bash", tool_input={"command": "ls"}, tool_response=response)
     event(store, "s1", "session-end", reason="exit")
-    (line,) = [json.loads(x) for x in (store.root / usage.LOG).read_text().splitlines()]
+    (line,) = [json.loads(x) for x in (store.usage_log_path).read_text().splitlines()]
     assert sorted(line["ignored"]) == sorted(given) and line["used"] == []
     again = event(store, "s2", "user-prompt", prompt=CHECKLIST) or ""
     assert delivered_ids(again) == given, "the hook's pack keeps the same 12"
@@ -155,7 +155,7 @@ def test_tool_output_echoing_a_memory_is_not_a_use(store: Store) -> None:
         tool_response={"stdout": "", "stderr": "run `pnpm install --frozen-lockfile` first", "interrupted": False},
     )  # fmt: skip
     event(store, "s1", "session-end", reason="exit")
-    (line,) = [json.loads(x) for x in (store.root / usage.LOG).read_text().splitlines()]
+    (line,) = [json.loads(x) for x in (store.usage_log_path).read_text().splitlines()]
     assert line["used"] == [] and sorted(line["ignored"]) == sorted(ids.values())
 
 
@@ -182,9 +182,9 @@ def test_usage_counts_never_change_which_memories_a_budget_holds(tmp_path_factor
     @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
     @given(counts=counts, max_nodes=st.integers(1, 16), max_chars=st.integers(60, 1200))
     def check(counts: dict[str, list[int]], max_nodes: int, max_chars: int) -> None:
-        store.write_file(store.root / usage.SUMMARY, b"{}")
+        store.write_file(store.usage_summary_path, b"{}")
         without = packed(max_nodes, max_chars)
-        store.write_file(store.root / usage.SUMMARY, json.dumps(counts).encode())
+        store.write_file(store.usage_summary_path, json.dumps(counts).encode())
         with_usage = packed(max_nodes, max_chars)
         assert sorted(e["id"] for e in with_usage) == sorted(e["id"] for e in without)
         prior = usage.priors(store)
