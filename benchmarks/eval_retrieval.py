@@ -673,7 +673,8 @@ def diagnose(world: World, text: str, project: str | None, label: str) -> str:
     try:
         from cclg import relevance
         from cclg.index import open_index
-        from cclg.search import Where, bm25
+        from cclg.query import Where
+        from cclg.search import bm25
 
         index = open_index(world.store)
         try:

@@ -46,9 +46,10 @@ from cclg.index import rebuild_index
 from cclg.intake import AddResult, ImportResult, add_memory, build_node, import_jsonl, parse_scope, scope_for
 from cclg.lattice import LIVE_STATUSES
 from cclg.ledger import PatchResult
+from cclg.query import Hit, Where
 from cclg.records import MemoryNode, MemoryPatch, Source
 from cclg.repository import project_of
-from cclg.search import MODES, GrepMatch, Hit, Where, grep
+from cclg.search import MODES, GrepMatch, grep
 from cclg.search import search as search_memories  # the package's ``search`` attribute is the module
 from cclg.staging import finish
 from cclg.store import Store, resolve_root

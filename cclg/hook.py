@@ -462,12 +462,10 @@ def _session_files(call: Call) -> dict[str, str]:
     worked: dict[str, str] = {}
     given = call.given().ever
     if given:
-        from cclg.index import Index, indexed_node, read_fresh
+        from cclg.index import Index, read_fresh
 
         def contents(index: Index) -> list[str]:
-            marks = ",".join("?" * len(given))
-            rows = index.db.execute(f"SELECT id, record FROM nodes WHERE id IN ({marks}) AND current = 1", list(given))
-            return [indexed_node(node_id, record).content for node_id, record in rows]
+            return [node.content for node in index.current_nodes(given)]
 
         for content in read_fresh(call.store, contents):
             for path in FILE_NAMED.findall(content):

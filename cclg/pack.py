@@ -36,11 +36,11 @@ from cclg import format as fmt
 from cclg import guard, semantic, usage
 from cclg.errors import UsageError
 from cclg.ids import now_iso
-from cclg.index import Index, indexed_node, read_fresh
+from cclg.index import Index, read_fresh
+from cclg.query import Hit, View, Where
 from cclg.records import MemoryNode
 from cclg.relevance import Evidence, relevant
 from cclg.repository import ProjectKeys
-from cclg.search import Hit, View, Where
 from cclg.store import Store
 from cclg.text import estimate_tokens
 
@@ -209,11 +209,7 @@ def select(
 
     def read(index: Index) -> _Read:
         view = View(index, where)
-        pinned_rows = index.db.execute(
-            "SELECT n.rowid, n.id, n.status, n.key, n.level, n.session, n.project, n.workspace, n.updated,"
-            " n.starts, n.ends FROM nodes n WHERE n.pinned = 1 AND +n.current = 1 ORDER BY n.id"
-        ).fetchall()
-        pinned = [view.node(r["id"]) for r in pinned_rows if view.contains(r)]
+        pinned = [view.node(r["id"]) for r in index.pinned_rows() if view.contains(r)]
         chosen = [Hit(node=n, score=0.0, via="pinned") for n in pinned if n is not None]
         chosen += [Hit(node=n, score=0.0, via="offered again") for n in _offered(index, view, offer)]
         found, retired, runner_up = relevant(
@@ -273,9 +269,8 @@ def _offered(index: Index, view: View, ids: Sequence[str]) -> list[MemoryNode]:
         if node is not None:
             found.setdefault(node.id, node)
             continue
-        row = index.db.execute("SELECT record FROM nodes WHERE id = ?", (node_id,)).fetchone()
-        if row is not None:
-            retired = indexed_node(node_id, row[0])
+        retired = index.node(node_id)
+        if retired is not None:
             for successor in view.live_ends(retired):
                 found.setdefault(successor.id, successor)
     return list(found.values())

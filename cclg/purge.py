@@ -214,9 +214,8 @@ def _rule_stated_alone(store: Store, node: MemoryNode) -> str | None:
     (``cclg.rules``: what the rule was learned from) is the memory's substance, and goes with it."""
     if node.key is None:
         return None
-    query = "SELECT 1 FROM nodes WHERE key = ? AND id != ? LIMIT 1"
-    other = healing(store, lambda index: index.db.execute(query, (node.key, node.id)).fetchone())
-    return None if other is not None else node.key
+    key = node.key
+    return None if healing(store, lambda index: index.holds_key(key, besides=node.id)) else key
 
 
 def _tombstone(node: MemoryNode, patch_id: str, erasure: _Erasure) -> MemoryNode:

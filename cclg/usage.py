@@ -94,17 +94,16 @@ def observe_session(store: Store, session_id: str, found: Digest | None = None) 
 
 
 def _terms(store: Store, node_ids: list[str]) -> dict[str, list[str]]:
-    from cclg.index import indexed_node, read_fresh
-    from cclg.search import document_frequencies
+    from cclg.index import read_fresh
     from cclg.text import tokens
 
     def read(index: Index) -> tuple[dict[str, str], dict[str, int]]:
         contents = {}
         for node_id in node_ids:
-            row = index.db.execute("SELECT record FROM nodes WHERE id = ?", (node_id,)).fetchone()
-            if row is not None:
-                contents[node_id] = indexed_node(node_id, row[0]).content
-        _, frequencies = document_frequencies(index, [t for c in contents.values() for t in tokens(c)])
+            node = index.node(node_id)
+            if node is not None:
+                contents[node_id] = node.content
+        _, frequencies = index.document_frequencies([t for c in contents.values() for t in tokens(c)])
         return contents, frequencies
 
     contents, frequencies = read_fresh(store, read)

@@ -26,8 +26,9 @@ from cclg.files import read_jsonl
 from cclg.ids import content_hash
 from cclg.index import connect, open_index
 from cclg.ledger import apply_patch, create_nodes
+from cclg.query import Hit, View, Where
 from cclg.records import MemoryNode, Scope, Source, dumps, new_node, retrieval_for
-from cclg.search import Hit, View, Where, grep, search
+from cclg.search import grep, search
 from cclg.store import INDEX_FILE, Store
 from cclg.undo import rollback
 from cclg.view import effective_view, retired_ids

@@ -46,6 +46,7 @@ from cclg.ledger import apply_patch, create_nodes
 from cclg.mcp_server import main
 from cclg.mcp_tools import allowed_repository
 from cclg.pack import compile_pack
+from cclg.query import Where
 from cclg.store import Store
 
 SERVER = [sys.executable, "-m", "cclg.mcp_server"]
@@ -405,7 +406,7 @@ def test_search_filters_by_status_and_project(served: Served) -> None:
     assert retired["results"][0]["node"]["status"] == "superseded"
     for project, seen in (("cclg", True), ("elsewhere", False)):
         got = served.ok("cclg_search", {"query": "ruff check", "project": project})
-        want = search.search(served.store, "ruff check", where=search.Where(project=project))
+        want = search.search(served.store, "ruff check", where=Where(project=project))
         assert got == {"results": [h.to_dict() for h in want]}
         assert (served.ids["lint"] in [r["id"] for r in got["results"]]) is seen
 

@@ -34,8 +34,9 @@ from cclg.pack import (
     prompt_toml,
     render,
 )
+from cclg.query import Where
 from cclg.records import Scope, Source, dumps, new_node
-from cclg.search import Where, bm25
+from cclg.search import bm25
 from cclg.store import Store
 from cclg.text import estimate_tokens, json_literal
 from cclg.undo import rollback

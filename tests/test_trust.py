@@ -25,8 +25,9 @@ from cclg.errors import NotFoundError, UsageError, ValidationError
 from cclg.ids import new_id, now_iso
 from cclg.importing import ImportReport, import_container
 from cclg.pack import compile_pack
+from cclg.query import Where
 from cclg.records import MemoryNode, MemoryPatch, Scope, Source, default_resolution_policy, new_node
-from cclg.search import Where, search
+from cclg.search import search
 from cclg.store import Store
 from cclg.view import effective_view
 
