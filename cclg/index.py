@@ -2,7 +2,7 @@
 
 ``index.sqlite`` (standard-library ``sqlite3``, FTS5, WAL) mirrors ``nodes/`` and
 ``patches/``; the files stay the truth (``rebuild_index`` makes it again). Every
-write path of the ledger calls ``note_changes`` under the store lock; readers call
+write path of the ledger tells ``IndexChanges`` under the store lock; readers call
 ``open_index``, which checks cheaply whether the folders changed (their mtime) and
 re-reads only the files whose size or mtime changed, so a node added or replaced
 by hand or by a sync is picked up without a full rebuild.
@@ -447,6 +447,10 @@ class Index:
         ).fetchall()
         return [(node_id, status, bool(current), record) for node_id, status, current, record in rows]
 
+    def nodes_with_content(self, digest: str) -> list[MemoryNode]:
+        """Every node whose content hash is ``digest`` (current or not), by id."""
+        return [indexed_node(node_id, record) for node_id, _, _, record in self.same_content(digest)]
+
     def current_with_key(self, key: str) -> list[MemoryNode]:
         """The current memories (in any scope) with ``key``."""
         rows = self.db.execute("SELECT id, record FROM nodes WHERE key = ? AND current = 1 ORDER BY id", (key,))
@@ -839,34 +843,41 @@ def _audit_damage(store: Store) -> None:
                 discard_damaged(store, exc)
 
 
-def note_changes(
-    store: Store, node_ids: Iterable[str], patch_ids: Iterable[str], *, index: Index | None = None
-) -> None:
-    """The ledger's one call into the index, after a write (under the store lock): into the caller's
-    open ``index`` (which holds the rows it staged), else into the index file if there is one (it is
-    built on first read otherwise).
+class IndexChanges:
+    """The change-sink of the ledger's writes: each write path, once its files are written (under the
+    store lock), tells it which record files it changed (``changed``), and nothing else of the index.
 
+    It writes into the caller's open ``index`` when given (a streamed import, which holds the rows it
+    staged there), else into the index file if there is one (it is built on first read otherwise).
     The files are already written: the write stands whatever happens here. When the index cannot
     take the changes (a full disk, locked, damaged), it is left as it was, its recorded folder
     signature no longer matches the folders, so the next reader re-reads what changed (or rebuilds
     a damaged index); the store keeps a warning saying so.
     """
-    if index is None and not store.index_path.exists():
-        return
-    try:
-        if index is not None:
-            index.note_changes(node_ids, patch_ids)
+
+    def __init__(self, store: Store, index: Index | None = None) -> None:
+        self.store = store
+        self.index = index
+
+    def changed(self, node_ids: Iterable[str], patch_ids: Iterable[str]) -> None:
+        """Bring the index in line with the node and patch files a write just changed."""
+        store, index = self.store, self.index
+        if index is None and not store.index_path.exists():
             return
-        opened = _connect_file(store)  # no index built in memory for a write that cannot reach the file
         try:
-            opened.note_changes(node_ids, patch_ids)
-        finally:
-            opened.close()
-    except (sqlite3.Error, OSError) as exc:
-        if index is not None:
-            with contextlib.suppress(sqlite3.Error):
-                index.db.rollback()
-        store.warnings.append(
-            f"the write is done, but the search index could not take it ({exc}); "
-            "the next search or `cclg doctor` brings the index up to date from the files"
-        )
+            if index is not None:
+                index.note_changes(node_ids, patch_ids)
+                return
+            opened = _connect_file(store)  # no index built in memory for a write that cannot reach the file
+            try:
+                opened.note_changes(node_ids, patch_ids)
+            finally:
+                opened.close()
+        except (sqlite3.Error, OSError) as exc:
+            if index is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    index.db.rollback()
+            store.warnings.append(
+                f"the write is done, but the search index could not take it ({exc}); "
+                "the next search or `cclg doctor` brings the index up to date from the files"
+            )
