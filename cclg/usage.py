@@ -11,7 +11,7 @@ session's log and a line in ``audit/usage.jsonl``; nodes are never rewritten for
 ``active/usage.json`` is a projection of that log (memory id -> delivered, used), rebuilt at each
 session end, and ``prior`` turns it into a multiplier between 0.9 and 1.1 that the pack applies to
 the relevance score of memories that relevance and the budget already let into the pack
-(``cclg.pack.usage_order``): a memory that keeps helping rises a little, one delivered twenty
+(``cclg.selection.usage_order``): a memory that keeps helping rises a little, one delivered twenty
 times and never used sinks a little, and neither ever enters or leaves a pack on usage alone, not
 even at the budget's edge. Nothing changes with time alone.
 """

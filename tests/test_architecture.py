@@ -59,7 +59,7 @@ LAYERS: list[list[str]] = [
     # the ledger and its projections
     ["lattice", "view", "index", "staging", "ledger", "undo", "lineage", "promotion"],
     # reading and compiling
-    ["query", "search", "semantic", "relevance", "sessions", "usage", "pack", "sensors", "turns"],
+    ["query", "search", "semantic", "relevance", "sessions", "usage", "selection", "rendering", "sensors", "turns"],
     # operations
     ["intake", "container", "importing", "redaction", "purge", "adoption", "doctor", "demo", "rules", "distill"],
     # the library
@@ -141,9 +141,9 @@ def test_the_checks_see_a_violation(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text(
         "if TYPE_CHECKING:\n    from cclg.hook import Call\n"
-        "def f():\n    from cclg.api import status\n    from cclg import pack\n"
+        "def f():\n    from cclg.api import status\n    from cclg import rendering\n"
     )
-    assert imported(sample) == {"cclg.api", "cclg.pack"}
+    assert imported(sample) == {"cclg.api", "cclg.rendering"}
 
 
 # ---------------------------------------------------------------- the index owns its SQL

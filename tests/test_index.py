@@ -540,13 +540,16 @@ def damage_repairs(store: Store) -> list[str]:
 def test_a_damaged_index_is_rebuilt_wherever_the_damage_shows(seeded: Store, operation: str, how: str) -> None:
     """ "database disk image is malformed" made doctor, doctor --repair, reindex and search crash, and
     the hook return nothing: the index is deleted, built again from the files, and the audit log says so."""
-    from cclg.pack import fit_markdown
+    from cclg.rendering import fit_markdown
+    from cclg.selection import Budget, PackRequest
 
     damage_index(seeded, how)
     if operation == "search":
         assert len(search(seeded, "pytest", mode="bm25")) == 1
     elif operation == "pack":  # what the hook serves
-        pack, _ = fit_markdown(seeded, "pytest", max_chars=5000, session_id="s1")
+        pack, _ = fit_markdown(
+            seeded, PackRequest("pytest", where=Where(session_id="s1"), budget=Budget(max_chars=5000))
+        )
         assert [e["content"] for e in pack["memory_nodes"]] == ["Tests run with pytest -q"]
     elif operation == "doctor":
         report = doctor.diagnose(seeded)
