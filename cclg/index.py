@@ -20,7 +20,7 @@ audit log records it. The file is created owner-only, like every store file.
 For every node the index keeps its record, its search terms (``cclg.text``) and
 a ``current`` flag: the node is ``active`` or ``active_session`` and no live
 patch retires it. Which session, project and moment a query is for, and which of
-several nodes sharing a key wins, are decided at query time (``cclg.search``).
+several nodes sharing a key wins, are decided at query time (``cclg.query.View``).
 """
 
 from __future__ import annotations
