@@ -3,6 +3,7 @@ exact budgets, determinism, the three renderings (hostile contents included), li
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
@@ -720,6 +721,25 @@ def test_renderings_keep_arbitrary_text_inside_its_field(
 
 
 # ---------------------------------------------------------------- a light import path
+
+
+@pytest.mark.parametrize(
+    "function",
+    [cclg.selection.select, cclg.selection.compile_pack, cclg.selection.explain_pack, cclg.rendering.fit_markdown],
+)
+def test_a_pack_is_asked_for_with_one_request(function: Any) -> None:
+    """A pack option is a field of ``PackRequest`` (or ``Budget``), never a keyword forwarded by hand."""
+    assert list(inspect.signature(function).parameters) == ["store", "request"]
+
+
+def test_a_request_is_fixed_once_made() -> None:
+    request = PackRequest("deploys", budget=Budget(max_nodes=3))
+    with pytest.raises(AttributeError):
+        request.query = "something else"
+    with pytest.raises(AttributeError):
+        request.budget.max_nodes = 5
+    wider = request.budget.replace(max_nodes=5)
+    assert (wider.max_nodes, wider.max_chars, request.budget.max_nodes) == (5, request.budget.max_chars, 3)
 
 
 def test_the_pack_path_imports_nothing_heavy(tmp_path: Path) -> None:
