@@ -54,7 +54,7 @@ import synth
 
 from cclg import api
 from cclg.ledger import apply_patch
-from cclg.pack import compile_pack
+from cclg.selection import PackRequest, compile_pack
 from cclg.store import Store
 
 CCLG = [sys.executable, "-m", "cclg"]
@@ -173,13 +173,13 @@ def time_store(root: str, reps: int, queries: list[str]) -> None:
     100,000) inside the process that had just built the store in memory.
     """
     store = Store.open(root)
-    nodes = [len(compile_pack(store, query)["memory_nodes"]) for query in queries]  # warm-up
+    nodes = [len(compile_pack(store, PackRequest(query))["memory_nodes"]) for query in queries]  # warm-up
     per_query = []
     for query in queries:
         times = []
         for _ in range(reps):
             start = time.perf_counter()
-            compile_pack(store, query)
+            compile_pack(store, PackRequest(query))
             times.append(time.perf_counter() - start)
         per_query.append(statistics.median(times) * 1000)
     print(json.dumps({"ms": per_query, "nodes": nodes}))

@@ -127,7 +127,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import distractors
 
-from cclg import api, pack, relevance, semantic
+from cclg import api, relevance, selection, semantic
 from cclg.ledger import apply_patch
 from cclg.store import Store
 from cclg.text import STOPWORDS
@@ -640,7 +640,9 @@ class Outcome:
 def run_prompt(world: World, case: dict[str, Any], cases: Cases) -> Outcome:
     project = case.get("project")
     start = time.perf_counter()
-    result = pack.compile_pack(world.store, case["text"], project=project, generated_at="eval")
+    result = selection.compile_pack(
+        world.store, selection.PackRequest(case["text"], where=selection.Where(project=project), generated_at="eval")
+    )
     seconds = time.perf_counter() - start
     got = [entry["id"] for entry in result["memory_nodes"]]
     expected = case["expect"]
@@ -673,7 +675,8 @@ def diagnose(world: World, text: str, project: str | None, label: str) -> str:
     try:
         from cclg import relevance
         from cclg.index import open_index
-        from cclg.search import Where, bm25
+        from cclg.query import Where
+        from cclg.search import bm25
 
         index = open_index(world.store)
         try:
@@ -711,7 +714,7 @@ def evaluate_size(
     )
     home = {label: world for world in worlds for label in world.ids}
     for world in worlds:  # warm every index and cache before timing
-        pack.compile_pack(world.store, "warm up the index", generated_at="eval")
+        selection.compile_pack(world.store, selection.PackRequest("warm up the index", generated_at="eval"))
     outcomes = []
     for case in selected(cases.queries, args):
         labels = case["expect"] + case.get("gone", [])

@@ -9,7 +9,7 @@ every entry point runs first, the hook included) costs nothing::
 
     store = cclg.open_store("~/.cclg")
     cclg.add_memory(store, "Tests run with pytest -q", source="user")
-    print(cclg.render(cclg.compile_pack(store, "how do I run the tests"), "markdown"))
+    print(cclg.render(cclg.compile_pack(store, cclg.PackRequest("how do I run the tests")), "markdown"))
 """
 
 __version__ = "0.1.0"
@@ -21,6 +21,7 @@ __all__ = [  # noqa: F405 (names served by __getattr__)
     "MODES",
     "AddResult",
     "Adoption",
+    "Budget",
     "CclgError",
     "ConcurrencyError",
     "Container",
@@ -33,6 +34,7 @@ __all__ = [  # noqa: F405 (names served by __getattr__)
     "ImportReport",
     "ImportResult",
     "NotFoundError",
+    "PackRequest",
     "PatchResult",
     "Report",
     "SearchIndexDamage",

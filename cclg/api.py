@@ -10,7 +10,7 @@ must not import this module to know it); a test keeps the two equal and checks
 that every public function and class here is in it.
 
 The work itself lives in the modules named after it (``intake`` for new memories,
-``ledger`` for patches, ``search``, ``pack``, ``container``, ``doctor``,
+``ledger`` for patches, ``search``, ``selection`` and ``rendering`` for packs, ``container``, ``doctor``,
 ``redaction``, ``codegraph``); this module gathers them and adds the operations
 that are only a few lines over them. It imports up front only what adding and reading
 memories need, the rest on first use (``_LAZY``, or inside the operation): ``cclg add`` starts fast.
@@ -46,9 +46,10 @@ from cclg.index import rebuild_index
 from cclg.intake import AddResult, ImportResult, add_memory, build_node, import_jsonl, parse_scope, scope_for
 from cclg.lattice import LIVE_STATUSES
 from cclg.ledger import PatchResult
+from cclg.query import Hit, Where
 from cclg.records import MemoryNode, MemoryPatch, Source
 from cclg.repository import project_of
-from cclg.search import MODES, GrepMatch, Hit, Where, grep
+from cclg.search import MODES, GrepMatch, grep
 from cclg.search import search as search_memories  # the package's ``search`` attribute is the module
 from cclg.staging import finish
 from cclg.store import Store, resolve_root
@@ -61,7 +62,8 @@ _LAZY = {  # module -> the public names it serves: modules only some operations 
     "cclg.demo": "build_demo_store",
     "cclg.doctor": "Finding Report diagnose repair validate_paths",
     "cclg.importing": "ImportReport import_container",
-    "cclg.pack": "DEFAULT_MAX_CHARS DEFAULT_MAX_NODES FORMATS compile_pack explain_pack render to_toml",
+    "cclg.selection": "DEFAULT_MAX_CHARS DEFAULT_MAX_NODES Budget PackRequest compile_pack explain_pack",
+    "cclg.rendering": "FORMATS render to_toml",
     "cclg.redaction": "redact_store scan_secrets",
 }
 
@@ -73,8 +75,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
     from cclg.demo import build_demo_store
     from cclg.doctor import Finding, Report, diagnose, repair, validate_paths
     from cclg.importing import ImportReport, import_container
-    from cclg.pack import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, FORMATS, compile_pack, explain_pack, render, to_toml
     from cclg.redaction import redact_store, scan_secrets
+    from cclg.rendering import FORMATS, render, to_toml
+    from cclg.selection import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, Budget, PackRequest, compile_pack, explain_pack
 else:
 
     def __getattr__(name: str) -> Any:
@@ -94,6 +97,7 @@ __all__ = [
     "MODES",
     "AddResult",
     "Adoption",
+    "Budget",
     "CclgError",
     "ConcurrencyError",
     "Container",
@@ -106,6 +110,7 @@ __all__ = [
     "ImportReport",
     "ImportResult",
     "NotFoundError",
+    "PackRequest",
     "PatchResult",
     "Report",
     "SearchIndexDamage",

@@ -254,7 +254,8 @@ def _session_project(recorded: str | None, folders: list[Any]) -> ProjectKeys:
 def _contradicted(store: Store, sentence: str, project: ProjectKeys) -> MemoryNode | None:
     """The current memory of the project a correction is most likely about: the best search hit that
     shares at least two of its distinctive words."""
-    from cclg.search import Where, search
+    from cclg.query import Where
+    from cclg.search import search
     from cclg.text import query_terms
 
     hits = search(store, sentence, mode="bm25", where=Where(project=project), limit=3)

@@ -555,7 +555,7 @@ def _index_findings(store: Store, index: Index, readable: Readable, changed: lis
     problems = []
     for entry in changed:
         folder, _, name = entry.partition("/")
-        row = index.db.execute(f"SELECT mtime_ns, size FROM {folder} WHERE id = ?", (name[:-5],)).fetchone()
+        row = index.file_seen(folder, name[:-5])
         try:
             info = os.stat(store.path_of(entry))
         except FileNotFoundError:

@@ -17,7 +17,7 @@ The hook's promises, in order of importance:
 The module is an adapter: ``main`` reads the payload, ``handle`` opens the store
 and the session, and ``HANDLERS`` maps each event to one function (a test checks
 the table against the contract's events and the host templates):
-``user-prompt`` records the prompt and returns the pack for it (``cclg.pack.fit_markdown``,
+``user-prompt`` records the prompt and returns the pack for it (``cclg.rendering.fit_markdown``,
 which fits the host's cap in one pass); ``post-tool`` and ``post-tool-failure`` record
 the tool call (the full response is kept once, in raw/) with what the sensors make of
 it (``cclg.sensors``) and the rules it nears or teaches (``cclg.rules``); ``session-start``
@@ -398,7 +398,8 @@ def _record_and_answer(
     The event is recorded even when the pack cannot be compiled; the error is
     raised afterwards (and logged as a hook failure).
     """
-    from cclg import pack
+    from cclg import rendering, selection
+    from cclg.query import Where
 
     max_chars, max_tokens = context_limits(call.store, call.agent)
     codegraph = _codegraph(call, query, max_chars, max_tokens) if call.include_codegraph else ""
@@ -409,16 +410,13 @@ def _record_and_answer(
     retired: list[dict[str, Any]] = []
     context = None
     try:
-        fitted, rendered = pack.fit_markdown(
-            call.store,
-            query,
+        cap = selection.Budget(
             max_chars=max_chars - len(extra),
             max_tokens=None if max_tokens is None else max_tokens - estimate_tokens(extra),
-            session_id=call.session_id,
-            project=call.project,
-            offer=offer,
-            skip=skip,
         )
+        where = Where(session_id=call.session_id, project=call.project)
+        request = selection.PackRequest(query, where=where, budget=cap, offer=offer, skip=skip)
+        fitted, rendered = rendering.fit_markdown(call.store, request)
         nodes, retired = fitted["memory_nodes"], fitted["suppressed_nodes"]
         if nodes or retired:
             context = FRAME + rendered + codegraph + appendix + own
@@ -462,12 +460,10 @@ def _session_files(call: Call) -> dict[str, str]:
     worked: dict[str, str] = {}
     given = call.given().ever
     if given:
-        from cclg.index import Index, indexed_node, read_fresh
+        from cclg.index import Index, read_fresh
 
         def contents(index: Index) -> list[str]:
-            marks = ",".join("?" * len(given))
-            rows = index.db.execute(f"SELECT id, record FROM nodes WHERE id IN ({marks}) AND current = 1", list(given))
-            return [indexed_node(node_id, record).content for node_id, record in rows]
+            return [node.content for node in index.current_nodes(given)]
 
         for content in read_fresh(call.store, contents):
             for path in FILE_NAMED.findall(content):

@@ -2,7 +2,7 @@
 
 ``index.sqlite`` (standard-library ``sqlite3``, FTS5, WAL) mirrors ``nodes/`` and
 ``patches/``; the files stay the truth (``rebuild_index`` makes it again). Every
-write path of the ledger calls ``note_changes`` under the store lock; readers call
+write path of the ledger tells ``IndexChanges`` under the store lock; readers call
 ``open_index``, which checks cheaply whether the folders changed (their mtime) and
 re-reads only the files whose size or mtime changed, so a node added or replaced
 by hand or by a sync is picked up without a full rebuild.
@@ -20,7 +20,7 @@ audit log records it. The file is created owner-only, like every store file.
 For every node the index keeps its record, its search terms (``cclg.text``) and
 a ``current`` flag: the node is ``active`` or ``active_session`` and no live
 patch retires it. Which session, project and moment a query is for, and which of
-several nodes sharing a key wins, are decided at query time (``cclg.search``).
+several nodes sharing a key wins, are decided at query time (``cclg.query.View``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import contextlib
 import os
 import sqlite3
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from cclg.errors import ValidationError, disk_refusal
@@ -54,6 +54,12 @@ MAX_READS = 3  # runs of a read whose served memories keep changing on disk, bef
 BUSY_TIMEOUT = 30.0  # seconds a writer waits for the index's write lock
 READER_WAIT = 0.3  # seconds a reader waits for it to catch up with the files, else it reads the index as it is
 DAMAGE_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB (the low byte of an extended result code)
+
+# The columns of a node's row that decide whether it is in a view (``cclg.query.View``), read without
+# its record. The covering index ``nodes_view`` holds them, so a search ranks matches on them alone.
+VIEW_COLUMNS = ("rowid", "id", "status", "key", "level", "session", "project", "workspace", "updated", "starts", "ends")
+_VIEW_ROW = ", ".join(f"n.{column}" for column in VIEW_COLUMNS)
+PARAMETERS = 500  # SQLite caps the number of parameters of a statement: ids are asked for this many at a time
 
 # The FTS tokenizer keeps inside a term the characters cclg.text keeps (tokenchars).
 _SCHEMA = """
@@ -85,9 +91,7 @@ CREATE INDEX IF NOT EXISTS nodes_current ON nodes(current);
 CREATE INDEX IF NOT EXISTS nodes_session ON nodes(session) WHERE session IS NOT NULL;
 CREATE INDEX IF NOT EXISTS nodes_pinned ON nodes(id) WHERE pinned = 1;
 CREATE INDEX IF NOT EXISTS nodes_files ON nodes(id, mtime_ns, size);  -- comparing with the files reads no record
-CREATE INDEX IF NOT EXISTS nodes_view ON nodes(
-    rowid, current, id, status, key, level, session, project, workspace, updated, starts, ends
-);
+CREATE INDEX IF NOT EXISTS nodes_view ON nodes(rowid, current, {view_columns});
 CREATE TABLE IF NOT EXISTS patches (
     id TEXT PRIMARY KEY,
     operation TEXT NOT NULL,
@@ -103,7 +107,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS nodes_fts USING fts5(
     content, key, tags, keys, tokenize = "unicode61 remove_diacritics 0 tokenchars '._/-:+#@_'"
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS nodes_vocab USING fts5vocab(nodes_fts, 'row');
-"""
+""".replace("{view_columns}", ", ".join(VIEW_COLUMNS[1:]))
 
 
 def is_pinned(node: MemoryNode) -> bool:
@@ -136,6 +140,41 @@ def _files(store: Store, folder: str) -> dict[str, tuple[int, int]]:
         info = entry.stat()
         found[entry.name[:-5]] = (info.st_mtime_ns, info.st_size)
     return found
+
+
+def _row_filter(
+    status: str | None, session_id: str | None, projects: Sequence[str], workspace: str | None
+) -> tuple[str, list[str]]:
+    """The SQL condition (and its parameters) on ``nodes n`` for a status and where a query is asked: a
+    session (None: none), the values of a project (empty: any) and a workspace (None: any).
+
+    ``status``: None for the effective view, ``"all"`` for every node, ``"retired"`` for nodes out
+    of the view for good (retired by a patch or in a retired status), or one node status."""
+    params: list[str] = []
+    if status is None:
+        condition = "n.current = 1"
+    elif status == "all":
+        condition = "1"
+    elif status == "retired":
+        # Facts that were true and are no longer: not forgotten ones (the user wanted
+        # them gone), nor rolled-back, pending or disputed ones.
+        condition = "n.current = 0 AND n.status IN ('active', 'active_session', 'superseded', 'deprecated', 'expired')"
+    else:
+        condition = "n.status = ?"
+        params = [status]
+    # Scope filters go into the SQL so that memories out of scope never crowd the pool.
+    # Another session's memories are out of the view; asking for "all" or a named
+    # status shows them unless a session is named.
+    if status in (None, "retired") or session_id is not None:
+        condition += " AND (n.session IS NULL OR n.session = ?)"
+        params.append(session_id or "")
+    if projects:
+        condition += f" AND (n.project IS NULL OR n.project IN ({', '.join('?' * len(projects))}))"
+        params.extend(projects)
+    if workspace is not None:
+        condition += " AND (n.workspace IS NULL OR n.workspace = ?)"
+        params.append(workspace)
+    return condition, params
 
 
 class IndexDamage(sqlite3.DatabaseError):
@@ -172,7 +211,7 @@ class Index:
     def __init__(self, store: Store, db: sqlite3.Connection) -> None:
         self.store = store
         self.db = db
-        # Document frequencies already looked up (``cclg.search.document_frequencies``),
+        # Document frequencies already looked up (``document_frequencies``),
         # with the database version they hold for.
         self.frequencies: dict[str | None, int] = {}
         self.frequencies_version: tuple[int, int] | None = None
@@ -408,6 +447,10 @@ class Index:
         ).fetchall()
         return [(node_id, status, bool(current), record) for node_id, status, current, record in rows]
 
+    def nodes_with_content(self, digest: str) -> list[MemoryNode]:
+        """Every node whose content hash is ``digest`` (current or not), by id."""
+        return [indexed_node(node_id, record) for node_id, _, _, record in self.same_content(digest)]
+
     def current_with_key(self, key: str) -> list[MemoryNode]:
         """The current memories (in any scope) with ``key``."""
         rows = self.db.execute("SELECT id, record FROM nodes WHERE key = ? AND current = 1 ORDER BY id", (key,))
@@ -419,6 +462,160 @@ class Index:
             "SELECT patch_id FROM patch_nodes WHERE node_id = ? AND role = 'target' ORDER BY patch_id", (node_id,)
         )
         return [row[0] for row in rows]
+
+    # ------------------------------------------------------------ named queries (the only SQL on these tables)
+
+    def _rows(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
+        """The rows of a query, each readable by column name (``row["key"]``)."""
+        cursor = self.db.cursor()
+        cursor.row_factory = sqlite3.Row
+        return cursor.execute(sql, params).fetchall()
+
+    def view_row(self, node_id: str) -> sqlite3.Row | None:
+        """The row of node ``node_id`` (current or not): ``VIEW_COLUMNS``, its ``record`` and ``current``."""
+        rows = self._rows(f"SELECT {_VIEW_ROW}, n.record, n.current FROM nodes n WHERE n.id = ?", (node_id,))
+        return rows[0] if rows else None
+
+    def current_rows_with_keys(self, keys: Sequence[str]) -> list[sqlite3.Row]:
+        """The rows (``VIEW_COLUMNS``) of the current nodes that hold one of ``keys``.
+
+        "+n.current" keeps SQLite on the key index: left to itself it may pick the
+        index on current, which holds nearly every row, and scan the whole store.
+        """
+        found = []
+        for first in range(0, len(keys), PARAMETERS):
+            chunk = list(keys[first : first + PARAMETERS])
+            marks = ",".join("?" * len(chunk))
+            found += self._rows(f"SELECT {_VIEW_ROW} FROM nodes n WHERE n.key IN ({marks}) AND +n.current = 1", chunk)
+        return found
+
+    def current_rows(self) -> list[sqlite3.Row]:
+        """The rows (``VIEW_COLUMNS`` and ``record``) of every current node, by id."""
+        return self._rows(f"SELECT {_VIEW_ROW}, n.record FROM nodes n WHERE n.current = 1 ORDER BY n.id")
+
+    def pinned_rows(self) -> list[sqlite3.Row]:
+        """The rows (``VIEW_COLUMNS``) of the current pinned nodes (``is_pinned``), by id."""
+        return self._rows(f"SELECT {_VIEW_ROW} FROM nodes n WHERE n.pinned = 1 AND +n.current = 1 ORDER BY n.id")
+
+    def node(self, node_id: str) -> MemoryNode | None:
+        """Node ``node_id`` as the index holds it, whatever its status (None if it has no row)."""
+        row = self.db.execute("SELECT record FROM nodes WHERE id = ?", (node_id,)).fetchone()
+        return None if row is None else indexed_node(node_id, row[0])
+
+    def current_nodes(self, node_ids: Iterable[str]) -> list[MemoryNode]:
+        """The current nodes among ``node_ids`` (the others left out)."""
+        ids = sorted(set(node_ids))
+        found = []
+        for first in range(0, len(ids), PARAMETERS):
+            chunk = ids[first : first + PARAMETERS]
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.execute(f"SELECT id, record FROM nodes WHERE id IN ({marks}) AND current = 1", chunk)
+            found += [indexed_node(node_id, record) for node_id, record in rows]
+        return found
+
+    def holds_key(self, key: str, *, besides: str | None = None) -> bool:
+        """Whether any node (current or not), other than ``besides``, holds ``key``."""
+        row = self.db.execute("SELECT 1 FROM nodes WHERE key = ? AND id != ? LIMIT 1", (key, besides or "")).fetchone()
+        return row is not None
+
+    def latest_with_key(self, key: str) -> MemoryNode | None:
+        """The node that holds ``key`` now: the current one, else the last one updated (None if none)."""
+        row = self.db.execute(
+            "SELECT id, record FROM nodes WHERE key = ? ORDER BY current DESC, updated DESC, id LIMIT 1", (key,)
+        ).fetchone()
+        return None if row is None else indexed_node(row[0], row[1])
+
+    def has_retired(self) -> bool:
+        """Whether any node is out of the view (retired by a patch or in a retired status)."""
+        return self.db.execute("SELECT 1 FROM nodes WHERE current = 0").fetchone() is not None
+
+    def current_hashes(self) -> dict[str, str]:
+        """The content hash of every current node, by id."""
+        return {row[0]: row[1] for row in self.db.execute("SELECT id, hash FROM nodes WHERE current = 1")}
+
+    def fingerprint(self) -> tuple[str | None, int]:
+        """(the folder signature the index last caught up with, the number of current nodes): what changes
+        when the current memories may have (the semantic helper embeds again when it moves)."""
+        count = self.db.execute("SELECT count(*) FROM nodes WHERE current = 1").fetchone()[0]
+        return self._meta("signature"), count
+
+    def file_seen(self, folder: str, record_id: str) -> tuple[int, int] | None:
+        """(mtime, size) of the file ``folder/record_id.json`` as the index last read it (None: no row)."""
+        if folder not in ("nodes", "patches"):
+            raise ValueError(f"the index holds no folder {folder!r}")
+        row = self.db.execute(f"SELECT mtime_ns, size FROM {folder} WHERE id = ?", (record_id,)).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def replaced_by_patches_of(self, node_id: str) -> list[str]:
+        """The nodes that the patches which made ``node_id`` targeted (what it replaced or refined)."""
+        rows = self.db.execute(
+            "SELECT t.node_id FROM patch_nodes s JOIN patch_nodes t ON s.patch_id = t.patch_id"
+            " WHERE s.node_id = ? AND s.role = 'new' AND t.role = 'target'",
+            (node_id,),
+        )
+        return [row[0] for row in rows]
+
+    def document_frequencies(self, terms: list[str]) -> tuple[int, dict[str, int]]:
+        """(number of indexed nodes, nodes containing each term).
+
+        Counting is not free in a large store (FTS5 walks each term's document list)
+        and one pack asks for the same terms several times, so the counts are kept on
+        the open index for as long as its database has not changed: ``data_version``
+        moves when another connection commits, ``total_changes`` when this one writes.
+        """
+        db = self.db
+        version = (db.total_changes, db.execute("PRAGMA data_version").fetchone()[0])
+        cache = self.frequencies
+        if self.frequencies_version != version:
+            cache.clear()
+            self.frequencies_version = version
+        if None not in cache:
+            cache[None] = db.execute("SELECT count(*) FROM nodes").fetchone()[0]
+        missing = list(dict.fromkeys(t for t in terms if t not in cache))
+        cache.update((t, 0) for t in missing)
+        for first in range(0, len(missing), PARAMETERS):
+            chunk = missing[first : first + PARAMETERS]
+            marks = ",".join("?" * len(chunk))
+            for term, docs in db.execute(f"SELECT term, doc FROM nodes_vocab WHERE term IN ({marks})", chunk):
+                cache[term] = docs
+        return cache[None], {t: cache[t] for t in terms}
+
+    def matches(
+        self,
+        match: str,
+        weights: Sequence[float],
+        limit: int,
+        *,
+        status: str | None,
+        session_id: str | None,
+        projects: Sequence[str],
+        workspace: str | None,
+    ) -> list[sqlite3.Row]:
+        """The rows (``VIEW_COLUMNS`` and ``rank``, BM25 with ``weights`` per field) of the best ``limit``
+        nodes matching the FTS5 expression ``match``, of ``status`` where the query is asked (``_row_filter``).
+
+        Every match is ranked on the small columns only: in a big store reading the records is what
+        costs, so the caller reads them (``match_fields``) for the few it keeps. CROSS JOIN keeps FTS as
+        the outer loop (SQLite may otherwise walk the index on ``current`` and run the MATCH once per
+        node), and the covering index ``nodes_view`` answers each match without touching the wide table
+        rows that hold the records."""
+        condition, params = _row_filter(status, session_id, projects, workspace)
+        return self._rows(
+            f"SELECT {_VIEW_ROW}, bm25(nodes_fts, {', '.join(str(w) for w in weights)}) AS rank FROM nodes_fts"
+            f" CROSS JOIN nodes n INDEXED BY nodes_view ON n.rowid = nodes_fts.rowid"
+            f" WHERE nodes_fts MATCH ? AND {condition}"
+            " ORDER BY rank, n.id LIMIT ?",
+            [match, *params, limit],
+        )
+
+    def match_fields(self, rowids: Sequence[int]) -> dict[int, tuple[str, str, str, str, str]]:
+        """(record, content, key, tags, retrieval keys: the indexed terms) of the nodes of ``rowids``."""
+        rows = self.db.execute(
+            "SELECT n.rowid, n.record, f.content, f.key, f.tags, f.keys FROM nodes n"
+            f" JOIN nodes_fts f ON f.rowid = n.rowid WHERE n.rowid IN ({','.join('?' * len(rowids))})",
+            list(rowids),
+        )
+        return {row[0]: row[1:] for row in rows}
 
     def read_through(self, checksums: dict[str, int]) -> None:
         """Read every node's record back as served, and compare it with its file: ``checksums`` holds the
@@ -627,6 +824,12 @@ def rebuild_index(store: Store) -> int:
     return count
 
 
+def compact_index(store: Store) -> None:
+    """Compact the index file (``VACUUM``): no free page keeps the text of a deleted row."""
+    with contextlib.closing(sqlite3.connect(store.index_path)) as db:
+        db.execute("VACUUM")
+
+
 def _audit_damage(store: Store) -> None:
     """Audit a damaged index being replaced (``PRAGMA quick_check``: 2 s on 100,000 memories)."""
     if store.index_path.exists():
@@ -640,34 +843,41 @@ def _audit_damage(store: Store) -> None:
                 discard_damaged(store, exc)
 
 
-def note_changes(
-    store: Store, node_ids: Iterable[str], patch_ids: Iterable[str], *, index: Index | None = None
-) -> None:
-    """The ledger's one call into the index, after a write (under the store lock): into the caller's
-    open ``index`` (which holds the rows it staged), else into the index file if there is one (it is
-    built on first read otherwise).
+class IndexChanges:
+    """The change-sink of the ledger's writes: each write path, once its files are written (under the
+    store lock), tells it which record files it changed (``changed``), and nothing else of the index.
 
+    It writes into the caller's open ``index`` when given (a streamed import, which holds the rows it
+    staged there), else into the index file if there is one (it is built on first read otherwise).
     The files are already written: the write stands whatever happens here. When the index cannot
     take the changes (a full disk, locked, damaged), it is left as it was, its recorded folder
     signature no longer matches the folders, so the next reader re-reads what changed (or rebuilds
     a damaged index); the store keeps a warning saying so.
     """
-    if index is None and not store.index_path.exists():
-        return
-    try:
-        if index is not None:
-            index.note_changes(node_ids, patch_ids)
+
+    def __init__(self, store: Store, index: Index | None = None) -> None:
+        self.store = store
+        self.index = index
+
+    def changed(self, node_ids: Iterable[str], patch_ids: Iterable[str]) -> None:
+        """Bring the index in line with the node and patch files a write just changed."""
+        store, index = self.store, self.index
+        if index is None and not store.index_path.exists():
             return
-        opened = _connect_file(store)  # no index built in memory for a write that cannot reach the file
         try:
-            opened.note_changes(node_ids, patch_ids)
-        finally:
-            opened.close()
-    except (sqlite3.Error, OSError) as exc:
-        if index is not None:
-            with contextlib.suppress(sqlite3.Error):
-                index.db.rollback()
-        store.warnings.append(
-            f"the write is done, but the search index could not take it ({exc}); "
-            "the next search or `cclg doctor` brings the index up to date from the files"
-        )
+            if index is not None:
+                index.note_changes(node_ids, patch_ids)
+                return
+            opened = _connect_file(store)  # no index built in memory for a write that cannot reach the file
+            try:
+                opened.note_changes(node_ids, patch_ids)
+            finally:
+                opened.close()
+        except (sqlite3.Error, OSError) as exc:
+            if index is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    index.db.rollback()
+            store.warnings.append(
+                f"the write is done, but the search index could not take it ({exc}); "
+                "the next search or `cclg doctor` brings the index up to date from the files"
+            )

@@ -38,9 +38,10 @@ from cclg.ids import content_hash, normalize_text
 from cclg.index import Index, healing, indexed_node
 from cclg.lattice import INITIAL_STATUSES
 from cclg.ledger import PURGED, create_nodes, purged_contents, purged_hash
+from cclg.query import Where
 from cclg.records import MemoryNode, MemoryPatch, Record, Scope, Source, new_node
 from cclg.repository import git_project
-from cclg.search import Where, bm25, rarest_terms
+from cclg.search import bm25, rarest_terms
 from cclg.sessions import note_overlay
 from cclg.staging import finish
 from cclg.store import Store

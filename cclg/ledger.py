@@ -18,7 +18,7 @@ visible before the patch is durable, and a crash cannot lose a fact:
 ``cclg.undo``, a patch like the others.
 
 After each write the ledger tells the search index what changed through one
-call, ``cclg.index.note_changes``. It reads the index for one thing: the
+change-sink, ``cclg.index.IndexChanges`` (``changed``). It reads the index for one thing: the
 tombstones of purges, whose content every write refuses (``refuse_purged``); a
 store with no index yet has them read from its purge patches instead.
 """
@@ -34,7 +34,7 @@ from cclg import guard, lattice
 from cclg.errors import CclgError, IllegalPatchError, NotFoundError, UsageError, ValidationError
 from cclg.fields import parse_json
 from cclg.ids import content_hash, new_id, now_iso, parse_moment
-from cclg.index import Index, healing, indexed_node, note_changes
+from cclg.index import Index, IndexChanges, healing
 from cclg.lattice import rule_for
 from cclg.records import (
     MemoryEdge,
@@ -145,7 +145,7 @@ def create_nodes(
             if len(ids) >= SHRINK_AFTER:
                 store.shrink_temp_folder()
             # Into the caller's index: the staged rows, with the patch that named them.
-            note_changes(store, [] if index is not None else ids, [patch_id], index=index)
+            IndexChanges(store, index).changed([] if index is not None else ids, [patch_id])
     return PatchResult(patch=patch, new_nodes=list(nodes) if isinstance(nodes, list) else [])
 
 
@@ -413,7 +413,7 @@ def write_retiring_patch(
             audit_record("node_status_changed", node_id=t.id, status=t.status, patch_id=patch.id) for t in targets
         ]
         store.audit_many(records)
-    note_changes(store, [*patch.new_node_ids, *patch.target_ids], [patch.id])
+    IndexChanges(store).changed([*patch.new_node_ids, *patch.target_ids], [patch.id])
 
 
 def _write_new(
@@ -510,7 +510,7 @@ def record_conflict(
                     audit_record("node_status_changed", node_id=local.id, status=local.status, patch_id=patch_id)
                 )
             store.audit_many(records)
-        note_changes(store, [node.id, local.id], [patch_id])
+        IndexChanges(store).changed([node.id, local.id], [patch_id])
     return PatchResult(patch=patch, new_nodes=[node], edges=[edge], changed_nodes=[local] if flag_local else [])
 
 
@@ -592,7 +592,7 @@ def purged_contents(store: Store, index: Index | None = None) -> dict[str, Memor
     else:
 
         def tombstones(index: Index) -> list[MemoryNode]:
-            return [indexed_node(i, r) for i, _, _, r in index.same_content(content_hash(PURGED_CONTENT))]
+            return index.nodes_with_content(content_hash(PURGED_CONTENT))
 
         candidates = tombstones(index) if index is not None else healing(store, tombstones)  # damage: rebuilt
     found: dict[str, MemoryNode] = {}

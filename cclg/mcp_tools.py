@@ -140,16 +140,8 @@ def memory_pack(
         ),
     ] = "json",
 ) -> dict[str, Any]:
-    pack = api.compile_pack(
-        store,
-        query,
-        session_id=session_id,
-        project=project_filter(project, Path.cwd()),
-        workspace=workspace,
-        max_nodes=max_nodes,
-        max_chars=max_chars,
-        max_tokens=max_tokens,
-    )
+    budget = api.Budget(max_nodes=max_nodes, max_chars=max_chars, max_tokens=max_tokens)
+    pack = api.compile_pack(store, api.PackRequest(query, where=_where(session_id, project, workspace), budget=budget))
     if format == "json":
         return pack
     return {**pack, "rendered": api.render(pack, format)}

@@ -64,7 +64,7 @@ from cclg import guard, staging
 from cclg.errors import CclgError, IllegalPatchError, UsageError
 from cclg.fields import parse_json
 from cclg.ids import content_hash, new_id, normalize_text, now_iso
-from cclg.index import healing, note_changes
+from cclg.index import IndexChanges, healing
 from cclg.ledger import (
     PURGE_RULE,
     PURGED,
@@ -194,7 +194,7 @@ def _write_purge_patch(store: Store, node: MemoryNode, reason: str, source: str)
     store.write_node(node)
     status = audit_record("node_status_changed", node_id=node.id, status=node.status, patch_id=patch.id)
     store.audit_many([patch_audit(patch), status])
-    note_changes(store, [node.id], [patch.id])
+    IndexChanges(store).changed([node.id], [patch.id])
     return patch
 
 
@@ -214,9 +214,8 @@ def _rule_stated_alone(store: Store, node: MemoryNode) -> str | None:
     (``cclg.rules``: what the rule was learned from) is the memory's substance, and goes with it."""
     if node.key is None:
         return None
-    query = "SELECT 1 FROM nodes WHERE key = ? AND id != ? LIMIT 1"
-    other = healing(store, lambda index: index.db.execute(query, (node.key, node.id)).fetchone())
-    return None if other is not None else node.key
+    key = node.key
+    return None if healing(store, lambda index: index.holds_key(key, besides=node.id)) else key
 
 
 def _tombstone(node: MemoryNode, patch_id: str, erasure: _Erasure) -> MemoryNode:
@@ -457,7 +456,7 @@ def settle_imported(store: Store) -> list[str]:
             if not targets:
                 continue
             store.write_file(store.patch_path(patch.id), dumps(foreign_patch(patch).to_dict()))
-            note_changes(store, targets, [patch.id])
+            IndexChanges(store).changed(targets, [patch.id])
             action = f"made the imported purge {patch.id} a plain forget of {', '.join(targets)} (no purge mark)"
             store.audit("repair_applied", actions=[action], patch_id=patch.id, rule=PURGE_RULE, marks=marks)
             done.append(action)

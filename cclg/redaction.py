@@ -20,11 +20,9 @@ again, compacted, so no SQLite page or WAL frame keeps the old bytes.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import sqlite3
 from collections.abc import Container
 from pathlib import Path
 from typing import Any, Protocol
@@ -35,7 +33,7 @@ from cclg.errors import UsageError, ValidationError
 from cclg.fields import parse_json
 from cclg.files import read_regular
 from cclg.ids import content_hash
-from cclg.index import rebuild_index
+from cclg.index import compact_index, rebuild_index
 from cclg.records import MemoryNode, dumps, retrieval_for
 from cclg.store import CODEGRAPHS, INDEX_FILE, SEMANTIC_FILE, TEMP, Store, audit_record
 
@@ -178,8 +176,7 @@ def rebuild_projections(store: Store) -> None:
     with store.lock():
         store.drop_index()
         rebuild_index(store)
-        with contextlib.closing(sqlite3.connect(store.index_path)) as db:
-            db.execute("VACUUM")
+        compact_index(store)
 
 
 def cleaned(rewrite: Rewrite, relative: str, data: bytes) -> bytes:

@@ -44,7 +44,8 @@ terms that the store holds.
 
 from __future__ import annotations
 
-from cclg.search import Hit, View, Where, bm25, document_frequencies, idf, rarest_terms
+from cclg.query import Hit, View, Where
+from cclg.search import bm25, idf, rarest_terms
 from cclg.text import compound_parts, is_cjk, query_words, stem
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
@@ -147,7 +148,7 @@ def _is_junk(word: tuple[str, ...]) -> bool:
 def _weights(index: Index, groups: list[tuple[str, ...]]) -> list[float]:
     """Each word's weight: the inverse document frequency of its most common variant in the store,
     a word the store has never seen counted as seen once."""
-    total, docs = document_frequencies(index, [t for word in groups for t in word])
+    total, docs = index.document_frequencies([t for word in groups for t in word])
     return [idf(max(total, 1), max(1, max(docs[t] for t in word))) for word in groups]
 
 
@@ -255,7 +256,7 @@ def _evidence(
     total_weight = sum(weights)
     prompt_terms = {t for word in groups for t in word}
     owns = [words(_memory_text(hit)) for hit in candidates[:MEMORY_SHARE_RANKS]]
-    document_frequencies(index, [t for own in owns for word in own for t in word])  # one query, not one per memory
+    index.document_frequencies([t for own in owns for word in own for t in word])  # one query, not one per memory
     found: dict[str, Evidence] = {}
     for rank, hit in enumerate(candidates):
         matched = set(hit.matched)

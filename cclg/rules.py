@@ -194,10 +194,7 @@ def _has_key(store: Store, key: str) -> bool:
     """Whether any memory (current or not) holds ``key``: a rule the user forgot stays forgotten."""
     from cclg.index import read_fresh
 
-    return read_fresh(
-        store,
-        lambda index: index.db.execute("SELECT 1 FROM nodes WHERE key = ? LIMIT 1", (key,)).fetchone() is not None,
-    )
+    return read_fresh(store, lambda index: index.holds_key(key))
 
 
 # ---------------------------------------------------------------- delivering
@@ -296,17 +293,14 @@ def close_session(store: Store, session_id: str, found: Digest | None = None) ->
 def listing(store: Store) -> list[dict[str, Any]]:
     """``cclg rules``: every rule with its evidence and the memory that states it now (the current
     one, else the last one, with its status: a forgotten rule shows as forgotten), best evidenced first."""
-    from cclg.index import Index, indexed_node, read_fresh
+    from cclg.index import Index, read_fresh
 
     found = sorted(read_rules(store).values(), key=lambda r: (-r.evidence, r.key))
 
     def read(index: Index) -> list[dict[str, Any]]:
         listed = []
         for rule in found:
-            row = index.db.execute(
-                "SELECT record FROM nodes WHERE key = ? ORDER BY current DESC, updated DESC, id LIMIT 1", (rule.key,)
-            ).fetchone()
-            node = indexed_node(rule.key, row[0]) if row else None
+            node = index.latest_with_key(rule.key)
             listed.append(
                 {
                     **rule.to_dict(),

@@ -18,17 +18,16 @@ with the key, not just the ones that matched.
 from __future__ import annotations
 
 import math
-import sqlite3
 import time
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 
 from cclg import format as fmt
 from cclg.errors import UsageError
 from cclg.ids import parse_time
-from cclg.index import Index, indexed_node, read_fresh, search_fields
+from cclg.index import Index, read_fresh, search_fields
+from cclg.query import Hit, View, Where
 from cclg.records import MemoryNode, Record
-from cclg.repository import ProjectKeys, project_keys
 from cclg.store import Store, patch_order
 from cclg.text import query_terms, tokens
 from cclg.view import effective_view
@@ -42,178 +41,6 @@ MODES = ("auto", "grep", "bm25", "graph", "temporal")
 BM25_WEIGHTS = (1.0, 2.0, 1.5, 0.5)
 GRAPH_RELATIONS = ("depends_on", "refines", "expands", "narrows", "derived_from")
 RRF_K = 60
-MAX_CHAIN = 20  # replacement links followed from a retired memory to the current one
-
-
-class Where(Record):
-    """Which view a search looks at: session overlays, scope filters, the moment. ``project``: one
-    scope value, or the values a project answers to (``cclg.repository.Project.keys``); a memory of
-    none of them is left out, one of no project is kept."""
-
-    def __init__(
-        self,
-        session_id: str | None = None,
-        project: ProjectKeys = None,
-        workspace: str | None = None,
-        at: datetime | None = None,
-    ) -> None:
-        self.session_id = session_id
-        self.projects = project_keys(project)
-        self.workspace = workspace
-        self.at = at
-
-    @property
-    def moment(self) -> float:
-        return (self.at or datetime.now(UTC)).timestamp()
-
-
-class Hit:
-    """One search result. The node record is parsed only when asked for."""
-
-    __slots__ = ("_node", "_record", "evidence", "id", "matched", "score", "via")
-
-    def __init__(
-        self,
-        node: MemoryNode | None = None,
-        score: float = 0.0,
-        matched: list[str] | None = None,
-        via: str = "bm25",
-        *,
-        node_id: str | None = None,
-        record: str | None = None,
-    ) -> None:
-        if node is None and (node_id is None or record is None):
-            raise ValueError("a hit needs a node, or a node id and its record")
-        self._node = node
-        self._record = record
-        self.id: str = node.id if node is not None else str(node_id)
-        self.score = score
-        self.matched = matched or []
-        self.via = via
-        self.evidence: Any = None  # why the relevance decision kept it (cclg.relevance.Evidence)
-
-    @property
-    def node(self) -> MemoryNode:
-        if self._node is None:
-            self._node = indexed_node(self.id, self._record)
-        return self._node
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "score": round(self.score, 4),
-            "via": self.via,
-            "matched": self.matched,
-            "node": self.node.to_dict(),
-        }
-
-
-# ---------------------------------------------------------------- the view, row by row
-
-_ROW = "n.rowid, n.id, n.status, n.key, n.level, n.session, n.project, n.workspace, n.updated, n.starts, n.ends"
-
-
-def _applies(row: sqlite3.Row, where: Where) -> bool:
-    """Whether a current node's row belongs to the view ``where`` describes (key collapse aside)."""
-    if row["status"] == "active_session" and (where.session_id is None or row["session"] != where.session_id):
-        return False
-    if where.projects and row["project"] is not None and row["project"] not in where.projects:
-        return False
-    if where.workspace is not None and row["workspace"] not in (None, where.workspace):
-        return False
-    moment = where.moment
-    return bool(row["starts"] <= moment and (row["ends"] is None or row["ends"] > moment))
-
-
-def _precedence(row: sqlite3.Row) -> tuple[int, float, str]:
-    return (-row["level"], row["updated"], row["id"])
-
-
-class View:
-    """The effective view of one index for one ``Where``, resolved lazily."""
-
-    def __init__(self, index: Index, where: Where) -> None:
-        self.index = index
-        self.where = where
-        self._winners: dict[str, str | None] = {}
-        index.db.row_factory = sqlite3.Row
-
-    def winner(self, key: str) -> str | None:
-        """The id of the node that holds ``key`` in this view (None if no current node applies)."""
-        self.preload([key])
-        return self._winners[key]
-
-    def preload(self, keys: Iterable[str | None]) -> None:
-        """Decide the winners of many keys at once (one query instead of one per key).
-
-        "+n.current" keeps SQLite on the key index: left to itself it may pick the
-        index on current, which holds nearly every row, and scan the whole store.
-        """
-        missing = [k for k in dict.fromkeys(keys) if k is not None and k not in self._winners]
-        for first in range(0, len(missing), 500):
-            chunk = missing[first : first + 500]
-            found: dict[str, list[sqlite3.Row]] = {k: [] for k in chunk}
-            for r in self.index.db.execute(
-                f"SELECT {_ROW} FROM nodes n WHERE n.key IN ({','.join('?' * len(chunk))}) AND +n.current = 1", chunk
-            ):
-                if _applies(r, self.where):
-                    found[r["key"]].append(r)
-            for key, rows in found.items():
-                self._winners[key] = max(rows, key=_precedence)["id"] if rows else None
-
-    def contains(self, row: sqlite3.Row) -> bool:
-        return _applies(row, self.where) and (row["key"] is None or self.winner(row["key"]) == row["id"])
-
-    def node(self, node_id: str) -> MemoryNode | None:
-        row = self.index.db.execute(
-            f"SELECT {_ROW}, n.record, n.current FROM nodes n WHERE n.id = ?", (node_id,)
-        ).fetchone()
-        if row is None or not row["current"] or not self.contains(row):
-            return None
-        return _node(row)
-
-    def all_nodes(self) -> list[MemoryNode]:
-        rows = self.index.db.execute(f"SELECT {_ROW}, n.record FROM nodes n WHERE n.current = 1 ORDER BY n.id")
-        return [_node(r) for r in rows if self.contains(r)]
-
-    def live_ends(self, node: MemoryNode) -> list[MemoryNode]:
-        """The memories of this view that replace ``node`` now: its ``superseded_by`` followed, through
-        memories retired in turn (a supersede then a refine, ...), to the ones that are current."""
-        return [_node(row) for row in self._current_ends(node) if self.contains(row)]
-
-    def moved_away(self, node: MemoryNode) -> bool:
-        """Whether ``node`` was replaced only by current memories outside this view: it moved to another
-        scope (``cclg project adopt`` gave a folder name's memory to one repository), it did not stop
-        being true, so this view has nothing to say about it."""
-        ends = self._current_ends(node)
-        return bool(ends) and not any(self.contains(row) for row in ends)
-
-    def _current_ends(self, node: MemoryNode) -> list[sqlite3.Row]:
-        """The index rows of the current memories that replace ``node``, in any scope, by id."""
-        found: dict[str, sqlite3.Row] = {}
-        seen = {node.id}
-        frontier = list(node.relations["superseded_by"])
-        for _ in range(MAX_CHAIN):
-            following = []
-            for node_id in frontier:
-                if node_id in seen:
-                    continue
-                seen.add(node_id)
-                row = self.index.db.execute(
-                    f"SELECT {_ROW}, n.record, n.current FROM nodes n WHERE n.id = ?", (node_id,)
-                ).fetchone()
-                if row is None:
-                    continue
-                if not row["current"]:
-                    following.extend(_node(row).relations["superseded_by"])
-                else:
-                    found[node_id] = row
-            frontier = following
-        return [found[i] for i in sorted(found)]
-
-
-def _node(row: sqlite3.Row) -> MemoryNode:
-    return indexed_node(row["id"], row["record"])
 
 
 # ---------------------------------------------------------------- BM25
@@ -222,32 +49,6 @@ def _node(row: sqlite3.Row) -> MemoryNode:
 def fts_query(terms: Iterable[str]) -> str:
     """An FTS5 MATCH expression: any of the terms, each quoted."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-
-
-def document_frequencies(index: Index, terms: list[str]) -> tuple[int, dict[str, int]]:
-    """(number of indexed nodes, nodes containing each term).
-
-    Counting is not free in a large store (FTS5 walks each term's document list)
-    and one pack asks for the same terms several times, so the counts are kept on
-    the open index for as long as its database has not changed: ``data_version``
-    moves when another connection commits, ``total_changes`` when this one writes.
-    """
-    db = index.db
-    version = (db.total_changes, db.execute("PRAGMA data_version").fetchone()[0])
-    cache = index.frequencies
-    if index.frequencies_version != version:
-        cache.clear()
-        index.frequencies_version = version
-    if None not in cache:
-        cache[None] = db.execute("SELECT count(*) FROM nodes").fetchone()[0]
-    missing = list(dict.fromkeys(t for t in terms if t not in cache))
-    cache.update((t, 0) for t in missing)
-    for first in range(0, len(missing), 500):  # SQLite caps the number of parameters of a statement
-        chunk = missing[first : first + 500]
-        marks = ",".join("?" * len(chunk))
-        for term, docs in db.execute(f"SELECT term, doc FROM nodes_vocab WHERE term IN ({marks})", chunk):
-            cache[term] = docs
-    return cache[None], {t: cache[t] for t in terms}
 
 
 def idf(total: int, docs: int) -> float:
@@ -276,24 +77,20 @@ def bm25(
     of all of ``text``'s.
     """
     terms = terms or query_terms(text) or [t for t in tokens(text)]
-    if not terms or (status == "retired" and not index.db.execute("SELECT 1 FROM nodes WHERE current = 0").fetchone()):
+    if not terms or (status == "retired" and not index.has_retired()):
         return []  # (no memory out of the view: the scan of every match for a retired one would find none)
     view = View(index, where)
-    condition, params = _row_filter(status, where)
-    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-    # Rank every match on the small columns only, keep the best that are in the
-    # view, and only then read their records and indexed terms: in a big store that
-    # reading is what costs. CROSS JOIN keeps FTS as the outer loop (SQLite may
-    # otherwise walk the index on ``current`` and run the MATCH once per node), and
-    # the covering index ``nodes_view`` answers each match without touching the wide
-    # table rows that hold the records.
-    rows = index.db.execute(
-        f"SELECT {_ROW}, bm25(nodes_fts, {weights}) AS rank FROM nodes_fts"
-        f" CROSS JOIN nodes n INDEXED BY nodes_view ON n.rowid = nodes_fts.rowid"
-        f" WHERE nodes_fts MATCH ? AND {condition}"
-        " ORDER BY rank, n.id LIMIT ?",
-        [fts_query(_selective(index, terms)), *params, pool or max(limit * 4, 40)],
-    ).fetchall()
+    # Rank every match on the small columns only, keep the best that are in the view, and only then
+    # read their records and indexed terms: in a big store that reading is what costs.
+    rows = index.matches(
+        fts_query(_selective(index, terms)),
+        BM25_WEIGHTS,
+        pool or max(limit * 4, 40),
+        status=status,
+        session_id=where.session_id,
+        projects=where.projects,
+        workspace=where.workspace,
+    )
     if status is None:
         view.preload(row["key"] for row in rows)
     kept = [row for row in rows if status is not None or view.contains(row)]
@@ -302,14 +99,7 @@ def bm25(
     # a whole ranking can lie below 1e-5 (round(x, 6) would make it id order).
     kept.sort(key=lambda row: (-float(f"{-row['rank']:.9g}"), row["id"]))
     kept = kept[:limit]
-    details = {
-        row[0]: row[1:]
-        for row in index.db.execute(
-            "SELECT n.rowid, n.record, f.content, f.key, f.tags, f.keys FROM nodes n"
-            f" JOIN nodes_fts f ON f.rowid = n.rowid WHERE n.rowid IN ({','.join('?' * len(kept))})",
-            [row["rowid"] for row in kept],
-        )
-    }
+    details = index.match_fields([row["rowid"] for row in kept])
     wanted = set(terms)
     hits = []
     for row in kept:
@@ -317,35 +107,6 @@ def bm25(
         present = set(" ".join(fields).split())
         hits.append(Hit(node_id=row["id"], record=record, score=-row["rank"], matched=sorted(wanted & present)))
     return hits
-
-
-def _row_filter(status: str | None, where: Where) -> tuple[str, list[str]]:
-    """The SQL condition (and its parameters) on ``nodes n`` for a status and a ``Where``."""
-    params: list[str] = []
-    if status is None:
-        condition = "n.current = 1"
-    elif status == "all":
-        condition = "1"
-    elif status == "retired":
-        # Facts that were true and are no longer: not forgotten ones (the user wanted
-        # them gone), nor rolled-back, pending or disputed ones.
-        condition = "n.current = 0 AND n.status IN ('active', 'active_session', 'superseded', 'deprecated', 'expired')"
-    else:
-        condition = "n.status = ?"
-        params = [status]
-    # Scope filters go into the SQL so that memories out of scope never crowd the pool.
-    # Another session's memories are out of the view; asking for "all" or a named
-    # status shows them unless a session is named.
-    if status in (None, "retired") or where.session_id is not None:
-        condition += " AND (n.session IS NULL OR n.session = ?)"
-        params.append(where.session_id or "")
-    if where.projects:
-        condition += f" AND (n.project IS NULL OR n.project IN ({', '.join('?' * len(where.projects))}))"
-        params.extend(where.projects)
-    if where.workspace is not None:
-        condition += " AND (n.workspace IS NULL OR n.workspace = ?)"
-        params.append(where.workspace)
-    return condition, params
 
 
 # A term found in more than this share of a large store barely ranks anything but
@@ -360,12 +121,12 @@ def rarest_terms(index: Index, terms: list[str], count: int) -> list[str]:
     a search with them finds what shares the distinctive words, at a cost that does not grow with the
     store the way a common term's thousands of matches do."""
     terms = list(dict.fromkeys(terms))
-    _, docs = document_frequencies(index, terms)
+    _, docs = index.document_frequencies(terms)
     return sorted((t for t in terms if docs[t] > 0), key=lambda t: (docs[t], t))[:count]
 
 
 def _selective(index: Index, terms: list[str]) -> list[str]:
-    total, docs = document_frequencies(index, terms)
+    total, docs = index.document_frequencies(terms)
     if total < COMMON_TERM_MIN_NODES:
         return terms
     rare = [t for t in terms if docs[t] <= total * COMMON_TERM_SHARE]
@@ -467,14 +228,7 @@ def expand(index: Index, hits: list[Hit], where: Where, *, limit: int) -> list[H
     result = list(hits)
     for hit in hits:
         neighbours = [n for kind in GRAPH_RELATIONS for n in hit.node.relations.get(kind, [])]
-        neighbours += [
-            row[0]
-            for row in index.db.execute(
-                "SELECT t.node_id FROM patch_nodes s JOIN patch_nodes t ON s.patch_id = t.patch_id"
-                " WHERE s.node_id = ? AND s.role = 'new' AND t.role = 'target'",
-                (hit.id,),
-            )
-        ]
+        neighbours += index.replaced_by_patches_of(hit.id)
         for node_id in neighbours:
             if node_id in seen:
                 continue

@@ -64,8 +64,8 @@ import time
 from cclg import embed
 from cclg.fields import parse_json
 from cclg.files import create_private
-from cclg.index import indexed_node, is_damage, read_fresh
-from cclg.search import View, Where
+from cclg.index import IndexDamage, is_damage, read_fresh
+from cclg.query import View, Where
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -478,12 +478,10 @@ class Vectors:
     def _refresh(self, index: Index) -> None:
         import numpy
 
-        meta = index.db.execute("SELECT value FROM meta WHERE key = 'signature'").fetchone()
-        count = index.db.execute("SELECT count(*) FROM nodes WHERE current = 1").fetchone()[0]
-        fingerprint = (meta[0] if meta else None, count)
+        fingerprint = index.fingerprint()
         if fingerprint == self.fingerprint:
             return
-        current = {row[0]: row[1] for row in index.db.execute("SELECT id, hash FROM nodes WHERE current = 1")}
+        current = index.current_hashes()
         stored = {row[0]: (row[1], row[2]) for row in self.db.execute("SELECT id, model, hash FROM vectors")}
         stale = [i for i, (model, digest) in stored.items() if current.get(i) != digest or model != embed.MODEL_ID]
         self.db.executemany("DELETE FROM vectors WHERE id = ?", [(i,) for i in stale])
@@ -510,8 +508,9 @@ class Vectors:
 
 def _text(index: Index, node_id: str) -> str:
     """What a memory's vector stands for: its key (as words) and its content."""
-    row = index.db.execute("SELECT record FROM nodes WHERE id = ?", (node_id,)).fetchone()
-    node = indexed_node(node_id, row[0])
+    node = index.node(node_id)
+    if node is None:
+        raise IndexDamage(f"the index lists {node_id} as current but holds no row of it")
     key = (node.key or "").replace(".", " ").replace("_", " ")
     return f"{key}: {node.content}" if key else node.content
 

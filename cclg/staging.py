@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from cclg.files import fsync_dir, pid_alive
-from cclg.index import note_changes
+from cclg.index import IndexChanges
 from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Session, dumps
 from cclg.store import Store, audit_record
 
@@ -104,7 +104,7 @@ def _complete(store: Store, folder: Path) -> int:
             fsync_dir(target)
     shutil.rmtree(folder)
     _remove_if_empty(folder.parent)
-    note_changes(store, node_ids, patch_ids)
+    IndexChanges(store).changed(node_ids, patch_ids)
     return moved
 
 

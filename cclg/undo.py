@@ -14,7 +14,7 @@ from __future__ import annotations
 from cclg import guard
 from cclg.errors import IllegalPatchError
 from cclg.ids import new_id, now_iso
-from cclg.index import note_changes
+from cclg.index import IndexChanges
 from cclg.lattice import rule_for
 from cclg.ledger import PatchResult, is_purge, link_replacements, patch_audit, read_target, set_status
 from cclg.records import MemoryNode, MemoryPatch, Source, default_resolution_policy
@@ -74,7 +74,7 @@ def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | 
                 for n in nodes.values()
             ]
             store.audit_many(records)
-        note_changes(store, list(nodes), [patch.id])
+        IndexChanges(store).changed(list(nodes), [patch.id])
     return PatchResult(patch=patch, changed_nodes=list(nodes.values()))
 
 

@@ -11,7 +11,7 @@ session's log and a line in ``audit/usage.jsonl``; nodes are never rewritten for
 ``active/usage.json`` is a projection of that log (memory id -> delivered, used), rebuilt at each
 session end, and ``prior`` turns it into a multiplier between 0.9 and 1.1 that the pack applies to
 the relevance score of memories that relevance and the budget already let into the pack
-(``cclg.pack.usage_order``): a memory that keeps helping rises a little, one delivered twenty
+(``cclg.selection.usage_order``): a memory that keeps helping rises a little, one delivered twenty
 times and never used sinks a little, and neither ever enters or leaves a pack on usage alone, not
 even at the budget's edge. Nothing changes with time alone.
 """
@@ -90,17 +90,16 @@ def observe_session(store: Store, session_id: str, found: Digest | None = None) 
 
 
 def _terms(store: Store, node_ids: list[str]) -> dict[str, list[str]]:
-    from cclg.index import indexed_node, read_fresh
-    from cclg.search import document_frequencies
+    from cclg.index import read_fresh
     from cclg.text import tokens
 
     def read(index: Index) -> tuple[dict[str, str], dict[str, int]]:
         contents = {}
         for node_id in node_ids:
-            row = index.db.execute("SELECT record FROM nodes WHERE id = ?", (node_id,)).fetchone()
-            if row is not None:
-                contents[node_id] = indexed_node(node_id, row[0]).content
-        _, frequencies = document_frequencies(index, [t for c in contents.values() for t in tokens(c)])
+            node = index.node(node_id)
+            if node is not None:
+                contents[node_id] = node.content
+        _, frequencies = index.document_frequencies([t for c in contents.values() for t in tokens(c)])
         return contents, frequencies
 
     contents, frequencies = read_fresh(store, read)

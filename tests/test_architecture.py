@@ -11,6 +11,7 @@ until it is given its place.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -58,7 +59,7 @@ LAYERS: list[list[str]] = [
     # the ledger and its projections
     ["lattice", "view", "index", "staging", "ledger", "undo", "lineage", "promotion"],
     # reading and compiling
-    ["search", "semantic", "relevance", "sessions", "usage", "pack", "sensors", "turns"],
+    ["query", "search", "semantic", "relevance", "sessions", "usage", "selection", "rendering", "sensors", "turns"],
     # operations
     ["intake", "container", "importing", "redaction", "purge", "adoption", "doctor", "demo", "rules", "distill"],
     # the library
@@ -140,6 +141,43 @@ def test_the_checks_see_a_violation(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text(
         "if TYPE_CHECKING:\n    from cclg.hook import Call\n"
-        "def f():\n    from cclg.api import status\n    from cclg import pack\n"
+        "def f():\n    from cclg.api import status\n    from cclg import rendering\n"
     )
-    assert imported(sample) == {"cclg.api", "cclg.pack"}
+    assert imported(sample) == {"cclg.api", "cclg.rendering"}
+
+
+# ---------------------------------------------------------------- the index owns its SQL
+
+# The tables of the search index (``cclg/index.py``'s schema). ``meta`` is also a table of the code
+# graph's own search index, so the index's is caught by its connection instead (``index.db``).
+INDEX_TABLES = ("nodes", "nodes_fts", "nodes_vocab", "patches", "patch_nodes")
+INDEX_SQL = re.compile(
+    r"\b(?:FROM|INTO|UPDATE|JOIN)\s+(?:" + "|".join(INDEX_TABLES) + r")\b"  # a statement on one of its tables
+    r"|\bindex\.db\b"  # the index's own connection, which only its named queries use
+    r"|\brow_factory\b"  # how the index's rows read is the index's business
+    r"|connect\([^)]*index_path"  # opening the index's file
+)  # SQL keywords in capitals, as cclg writes them: prose "from nodes" is no statement
+
+
+def index_sql(path: Path) -> list[str]:
+    """The lines of ``path`` that write SQL against the search index's tables or reach its connection."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [f"{path.name}:{number}: {line.strip()}" for number, line in enumerate(lines, 1) if INDEX_SQL.search(line)]
+
+
+def test_only_the_index_writes_sql_against_its_tables() -> None:
+    """Every other module asks ``Index`` a named query: the tables can change in one place."""
+    found = [line for name, path in MODULES.items() if name != "cclg.index" for line in index_sql(path)]
+    assert not found, "ask cclg.index.Index a named query instead:\n" + "\n".join(found)
+
+
+def test_the_sql_check_sees_a_query(tmp_path: Path) -> None:
+    """The SQL scan is not blind: a query on ``nodes``, the index's connection and a row factory are found."""
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        'rows = db.execute("SELECT id FROM nodes WHERE current = 1")\n'
+        "index.db.commit()\n"
+        "db.row_factory = sqlite3.Row\n"
+        "# the nodes of the pack, from the index\n"
+    )
+    assert len(index_sql(sample)) == 3

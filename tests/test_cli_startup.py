@@ -2,7 +2,7 @@
 
 ``cclg add`` runs in a process of its own, which then lists what it imported: the container,
 doctor, the demo, the installers (and ``subprocess`` with them), the code graph and the other
-commands' modules must not be among them. (``cclg.pack`` is, for now: it holds ``to_toml``,
+commands' modules must not be among them. (``cclg.rendering`` is, for now: it holds ``to_toml``,
 which prints the result.) No timings here.
 """
 

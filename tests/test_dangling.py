@@ -107,7 +107,9 @@ def test_the_hook_and_the_pack_read_past_a_lost_memory(store: Store, gone: dict[
     assert kept in context
     event(store, SESSION, "session-end", reason="exit")
     assert hook_failures(store) == []
-    assert [e["id"] for e in api.compile_pack(store, "deploys announced channel")["memory_nodes"]] == [kept]
+    assert [e["id"] for e in api.compile_pack(store, api.PackRequest("deploys announced channel"))["memory_nodes"]] == [
+        kept
+    ]
     last = read_jsonl(store.usage_log_path).records[-1]
     assert gone["gone"].id not in [*last["used"], *last["ignored"]], "no verdict on what cannot be judged"
 

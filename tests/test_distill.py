@@ -124,7 +124,7 @@ def test_a_distilled_correction_of_a_pinned_memory_is_not_pinned_and_the_proposa
     """Issue 27, rule 7: accepting a correction of the user's pinned memory once wrote a trusted, pinned
     memory whose text was the detector's reading of a prompt, and the proposal did not say so."""
     from cclg import guard
-    from cclg.pack import compile_pack
+    from cclg.selection import PackRequest, compile_pack
 
     old = api.add_memory(
         store, "The staging database listens on port 5432", source="user", trust="trusted", retention="required",
@@ -142,7 +142,7 @@ def test_a_distilled_correction_of_a_pinned_memory_is_not_pinned_and_the_proposa
     (done,) = distill.accept(store, SESSION, [1])
     (new_id,) = done["new_node_ids"]
     assert guard.labels(api.show(store, new_id).metadata) == ("untrusted", "confidential", "preferred")
-    assert compile_pack(store, "")["memory_nodes"] == [], "not pinned into every pack"
+    assert compile_pack(store, PackRequest(""))["memory_nodes"] == [], "not pinned into every pack"
 
 
 def test_every_proposal_shows_the_labels_acceptance_sets(store: Store, session: dict[str, Any]) -> None:

@@ -336,7 +336,7 @@ def import_as_before_the_fix(store: Store, path: Path) -> None:
     (``cclg.importing._write`` at c890eba): every record as it came, a purge patch keeping its rule and a
     tombstone its mark, each audited ``via: import``, then the index told."""
     from cclg.container import load_container
-    from cclg.index import note_changes
+    from cclg.index import IndexChanges
     from cclg.ledger import patch_audit
     from cclg.store import audit_record
 
@@ -350,7 +350,7 @@ def import_as_before_the_fix(store: Store, path: Path) -> None:
         store.write_node(node, new=True)
         audit.append(audit_record("node_written", node_id=node.id, via="import"))
     store.audit_many(audit)
-    note_changes(store, [n.id for n in container.nodes], [p.id for p in container.patches])
+    IndexChanges(store).changed([n.id for n in container.nodes], [p.id for p in container.patches])
 
 
 @pytest.mark.parametrize("finished_by_the_old_doctor", [False, True])

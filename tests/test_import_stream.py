@@ -18,8 +18,9 @@ from cclg.doctor import diagnose
 from cclg.errors import IllegalPatchError, ValidationError
 from cclg.guard import SecretError
 from cclg.index import open_index
+from cclg.query import Where
 from cclg.records import MemoryNode
-from cclg.search import Where, bm25
+from cclg.search import bm25
 from cclg.store import Store
 from cclg.undo import rollback
 

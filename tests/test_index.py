@@ -26,8 +26,9 @@ from cclg.files import read_jsonl
 from cclg.ids import content_hash
 from cclg.index import connect, open_index
 from cclg.ledger import apply_patch, create_nodes
+from cclg.query import Hit, View, Where
 from cclg.records import MemoryNode, Scope, Source, dumps, new_node, retrieval_for
-from cclg.search import Hit, View, Where, grep, search
+from cclg.search import grep, search
 from cclg.store import INDEX_FILE, Store
 from cclg.undo import rollback
 from cclg.view import effective_view, retired_ids
@@ -539,13 +540,16 @@ def damage_repairs(store: Store) -> list[str]:
 def test_a_damaged_index_is_rebuilt_wherever_the_damage_shows(seeded: Store, operation: str, how: str) -> None:
     """ "database disk image is malformed" made doctor, doctor --repair, reindex and search crash, and
     the hook return nothing: the index is deleted, built again from the files, and the audit log says so."""
-    from cclg.pack import fit_markdown
+    from cclg.rendering import fit_markdown
+    from cclg.selection import Budget, PackRequest
 
     damage_index(seeded, how)
     if operation == "search":
         assert len(search(seeded, "pytest", mode="bm25")) == 1
     elif operation == "pack":  # what the hook serves
-        pack, _ = fit_markdown(seeded, "pytest", max_chars=5000, session_id="s1")
+        pack, _ = fit_markdown(
+            seeded, PackRequest("pytest", where=Where(session_id="s1"), budget=Budget(max_chars=5000))
+        )
         assert [e["content"] for e in pack["memory_nodes"]] == ["Tests run with pytest -q"]
     elif operation == "doctor":
         report = doctor.diagnose(seeded)

@@ -45,7 +45,8 @@ from cclg.files import read_jsonl
 from cclg.ledger import apply_patch, create_nodes
 from cclg.mcp_server import main
 from cclg.mcp_tools import allowed_repository
-from cclg.pack import compile_pack
+from cclg.query import Where
+from cclg.selection import Budget, PackRequest, compile_pack
 from cclg.store import Store
 
 SERVER = [sys.executable, "-m", "cclg.mcp_server"]
@@ -405,7 +406,7 @@ def test_search_filters_by_status_and_project(served: Served) -> None:
     assert retired["results"][0]["node"]["status"] == "superseded"
     for project, seen in (("cclg", True), ("elsewhere", False)):
         got = served.ok("cclg_search", {"query": "ruff check", "project": project})
-        want = search.search(served.store, "ruff check", where=search.Where(project=project))
+        want = search.search(served.store, "ruff check", where=Where(project=project))
         assert got == {"results": [h.to_dict() for h in want]}
         assert (served.ids["lint"] in [r["id"] for r in got["results"]]) is seen
 
@@ -430,7 +431,9 @@ def test_grep_finds_memories_and_raw_lines(served: Served) -> None:
 
 def test_pack_is_the_compiled_pack(served: Served) -> None:
     got = served.ok("cclg_pack", {"query": "how do deploys go out", "max_nodes": 5})
-    assert got == compile_pack(served.store, "how do deploys go out", max_nodes=5, generated_at=got["generated_at"])
+    assert got == compile_pack(
+        served.store, PackRequest("how do deploys go out", budget=Budget(max_nodes=5), generated_at=got["generated_at"])
+    )
     assert got["schema_version"] == fmt.PACK_SCHEMA
     assert served.ids["new"] in [n["id"] for n in got["memory_nodes"]]
     assert served.ids["old"] not in [n["id"] for n in got["memory_nodes"]]
@@ -440,11 +443,11 @@ def test_pack_is_the_compiled_pack(served: Served) -> None:
 def test_pack_format_json_is_the_pack_and_other_formats_add_its_rendering(served: Served) -> None:
     query = "how are tests run"
     as_json = served.ok("cclg_pack", {"query": query, "format": "json"})
-    assert as_json == compile_pack(served.store, query, generated_at=as_json["generated_at"])
+    assert as_json == compile_pack(served.store, PackRequest(query, generated_at=as_json["generated_at"]))
     assert "rendered" not in as_json
     markdown = served.ok("memory_pack", {"query": query, "format": "markdown"})
     pack = {k: v for k, v in markdown.items() if k != "rendered"}
-    assert pack == compile_pack(served.store, query, generated_at=markdown["generated_at"])
+    assert pack == compile_pack(served.store, PackRequest(query, generated_at=markdown["generated_at"]))
     assert markdown["rendered"] == api.render(pack, "markdown")
     assert served.ids["tests"] in markdown["rendered"] and "The test suite runs with pytest -q" in markdown["rendered"]
     toml = served.ok("cclg_pack", {"query": query, "format": "toml"})

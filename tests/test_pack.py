@@ -3,6 +3,7 @@ exact budgets, determinism, the three renderings (hostile contents included), li
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
@@ -18,7 +19,8 @@ from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import cclg.pack
+import cclg.rendering
+import cclg.selection
 from cclg.api import add_memory
 from cclg.cli import cli
 from cclg.errors import UsageError
@@ -26,16 +28,11 @@ from cclg.files import read_jsonl
 from cclg.guard import SecretError, reveal
 from cclg.index import open_index
 from cclg.ledger import apply_patch, create_nodes
-from cclg.pack import (
-    SUPPRESSED_PREFIX_CHARS,
-    Budget,
-    compile_pack,
-    prompt_markdown,
-    prompt_toml,
-    render,
-)
+from cclg.query import Where
 from cclg.records import Scope, Source, dumps, new_node
-from cclg.search import Where, bm25
+from cclg.rendering import prompt_markdown, prompt_toml, render
+from cclg.search import bm25
+from cclg.selection import SUPPRESSED_PREFIX_CHARS, Budget, PackRequest, Spending, compile_pack
 from cclg.store import Store
 from cclg.text import estimate_tokens, json_literal
 from cclg.undo import rollback
@@ -105,7 +102,7 @@ def seed(store: Store, contents: list[str]) -> list[str]:
 
 
 def pack(store: Store, query: str, **options: Any) -> dict[str, Any]:
-    return compile_pack(store, query, generated_at=GENERATED_AT, **options)
+    return compile_pack(store, PackRequest(query, generated_at=GENERATED_AT, **options))
 
 
 def ids(entries: list[dict[str, Any]]) -> list[str]:
@@ -165,7 +162,7 @@ def test_pack_keys_follow_the_contract_order_and_schema(store: Store, facts: lis
 
 
 def test_generated_at_defaults_to_now(store: Store, facts: list[str]) -> None:
-    result = compile_pack(store, "pytest")
+    result = compile_pack(store, PackRequest("pytest"))
     assert result["generated_at"] != GENERATED_AT
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?\+00:00", result["generated_at"])
 
@@ -273,10 +270,10 @@ def test_retired_memories_of_other_scopes_are_not_listed(store: Store) -> None:
     for node_id in (beta, overlay, shared):
         apply_patch(store, "expire", [node_id], reason="gone")
     query = "kubernetes helm charts"
-    assert set(ids(pack(store, query, project="alpha")["suppressed_nodes"])) == {shared}
-    assert set(ids(pack(store, query, project="beta")["suppressed_nodes"])) == {beta, shared}
-    assert set(ids(pack(store, query, session_id="s2")["suppressed_nodes"])) == {beta, shared}
-    assert set(ids(pack(store, query, session_id="s1")["suppressed_nodes"])) == {beta, overlay, shared}
+    assert set(ids(pack(store, query, where=Where(project="alpha"))["suppressed_nodes"])) == {shared}
+    assert set(ids(pack(store, query, where=Where(project="beta"))["suppressed_nodes"])) == {beta, shared}
+    assert set(ids(pack(store, query, where=Where(session_id="s2"))["suppressed_nodes"])) == {beta, shared}
+    assert set(ids(pack(store, query, where=Where(session_id="s1"))["suppressed_nodes"])) == {beta, overlay, shared}
 
 
 # ---------------------------------------------------------------- relevance gate and pinned memories
@@ -319,14 +316,16 @@ def test_an_empty_query_gives_only_pinned_memories(store: Store, facts: list[str
 def test_pinned_memories_come_first_whatever_the_query(store: Store, facts: list[str]) -> None:
     pinned = sorted([pin(store, "Always answer in British English"), pin(store, "Sign commits", how="retention")])
     pin(store, "Pinned rule of project beta only", scope=Scope(project="beta"))
-    on_topic = pack(store, "how do I run the test suite with pytest", project="alpha")
+    on_topic = pack(store, "how do I run the test suite with pytest", where=Where(project="alpha"))
     assert ids(on_topic["memory_nodes"])[:2] == pinned
     assert len(on_topic["memory_nodes"]) > 2
     assert all("pinned" not in e for e in on_topic["memory_nodes"][2:])
-    off_topic = pack(store, "write a haiku about autumn leaves", project="alpha")
+    off_topic = pack(store, "write a haiku about autumn leaves", where=Where(project="alpha"))
     assert ids(off_topic["memory_nodes"]) == pinned
 
-    narrow = pack(store, "how do I run the test suite with pytest", project="alpha", max_nodes=1)
+    narrow = pack(
+        store, "how do I run the test suite with pytest", where=Where(project="alpha"), budget=Budget(max_nodes=1)
+    )
     assert ids(narrow["memory_nodes"]) == pinned[:1]
     assert narrow["budget"]["omitted_nodes"] == len(on_topic["memory_nodes"]) - 1
 
@@ -336,7 +335,7 @@ def test_pinned_memories_come_first_whatever_the_query(store: Store, facts: list
 
 def test_max_nodes_caps_the_entries_and_counts_the_rest(store: Store) -> None:
     made = seed(store, [f"Flamingo service number {i} runs on host flamingo-{i}" for i in range(6)])
-    result = pack(store, "flamingo service", max_nodes=2)
+    result = pack(store, "flamingo service", budget=Budget(max_nodes=2))
     assert len(result["memory_nodes"]) == 2
     assert result["budget"]["omitted_nodes"] == 4
     assert set(ids(result["memory_nodes"])) <= set(made)
@@ -346,7 +345,7 @@ def test_max_nodes_caps_the_entries_and_counts_the_rest(store: Store) -> None:
 def test_a_long_memory_is_cut_with_a_visible_marker(store: Store) -> None:
     long = add(store, "Pelican pipeline notes: " + "stage runs then waits. " * 300)
     short = add(store, "Pelican pipeline owner is the data team")
-    result = pack(store, "pelican pipeline", max_chars=1000)
+    result = pack(store, "pelican pipeline", budget=Budget(max_chars=1000))
     stored = {long: store.read_node(long).content, short: store.read_node(short).content}
     assert len(stored[long]) > 1000
     entries = {e["id"]: e for e in result["memory_nodes"]}
@@ -360,7 +359,7 @@ def test_a_long_memory_is_cut_with_a_visible_marker(store: Store) -> None:
 
 def test_a_memory_with_too_little_room_is_omitted_not_cut(store: Store) -> None:
     add(store, "Pelican pipeline notes: " + "stage runs then waits. " * 300)
-    result = pack(store, "pelican pipeline", max_chars=100)
+    result = pack(store, "pelican pipeline", budget=Budget(max_chars=100))
     assert result["memory_nodes"] == []
     assert result["budget"] == {
         "max_nodes": 12,
@@ -378,7 +377,7 @@ def test_max_tokens_caps_cjk_text(store: Store) -> None:
     node_id = add(store, "東京都の配備手順: " + "サーバーを再起動してからキャッシュを消す。" * 60)
     content = store.read_node(node_id).content
     assert estimate_tokens(content) > 400
-    result = pack(store, "東京都の配備手順", max_tokens=400)
+    result = pack(store, "東京都の配備手順", budget=Budget(max_tokens=400))
     assert ids(result["memory_nodes"]) == [node_id]
     assert result["budget"]["max_tokens"] == 400
     assert 0 < result["budget"]["used_tokens"] <= 400
@@ -393,7 +392,7 @@ def test_suppressed_prefixes_count_in_the_budget(store: Store) -> None:
     assert ids(result["suppressed_nodes"]) == [old]
     assert ids(result["memory_nodes"]) == [new[0].id]
     check_budget(result, {n.id: n.content for n in store.load_nodes().values()})
-    no_room = pack(store, "billing gateway timeout", max_chars=len(new[0].content) + 10)
+    no_room = pack(store, "billing gateway timeout", budget=Budget(max_chars=len(new[0].content) + 10))
     assert ids(no_room["memory_nodes"]) == [new[0].id] and no_room["suppressed_nodes"] == []
 
 
@@ -439,7 +438,12 @@ def test_budget_invariants_hold_for_random_stores(
         assume(False)  # random text that reads as a secret is refused: no store to pack from
     stored = {n.id: n.content for n in nodes}
     result = compile_pack(
-        store, "zebrafish", max_nodes=max_nodes, max_chars=max_chars, max_tokens=max_tokens, generated_at=GENERATED_AT
+        store,
+        PackRequest(
+            "zebrafish",
+            budget=Budget(max_nodes=max_nodes, max_chars=max_chars, max_tokens=max_tokens),
+            generated_at=GENERATED_AT,
+        ),
     )
     check_budget(result, stored)
     budget = result["budget"]
@@ -475,9 +479,14 @@ def test_fitted_markdown_fits_whole_in_one_pass(
     ]
     create_nodes(store, nodes, reason="hypothesis", new_content="random memories")
     ran = []
-    real_select = cclg.pack.select
-    monkeypatch.setattr(cclg.pack, "select", lambda *a, **k: ran.append(1) or real_select(*a, **k))
-    result, text = cclg.pack.fit_markdown(store, "zebrafish", max_chars=max_chars, max_tokens=max_tokens)
+    real_select = cclg.rendering.select
+    monkeypatch.setattr(cclg.rendering, "select", lambda *a, **k: ran.append(1) or real_select(*a, **k))
+    result, text = cclg.rendering.fit_markdown(
+        store,
+        cclg.selection.PackRequest(
+            "zebrafish", budget=cclg.selection.Budget(max_chars=max_chars, max_tokens=max_tokens)
+        ),
+    )
     assert ran == [1]
     assert text == prompt_markdown(result)
     if result["memory_nodes"] or result["suppressed_nodes"]:
@@ -495,7 +504,7 @@ def test_fitted_markdown_fits_whole_in_one_pass(
     max_tokens=st.none() | st.integers(0, 3000),
 )
 def test_budget_fit_never_overspends(texts: list[str], max_chars: int, max_tokens: int | None) -> None:
-    budget = Budget(max_nodes=100, max_chars=max_chars, max_tokens=max_tokens)
+    budget = Spending(Budget(max_nodes=100, max_chars=max_chars, max_tokens=max_tokens))
     node_id = "mem_01abcdefghjkmnpqrstvwxyz0"
     emitted = []
     for text in texts:
@@ -540,7 +549,7 @@ def test_same_store_and_query_give_the_same_bytes(store: Store, facts: list[str]
         if "score" in entry:
             assert entry["score"] == round(entry["score"], 4)
     assert any("score" in e for e in first["memory_nodes"])
-    later = compile_pack(store, query, generated_at="2030-01-01T00:00:00+00:00")
+    later = compile_pack(store, PackRequest(query, generated_at="2030-01-01T00:00:00+00:00"))
     assert {**later, "generated_at": GENERATED_AT} == first
 
 
@@ -569,7 +578,7 @@ def test_prompt_toml_emits_the_contract_fields_and_trust(store: Store, facts: li
 def test_json_rendering_parses_back_to_the_pack(store: Store, facts: list[str]) -> None:
     old = add(store, "The API server used to listen on port 3000")
     apply_patch(store, "supersede", [old], reason="moved", contents=["The API server now listens on port 9090"])
-    result = pack(store, "which port does the API server listen on", max_tokens=500)
+    result = pack(store, "which port does the API server listen on", budget=Budget(max_tokens=500))
     assert json.loads(render(result, "json")) == result
 
 
@@ -623,7 +632,7 @@ def test_hostile_memories_cannot_escape_any_rendering(store: Store) -> None:
         create_nodes(store, [node], reason="hostile")
         made[node.id] = content
     query = "haiku\n# injected heading\n```"
-    result = pack(store, query, max_nodes=len(HOSTILE))
+    result = pack(store, query, budget=Budget(max_nodes=len(HOSTILE)))
     assert sorted(ids(result["memory_nodes"])) == sorted(made)
 
     parsed = tomllib.loads(render(result, "toml"))
@@ -714,12 +723,32 @@ def test_renderings_keep_arbitrary_text_inside_its_field(
 # ---------------------------------------------------------------- a light import path
 
 
+@pytest.mark.parametrize(
+    "function",
+    [cclg.selection.select, cclg.selection.compile_pack, cclg.selection.explain_pack, cclg.rendering.fit_markdown],
+)
+def test_a_pack_is_asked_for_with_one_request(function: Any) -> None:
+    """A pack option is a field of ``PackRequest`` (or ``Budget``), never a keyword forwarded by hand."""
+    assert list(inspect.signature(function).parameters) == ["store", "request"]
+
+
+def test_a_request_is_fixed_once_made() -> None:
+    request = PackRequest("deploys", budget=Budget(max_nodes=3))
+    with pytest.raises(AttributeError):
+        request.query = "something else"
+    with pytest.raises(AttributeError):
+        request.budget.max_nodes = 5
+    wider = request.budget.replace(max_nodes=5)
+    assert (wider.max_nodes, wider.max_chars, request.budget.max_nodes) == (5, request.budget.max_chars, 3)
+
+
 def test_the_pack_path_imports_nothing_heavy(tmp_path: Path) -> None:
     code = textwrap.dedent(
         """
         import json, sys
         from pathlib import Path
-        import cclg.pack
+        import cclg.rendering
+        import cclg.selection
         from cclg.ledger import create_nodes
         from cclg.records import Source, new_node
         from cclg.store import Store
@@ -727,7 +756,7 @@ def test_the_pack_path_imports_nothing_heavy(tmp_path: Path) -> None:
         store, _ = Store.init(Path(sys.argv[1]))
         node = new_node("The tests run with pytest", source=Source(label="user"))
         create_nodes(store, [node], reason="seed")
-        result = cclg.pack.compile_pack(store, "how do the tests run")
+        result = cclg.selection.compile_pack(store, cclg.selection.PackRequest("how do the tests run"))
         heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("click", "mcp", "git", "tree_sitter"))
         print(json.dumps({"ids": [e["id"] for e in result["memory_nodes"]], "heavy": heavy}))
         """
@@ -748,12 +777,12 @@ def test_session_overlays_appear_only_with_their_session(store: Store, facts: li
     overlay = add(store, "For this session the pytest run uses -x --ff", scope=Scope(session="s1"))
     assert store.read_node(overlay).status == "active_session"
     query = "how do I run pytest"
-    assert overlay in ids(pack(store, query, session_id="s1")["memory_nodes"])
-    assert overlay not in ids(pack(store, query, session_id="s2")["memory_nodes"])
+    assert overlay in ids(pack(store, query, where=Where(session_id="s1"))["memory_nodes"])
+    assert overlay not in ids(pack(store, query, where=Where(session_id="s2"))["memory_nodes"])
     assert overlay not in ids(pack(store, query)["memory_nodes"])
     pinned_overlay = pin(store, "Session s1 is in read-only mode", scope=Scope(session="s1"))
-    assert ids(pack(store, "", session_id="s1")["memory_nodes"]) == [pinned_overlay]
-    assert pack(store, "", session_id="s2")["memory_nodes"] == []
+    assert ids(pack(store, "", where=Where(session_id="s1"))["memory_nodes"]) == [pinned_overlay]
+    assert pack(store, "", where=Where(session_id="s2"))["memory_nodes"] == []
 
 
 def test_project_filter_excludes_other_projects(store: Store) -> None:
@@ -761,8 +790,8 @@ def test_project_filter_excludes_other_projects(store: Store) -> None:
     beta = add(store, "Project beta deploys with terraform workspaces", scope=Scope(project="beta"))
     shared = add(store, "Terraform deploys keep their state in the shared bucket")
     query = "how do we deploy with terraform"
-    assert set(ids(pack(store, query, project="alpha")["memory_nodes"])) == {alpha, shared}
-    assert set(ids(pack(store, query, project="beta")["memory_nodes"])) == {beta, shared}
+    assert set(ids(pack(store, query, where=Where(project="alpha"))["memory_nodes"])) == {alpha, shared}
+    assert set(ids(pack(store, query, where=Where(project="beta"))["memory_nodes"])) == {beta, shared}
     assert set(ids(pack(store, query)["memory_nodes"])) == {alpha, beta, shared}
 
 

@@ -245,7 +245,7 @@ def test_rule14_damaged_vectors_are_deleted_and_embedded_again(tmp_path: Path, p
 
     from cclg import semantic
     from cclg.intake import add_memory
-    from cclg.search import Where
+    from cclg.query import Where
 
     store, _ = Store.init(tmp_path / "store")
     uv = add_memory(store, "Use uv for Python environments, never pip install.", source="user").node.id

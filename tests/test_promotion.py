@@ -39,7 +39,9 @@ def test_a_promoted_session_memory_becomes_durable_with_its_edge(store: Store) -
     assert durable.relations["derived_from"] == [old] and durable.content == api.show(store, old).content
     assert [(e.type, e.from_id, e.to_id) for e in result.edges] == [("derived_from", durable.id, old)]
     assert diagnose(store).ok, [f.message for f in diagnose(store).findings]
-    packed = api.compile_pack(store, "flaky test cache expiry", session_id="another", project="shop")
+    packed = api.compile_pack(
+        store, api.PackRequest("flaky test cache expiry", where=api.Where(session_id="another", project="shop"))
+    )
     assert [n["id"] for n in packed["memory_nodes"]] == [durable.id], "another session sees the durable copy"
     assert {m["id"] for m in lineage(store, durable.id)["members"]} == {old, durable.id}
 

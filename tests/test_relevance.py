@@ -37,7 +37,7 @@ def small(store: Store) -> Store:
 
 
 def packed(store: Store, query: str) -> list[str]:
-    return [e["content"] for e in api.compile_pack(store, query)["memory_nodes"]]
+    return [e["content"] for e in api.compile_pack(store, api.PackRequest(query))["memory_nodes"]]
 
 
 @pytest.mark.parametrize(
@@ -63,11 +63,11 @@ def test_a_prompt_the_store_says_nothing_about_gets_nothing(small: Store, query:
 
 
 def test_each_entry_says_why_and_the_runner_up_why_not(small: Store) -> None:
-    explained = api.explain_pack(small, "add a migration for the users table")
+    explained = api.explain_pack(small, api.PackRequest("add a migration for the users table"))
     (entry,) = explained["pack"]["memory_nodes"]
     assert "migration" in entry["why"] and entry["evidence"]["matched"] == ["migration"]
     assert explained["left_out"] == [], "no other memory shares a word with it"
-    explained = api.explain_pack(small, "write a migration with alembic for the users table in Python")
+    explained = api.explain_pack(small, api.PackRequest("write a migration with alembic for the users table in Python"))
     (entry,) = explained["pack"]["memory_nodes"]
     (left,) = explained["left_out"]
     assert left["content"] == NOTES[3] and left["why_not"] == "no evidence strong enough; words: python"
@@ -86,7 +86,7 @@ def test_meaning_lifts_words_that_fall_short_over_the_bar(small: Store, monkeypa
     floor does not, and a lifted note never outranks one the words carry on their own."""
     query = "the database schema needs a new column"
     assert packed(small, query) == []
-    (found,) = api.compile_pack(small, "alembic migrations")["memory_nodes"]
+    (found,) = api.compile_pack(small, api.PackRequest("alembic migrations"))["memory_nodes"]
     migrations = found["id"]
 
     def similar(cosine: float) -> None:
@@ -95,11 +95,11 @@ def test_meaning_lifts_words_that_fall_short_over_the_bar(small: Store, monkeypa
     similar(relevance.SEMANTIC_FLOOR + 0.01)
     assert packed(small, query) == []
     similar(relevance.SEMANTIC - 0.01)  # under the bar of meaning alone
-    (entry,) = api.compile_pack(small, query)["memory_nodes"]
+    (entry,) = api.compile_pack(small, api.PackRequest(query))["memory_nodes"]
     assert entry["content"] == NOTES[0] and entry["evidence"]["strength"] == 1.0
     assert "backed by their meaning" in entry["why"]
     api.add_memory(small, "A new column is written with a default value", source="user")  # words carry it
-    carried, lifted = api.compile_pack(small, query)["memory_nodes"]
+    carried, lifted = api.compile_pack(small, api.PackRequest(query))["memory_nodes"]
     assert lifted["id"] == migrations and "backed by their meaning" in lifted["why"]
     assert "meaning" not in carried["why"] and lifted["evidence"]["strength"] <= 1.0 <= carried["evidence"]["strength"]
 
@@ -132,7 +132,7 @@ def test_a_compound_matched_in_part_counts_in_part(store: Store) -> None:
         api.add_memory(store, note, source="user")
 
     def share(query: str) -> float:
-        explained = api.explain_pack(store, query)
+        explained = api.explain_pack(store, api.PackRequest(query))
         entries = explained["pack"]["memory_nodes"] + explained["left_out"]
         return float(next(e for e in entries if e["content"] == ADMIN)["evidence"]["query_share"])
 

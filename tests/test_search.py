@@ -23,8 +23,9 @@ from cclg.cli import cli
 from cclg.errors import UsageError
 from cclg.ids import FixedClock, fixed_clock, parse_moment, parse_time
 from cclg.ledger import apply_patch, create_nodes
+from cclg.query import Hit, Where
 from cclg.records import MemoryNode, Scope, dumps, new_node
-from cclg.search import MODES, Hit, Where, grep, search
+from cclg.search import MODES, grep, search
 from cclg.store import Store
 from cclg.undo import rollback
 

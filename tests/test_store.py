@@ -594,8 +594,10 @@ def test_every_store_file_is_owners_only(tmp_path: Path) -> None:
     from cclg import semantic
     from cclg.api import add_memory, code_index
     from cclg.doctor import repair
-    from cclg.pack import fit_markdown
+    from cclg.query import Where
+    from cclg.rendering import fit_markdown
     from cclg.search import search
+    from cclg.selection import Budget, PackRequest
     from cclg.sessions import record_event
 
     repo = git_repository(tmp_path / "repo")
@@ -604,7 +606,7 @@ def test_every_store_file_is_owners_only(tmp_path: Path) -> None:
         store, _ = Store.init(tmp_path / "store")
         add_memory(store, "the build uses gradle", source="test")
         search(store, "gradle")
-        fit_markdown(store, "gradle", max_chars=2000, session_id="s1")
+        fit_markdown(store, PackRequest("gradle", where=Where(session_id="s1"), budget=Budget(max_chars=2000)))
         record_event(store, "s1", "user_prompt", {"prompt": "gradle?"})
         code_index(store, repo)
         semantic._open_vectors(store).close()  # the semantic helper's vectors

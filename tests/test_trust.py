@@ -24,9 +24,10 @@ from cclg.container import load_container, write_container
 from cclg.errors import NotFoundError, UsageError, ValidationError
 from cclg.ids import new_id, now_iso
 from cclg.importing import ImportReport, import_container
-from cclg.pack import compile_pack
+from cclg.query import Where
 from cclg.records import MemoryNode, MemoryPatch, Scope, Source, default_resolution_policy, new_node
-from cclg.search import Where, search
+from cclg.search import search
+from cclg.selection import PackRequest, compile_pack
 from cclg.store import Store
 from cclg.view import effective_view
 
@@ -102,8 +103,8 @@ def test_a_container_node_claiming_trust_and_a_pin_arrives_untrusted_and_unpinne
     assert guard.labels(stored.metadata) == ("untrusted", "internal", "preferred")
     assert "pinned" not in stored.metadata
     assert any(node.id in note and "trust trusted -> untrusted" in note for note in report.notes)
-    assert compile_pack(store, "")["memory_nodes"] == [], "not pinned into every pack"
-    (entry,) = compile_pack(store, "deploy fridays review")["memory_nodes"]
+    assert compile_pack(store, PackRequest(""))["memory_nodes"] == [], "not pinned into every pack"
+    (entry,) = compile_pack(store, PackRequest("deploy fridays review"))["memory_nodes"]
     assert entry["id"] == node.id and entry["trust"] == "untrusted" and "pinned" not in entry
     assert findings(store) == []
 
@@ -114,7 +115,7 @@ def test_only_the_user_raises_an_imported_memory(store: Store) -> None:
     with pytest.raises(UsageError, match="cannot mark a memory trusted"):
         api.label(store, node.id, trust="trusted", reason="the agent says so", max_trust="untrusted")
     raised = api.label(store, node.id, trust="trusted", retention="required", reason="checked it")
-    (entry,) = compile_pack(store, "")["memory_nodes"]
+    (entry,) = compile_pack(store, PackRequest(""))["memory_nodes"]
     assert entry["id"] == raised.new_nodes[0].id and entry["trust"] == "trusted" and entry["pinned"] is True
 
 
@@ -135,7 +136,7 @@ def test_a_full_record_line_cannot_pin_or_require_itself(store: Store) -> None:
     (node_id,) = result.node_ids
     stored = store.read_node(node_id)
     assert guard.labels(stored.metadata) == ("untrusted", "internal", "preferred") and "pinned" not in stored.metadata
-    assert compile_pack(store, "")["memory_nodes"] == []
+    assert compile_pack(store, PackRequest(""))["memory_nodes"] == []
 
 
 # ---------------------------------------------------------------- precedence: trust before scope
@@ -167,7 +168,7 @@ def test_an_untrusted_memory_never_shadows_a_trusted_one_in_the_effective_view(s
 def test_an_untrusted_memory_never_shadows_a_trusted_one_in_search_and_pack(store: Store) -> None:
     trusted, untrusted = shadowing(store)
     found = [h.id for h in search(store, "deploys", where=Where(project="shop"))]
-    packed = [e["id"] for e in compile_pack(store, "deploys", project="shop")["memory_nodes"]]
+    packed = [e["id"] for e in compile_pack(store, PackRequest("deploys", where=Where(project="shop")))["memory_nodes"]]
     assert trusted in found and untrusted not in found
     assert trusted in packed and untrusted not in packed
 
@@ -395,7 +396,7 @@ def test_a_limited_callers_patch_of_a_pinned_trusted_memory_inherits_neither_pin
     assert len(result.new_nodes) == len(PATCH_CONTENTS[operation])
     for node in result.new_nodes:
         assert guard.labels(store.read_node(node.id).metadata) == ("untrusted", "confidential", "preferred"), operation
-    assert compile_pack(store, "")["memory_nodes"] == [], "the caller's text is not pinned into every pack"
+    assert compile_pack(store, PackRequest(""))["memory_nodes"] == [], "the caller's text is not pinned into every pack"
     assert findings(store) == []
 
 
@@ -405,7 +406,7 @@ def test_the_users_own_patch_of_a_pinned_memory_keeps_the_pin(store: Store, oper
     pinned = user_memory(store, "Never push to main", retention="required")
     result = api.patch(store, operation, [pinned.id], contents=PATCH_CONTENTS[operation], reason="r")
     assert {guard.labels(n.metadata) for n in result.new_nodes} == {("trusted", "internal", "required")}
-    assert {e["id"] for e in compile_pack(store, "")["memory_nodes"]} == {n.id for n in result.new_nodes}
+    assert {e["id"] for e in compile_pack(store, PackRequest(""))["memory_nodes"]} == {n.id for n in result.new_nodes}
 
 
 def test_a_limited_caller_cannot_relabel_a_pinned_memory_into_an_unpinned_copy(store: Store) -> None:

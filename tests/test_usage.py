@@ -138,7 +138,9 @@ def test_one_session_ignoring_twelve_of_thirteen_equal_memories_swaps_none_of_th
     assert sorted(line["ignored"]) == sorted(given) and line["used"] == []
     again = event(store, "s2", "user-prompt", prompt=CHECKLIST) or ""
     assert delivered_ids(again) == given, "the hook's pack keeps the same 12"
-    packed = api.compile_pack(store, CHECKLIST, project="shop", max_nodes=12)["memory_nodes"]
+    packed = api.compile_pack(
+        store, api.PackRequest(CHECKLIST, where=api.Where(project="shop"), budget=api.Budget(max_nodes=12))
+    )["memory_nodes"]
     assert {e["id"] for e in packed} == given, "so does cclg pack"
 
 
@@ -176,7 +178,9 @@ def test_usage_counts_never_change_which_memories_a_budget_holds(tmp_path_factor
     )
 
     def packed(max_nodes: int, max_chars: int) -> list[dict[str, Any]]:
-        pack = api.compile_pack(store, CHECKLIST, max_nodes=max_nodes, max_chars=max_chars)
+        pack = api.compile_pack(
+            store, api.PackRequest(CHECKLIST, budget=api.Budget(max_nodes=max_nodes, max_chars=max_chars))
+        )
         return list(pack["memory_nodes"])
 
     @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))

@@ -19,7 +19,7 @@ def cclg(store: Store, *args: str) -> object:
 
 
 def packed(store: Store, query: str) -> list[str]:
-    return [n["content"] for n in api.compile_pack(store, query)["memory_nodes"]]
+    return [n["content"] for n in api.compile_pack(store, api.PackRequest(query))["memory_nodes"]]
 
 
 def test_a_fact_that_expired_is_no_longer_current_and_one_not_yet_valid_is_not_either(store: Store) -> None:

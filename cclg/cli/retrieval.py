@@ -6,8 +6,6 @@ the search index, which ``cclg reindex`` rebuilds from the files.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from cclg import api
@@ -23,7 +21,6 @@ from cclg.cli.common import (
     workspace_option,
 )
 from cclg.guard import escape_invisible
-from cclg.repository import project_filter
 
 
 @click.command("search")
@@ -186,16 +183,9 @@ def pack_command(
 
     Example: cclg pack --query "how do I run the tests" --format markdown --explain
     """
-    explained = api.explain_pack(
-        store_of(ctx),
-        query,
-        session_id=session_id,
-        project=project_filter(project, Path.cwd()),
-        workspace=workspace,
-        max_nodes=max_nodes,
-        max_chars=max_chars,
-        max_tokens=max_tokens,
-    )
+    budget = api.Budget(max_nodes=max_nodes, max_chars=max_chars, max_tokens=max_tokens)
+    request = api.PackRequest(query, where=where(session_id, project, workspace), budget=budget)
+    explained = api.explain_pack(store_of(ctx), request)
     click.echo(escape_invisible(api.render(explained["pack"], style).rstrip("\n"), toml=style == "toml"))
     if explain:
         for entry in explained["pack"]["memory_nodes"]:
