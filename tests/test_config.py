@@ -43,6 +43,17 @@ def test_a_pack_section_that_is_not_an_object_is_named_by_doctor_and_pack_still_
     assert 'config.json "pack": true is not an object' in doctor.stdout
 
 
+def test_written_says_whether_the_file_speaks_of_a_key_usable_or_not() -> None:
+    """What cclg would set for the user (``cclg install``'s code-graph setting) it sets only where the
+    file says nothing: a value it cannot use, or a section that is no object, is still the user's."""
+    assert not Settings({}).written("hook", "include_codegraph")
+    assert not Settings({"hook": {"max_chars": 6000}}).written("hook", "include_codegraph")
+    assert Settings({"hook": {"include_codegraph": False}}).written("hook", "include_codegraph")
+    assert Settings({"hook": {"include_codegraph": "yes"}}).written("hook", "include_codegraph")
+    assert Settings({"hook": True}).written("hook", "include_codegraph")
+    assert not Settings({"pack": {"include_confidential": True}}).written("hook", "include_codegraph")
+
+
 def test_a_sensors_section_that_is_not_an_object_is_named_by_doctor(store: Store) -> None:
     write_config(store, sensors=True)
     doctor = cclg(store, "doctor")
