@@ -51,7 +51,7 @@ from cclg.repository import project_of
 from cclg.search import MODES, GrepMatch, Hit, Where, grep
 from cclg.search import search as search_memories  # the package's ``search`` attribute is the module
 from cclg.staging import finish
-from cclg.store import Store, resolve_root
+from cclg.store import Store
 from cclg.view import effective_view
 
 _LAZY = {  # module -> the public names it serves: modules only some operations need, imported on first use
@@ -665,46 +665,15 @@ def code_search(store: Store, query: str, repo: str | Path, *, limit: int = 10) 
 def install_host(
     host: str, *, project: Path | None = None, root: str | None = None, dry_run: bool = False, trust: bool = True
 ) -> list[install.Change]:
-    """``cclg install``: create the store if needed, register cclg-hook and cclg-mcp with ``host``, turn the
-    code graph in the hook's answers on (unless the store's config says otherwise) and, for Codex with
-    ``trust``, record the user's trust in the hooks it wrote where Codex can be asked for them."""
+    """``cclg install``: register cclg-hook and cclg-mcp with ``host``, creating the store if needed
+    (``cclg.install.install_host``)."""
     from cclg import install  # only when installing
 
-    named = str(resolve_root(root).resolve()) if root else None  # the store the hooks and the server name
-    install.install(host, project=project, root=named, dry_run=True)  # what is refused leaves all as it was,
-    install.register_mcp(host, project=project, root=named, dry_run=True)  # the store included
-    if host == "codex":
-        install.read_codex_config()
-    if not dry_run:
-        store, _ = Store.init(root)
-        hook = store.config.get("hook")
-        if hook is None or (isinstance(hook, dict) and "include_codegraph" not in hook):
-            config = {**store.config, "hook": {**(hook or {}), "include_codegraph": True}}
-            store.write_file(store.root / fmt.PATHS["config"], json.dumps(config, indent=2).encode() + b"\n")
-    changes = [install.install(host, project=project, root=named, dry_run=dry_run)]
-    changes.append(install.register_mcp(host, project=project, root=named, dry_run=dry_run))
-    if host == "codex" and trust and not dry_run:
-        codex_config = install.codex_home() / "config.toml"
-        backed_up = any(change.path == codex_config and change.backup for change in changes)
-        try:
-            trusted = install.trust_codex_hooks(project=project, keep_backup=backed_up)
-        except UsageError:  # a layout cclg does not edit: the user trusts the hooks in Codex's /hooks
-            trusted = None
-        if trusted is not None and trusted.added:
-            changes.append(trusted)
-    return changes
+    return install.install_host(host, project=project, root=root, dry_run=dry_run, trust=trust)
 
 
 def uninstall_host(host: str, *, project: Path | None = None, dry_run: bool = False) -> list[install.Change]:
-    """``cclg uninstall``: remove exactly what ``install_host`` added."""
+    """``cclg uninstall``: remove exactly what ``install_host`` added (``cclg.install.uninstall_host``)."""
     from cclg import install
 
-    changes = [install.uninstall(host, project=project, dry_run=dry_run)]
-    changes.append(install.unregister_mcp(host, project=project, dry_run=dry_run))
-    if host == "codex":
-        codex_config = install.codex_home() / "config.toml"
-        backed_up = any(change.path == codex_config and change.backup for change in changes)
-        untrusted = install.untrust_codex_hooks(project=project, dry_run=dry_run, keep_backup=backed_up)
-        if untrusted.removed:
-            changes.append(untrusted)
-    return changes
+    return install.uninstall_host(host, project=project, dry_run=dry_run)

@@ -35,10 +35,9 @@ LAYERS: list[list[str]] = [
         "config",
         "config_text",
         "codex_trust",
-        "install",
     ],
-    # the files of a store
-    ["store"],
+    # the files of a store, and connecting a host to one
+    ["store", "install"],
     # the code graph: repositories, below everything that reads memories
     [
         "codegraph",
