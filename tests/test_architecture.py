@@ -60,8 +60,17 @@ LAYERS: list[list[str]] = [
     ["search", "semantic", "relevance", "sessions", "usage", "pack", "sensors", "turns"],
     # operations
     ["intake", "container", "importing", "redaction", "purge", "adoption", "doctor", "demo", "rules", "distill"],
-    # the library
-    ["api"],
+    # the library: what the surfaces share, one module per area, and the package that gathers them
+    [
+        "api.surfaces",
+        "api.memories",
+        "api.retrieval",
+        "api.code",
+        "api.learning",
+        "api.hosts",
+        "api.container",
+        "api",
+    ],
     # the surfaces
     ["hook", "mcp_tools", "mcp_server"],
     [

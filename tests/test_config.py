@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cclg import doctor, mcp_tools, sensors
+from cclg import api, doctor, mcp_tools, sensors
 from cclg import format as fmt
 from cclg.cli import cli
 from cclg.config import SECTIONS, Settings
@@ -145,7 +145,7 @@ def test_no_config_a_user_can_write_makes_a_surface_crash(store: Store, sections
     opened = Store.open(store.root)
     for call in (
         lambda: mcp_tools.memory_purge(opened, "mem_" + "0" * 26, "asked", "mem_" + "0" * 26),
-        lambda: mcp_tools.allowed_repository(opened, str(store.root)),
+        lambda: api.allowed_repository(opened, str(store.root)),
     ):
         with contextlib.suppress(CclgError):
             call()

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from cclg import api
+from cclg.api.surfaces import escape_invisible, project_filter
 from cclg.cli.common import (
     count,
     emit,
@@ -22,8 +23,6 @@ from cclg.cli.common import (
     where,
     workspace_option,
 )
-from cclg.guard import escape_invisible
-from cclg.repository import project_filter
 
 
 @click.command("search")
