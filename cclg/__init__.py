@@ -1,9 +1,8 @@
 """cclg: a local-first, file-backed memory store for coding agents (cclg.format.v0.1).
 
-``__all__`` below is the library's public surface, the same list as
-``cclg.api.__all__`` (a test keeps them equal). Every name in it lives in
-``cclg.api`` and is loaded from there on first use, so ``import cclg`` (which
-every entry point runs first, the hook included) costs nothing::
+``__all__`` is the library's public surface: ``cclg.api.__all__``, which the library's area modules
+declare (``cclg/api/``). Every name in it lives in ``cclg.api`` and is loaded from there on first
+use, so ``import cclg`` (which every entry point runs first, the hook included) costs nothing::
 
     import cclg
 
@@ -14,99 +13,30 @@ every entry point runs first, the hook included) costs nothing::
 
 __version__ = "0.1.0"
 
-__all__ = [  # noqa: F405 (names served by __getattr__)
-    "DEFAULT_MAX_CHARS",
-    "DEFAULT_MAX_NODES",
-    "FORMATS",
-    "MODES",
-    "AddResult",
-    "Adoption",
-    "Budget",
-    "CclgError",
-    "ConcurrencyError",
-    "Container",
-    "ContainerError",
-    "DiskError",
-    "Finding",
-    "GrepMatch",
-    "Hit",
-    "IllegalPatchError",
-    "ImportReport",
-    "ImportResult",
-    "NotFoundError",
-    "PackRequest",
-    "PatchResult",
-    "Report",
-    "SearchIndexDamage",
-    "SecretError",
-    "Store",
-    "StoreNotFoundError",
-    "UnknownPatchOperationError",
-    "UsageError",
-    "ValidationError",
-    "Where",
-    "add_memory",
-    "adopt_project",
-    "audit_log",
-    "build_demo_store",
-    "build_node",
-    "cite",
-    "code_index",
-    "code_search",
-    "compile_pack",
-    "conflicts",
-    "diagnose",
-    "explain_pack",
-    "export_store",
-    "export_to",
-    "forget",
-    "grep",
-    "history",
-    "import_container",
-    "import_jsonl",
-    "init_store",
-    "install_host",
-    "keep_raw",
-    "label",
-    "load_container",
-    "named_node_id",
-    "open_store",
-    "parse_moment",
-    "parse_scope",
-    "patch",
-    "patch_diff",
-    "read_text",
-    "recall",
-    "redact_store",
-    "reindex",
-    "render",
-    "repair",
-    "resolve",
-    "resolve_node_id",
-    "resolve_patch_id",
-    "rollback",
-    "scan_secrets",
-    "scope_for",
-    "search_memories",
-    "show",
-    "status",
-    "to_toml",
-    "uninstall_host",
-    "validate_paths",
-]
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from cclg.api import *  # noqa: F403  (what type checkers see; at run time, __getattr__ below)
 
 
+def _is_module(name: str) -> bool:
+    """Whether ``name`` is one of the package's own modules: ``from cclg import sessions`` asks this
+    package for the attribute before it imports the module, and the answer must not cost the library."""
+    import os  # loaded at interpreter start-up already
+
+    here = os.path.dirname(__file__)
+    return os.path.isfile(os.path.join(here, f"{name}.py")) or os.path.isdir(os.path.join(here, name))
+
+
 def __getattr__(name: str) -> object:
-    if name not in __all__:
+    if (name.startswith("__") and name != "__all__") or _is_module(name):
         raise AttributeError(f"module 'cclg' has no attribute {name!r}")
     import importlib  # not ``from cclg import api``, which would ask this function for "api"
 
-    return getattr(importlib.import_module("cclg.api"), name)
+    api = importlib.import_module("cclg.api")
+    if name != "__all__" and name not in api.__all__:
+        raise AttributeError(f"module 'cclg' has no attribute {name!r}")
+    return getattr(api, name)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return sorted({*globals(), *__getattr__("__all__")})  # type: ignore[misc]

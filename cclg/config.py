@@ -70,6 +70,7 @@ class Settings:
     def __init__(self, raw: dict[str, Any]) -> None:
         self.values: dict[str, dict[str, Any]] = {}
         self.ignored: list[str] = []
+        self._written = {section: value for section, value in raw.items() if section in SECTIONS}
         for section, keys in SECTIONS.items():
             self.values[section] = {name: default for name, (default, _) in keys.items()}
             if section not in raw:
@@ -106,3 +107,10 @@ class Settings:
     def section(self, section: str) -> dict[str, Any]:
         """Every key of ``section`` with its usable value (a copy)."""
         return dict(self.values[section])
+
+    def written(self, section: str, key: str) -> bool:
+        """Whether the file itself speaks of ``key`` in ``section``: it holds the key (usable or not), or a
+        ``section`` that is not an object. What cclg would set for the user it sets only where this is false,
+        so a choice the user wrote, even one cclg cannot use, stays theirs."""
+        given = self._written.get(section)
+        return section in self._written and (not isinstance(given, dict) or key in given)

@@ -25,16 +25,16 @@ opens or resumes the session and returns the pinned memories and the strong rule
 ``pre-compact`` / ``post-compact`` keep a compact record; ``stop`` / ``session-end``
 close the session record (and count the rules it was given that held). The session
 bookkeeping lives in ``cclg.sessions``, the code graph's part in
-``cclg.codegraph.context``.
+``cclg.codegraph.context``. The handlers reach them through the library's area modules
+(``cclg.api.learning``, ``retrieval``, ``code``), imported inside the handler that needs
+one, so an event loads only what its handler uses.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sys
 import time
-from pathlib import Path
 
 from cclg.text import estimate_tokens
 
@@ -43,10 +43,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Sequence
     from typing import Any
 
-    from cclg import sessions
+    from cclg.api.memories import Store
     from cclg.repository import Project
-    from cclg.sensors import Window
-    from cclg.store import Store
+    from cclg.sessions import Digest
 
 HOST_EVENTS = {
     "user-prompt": "UserPromptSubmit",
@@ -79,19 +78,6 @@ def detect_agent(payload: dict[str, Any]) -> str:
     )
 
 
-def project_of(cwd: object, store: Store | None = None) -> Project | None:
-    """The project the host works in: its git repository (``cclg.repository.project_of``, the root
-    commit cached in ``store``), else a project named after the folder itself."""
-    if not isinstance(cwd, str) or not cwd:
-        return None
-    from cclg import repository
-
-    found = repository.project_of(cwd, cache=store.project_cache_path if store is not None else None)
-    if found is None and Path(cwd).name:
-        found = repository.Project(Path(cwd).name)
-    return found
-
-
 def _text(value: object, limit: int = SUMMARY_CHARS) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more characters in raw/]"
@@ -109,24 +95,31 @@ class Call:
         self.session_id = session_id
         self.payload = payload
         self.agent = agent
-        self.project = project_of(payload.get("cwd"), store)  # what the session reads and learns for
+        self.project = _project(payload.get("cwd"), store)  # what the session reads and learns for
         self.project_value = self.project.value if self.project is not None else None  # what it writes
         self.include_codegraph = include_codegraph
-        self._given: sessions.Digest | None = None
+        self._given: Digest | None = None
 
-    def given(self) -> sessions.Digest:
+    def given(self) -> Digest:
         """What the session was given before this event (``cclg.sessions.digest``), read once."""
-        from cclg import sessions
+        from cclg.api import learning
 
         if self._given is None:
-            self._given = sessions.digest(self.store, self.session_id)
+            self._given = learning.session_digest(self.store, self.session_id)
         return self._given
 
     def record(self, summary: dict[str, Any] | None = None) -> None:
         """Append the event to the session's log (``summary`` instead of the whole payload, if given)."""
-        from cclg import sessions
+        from cclg.api import learning
 
-        sessions.record_event(self.store, self.session_id, self.logged_as, self.payload, summary=summary)
+        learning.record_event(self.store, self.session_id, self.logged_as, self.payload, summary=summary)
+
+
+def _project(cwd: object, store: Store) -> Project | None:
+    """The project the host works in (``cclg.api.learning.session_project``)."""
+    from cclg.api import learning
+
+    return learning.session_project(cwd, store)
 
 
 def _writable(value: Any) -> Any:
@@ -148,14 +141,13 @@ def handle(
     event: str, payload: dict[str, Any], agent: str, root: str | None, include_codegraph: bool = False
 ) -> str | None:
     """Do the event's work; return the context for the model, or None."""
-    from cclg import guard, sessions
+    from cclg.api import learning
     from cclg.ids import is_valid_session_id
-    from cclg.store import Store
 
     # Secrets in prompts and tool output are redacted before anything reaches disk, and text
     # that cannot be written as UTF-8 (lone surrogates from JSON escapes) is mended first.
-    payload, _ = guard.redact_value(_writable(payload))
-    store = Store.open(root)
+    payload = learning.redact_payload(_writable(payload))
+    store = learning.session_store(root)
     session_id = payload.get("session_id")
     if not is_valid_session_id(session_id):
         raise ValueError(f"the payload has no usable session_id: {session_id!r}")
@@ -164,7 +156,7 @@ def handle(
     call = Call(event, store, session_id, payload, agent, include_codegraph)
     if event == "session-end" and not store.session_path(session_id).exists():
         return None  # the end of a session cclg never saw start (`claude mcp list` fires one): nothing to close
-    _bookkeeping(lambda: sessions.start_session(store, session_id, agent=agent, project=call.project_value))
+    _bookkeeping(lambda: learning.start_session(store, session_id, agent=agent, project=call.project_value))
     return HANDLERS[event](call)
 
 
@@ -198,9 +190,9 @@ def _previous_turn(call: Call) -> str:
     """The previous turn's entry, compact (``cclg.turns.compact``); "" on any failure, which is logged:
     the pack still goes out."""
     try:
-        from cclg import turns
+        from cclg.api import learning
 
-        return turns.compact(call.store, call.session_id)
+        return learning.previous_turn(call.store, call.session_id)
     except Exception:
         import traceback
 
@@ -212,38 +204,32 @@ def _note_prompt(call: Call) -> None:
     """This session has the latest prompt from its folder (``cclg.turns.note_prompt``): a turn written
     there without naming a session is this one's. A failure is logged: the pack still goes out."""
     try:
-        from cclg import turns
+        from cclg.api import learning
 
-        turns.note_prompt(call.store, call.session_id, call.payload.get("cwd"))
+        learning.note_prompt(call.store, call.session_id, call.payload.get("cwd"))
     except Exception:
         import traceback
 
         _log_failure(str(call.store.root), f"{call.logged_as} (turn's folder)", traceback.format_exc())
 
 
-def _turn_context_emptied(call: Call) -> None:
-    from cclg import turns
-
-    turns.context_emptied(call.store, call.session_id)
-
-
 def on_session_start(call: Call) -> str | None:
     """Open the session: pinned memories. After a compaction, also what the session had been given
     before it (the memories it was working with), current ones or what replaced them; after a
     resume, nothing the replayed context holds already."""
-    from cclg import sessions
+    from cclg.api import learning
 
     source = call.payload.get("source")
-    sessions.reopen_session(call.store, call.session_id)  # a resumed session that had ended is active again
+    learning.reopen_session(call.store, call.session_id)  # a resumed session that had ended is active again
     given = call.given()
     offer = list(given.ever) if source == "compact" else []
-    skip = () if source in sessions.FRESH_CONTEXT_SOURCES else given.in_context
+    skip = () if source in learning.FRESH_CONTEXT_SOURCES else given.in_context
     summary: dict[str, Any] = {"source": source, "cwd": call.payload.get("cwd")}
     lines: list[str] = []
     if source != "resume":  # a resumed context holds the rules it was given already
         lines, summary["rules_given"] = _rules_given(call)
     if source in ("compact", "clear"):
-        _turn_context_emptied(call)
+        learning.turn_context_emptied(call.store, call.session_id)
     rules = RULES_FRAME + "\n".join(lines) if lines else ""
     return _record_and_answer(call, summary, query="", offer=offer, skip=skip, appendix=rules)
 
@@ -257,26 +243,17 @@ RULES_FRAME = (
 def _rules_given(
     call: Call, *, step: dict[str, Any] | None = None, given: Collection[str] = ()
 ) -> tuple[list[str], list[str]]:
-    """The rules to give now (``cclg.rules``): the strong ones of the project at a session's start
-    (no ``step``), or those ``step`` comes near that the session was not ``given``; their lines and
-    keys, recorded as delivered."""
-    from cclg import rules
+    """The rules to give now, their lines and keys, recorded as delivered (``cclg.api.learning.rules_to_give``)."""
+    from cclg.api import learning
 
-    if step is None:
-        found = rules.strong(call.store, call.project)
-    else:
-        found = rules.near(call.store, step, call.project, set(given))
-    keys = [rule.key for rule, _ in found]
-    if keys:
-        rules.note(call.store, "delivered", keys, call.session_id)
-    return [f"- {rules.line(node, rule)}" for rule, node in found], keys
+    return learning.rules_to_give(call.store, call.project, call.session_id, step=step, given=given)
 
 
 def on_post_tool(call: Call) -> str | None:
     """Record the tool call (the full response is kept once, in raw/) with the step the sensors make
     of it; answer with their signals and the rules the call comes near, or with nothing while all
     is nominal. (Claude Code reports a command that failed as ``post-tool-failure``, handled here too.)"""
-    from cclg import sensors
+    from cclg.api import learning
 
     summary = {
         "tool_name": call.payload.get("tool_name"),
@@ -285,59 +262,27 @@ def on_post_tool(call: Call) -> str | None:
         "tool_input": _text(call.payload.get("tool_input"), 500),
     }
     try:
-        window = sensors.Window(sensors.recent_events(call.store, call.session_id))
-        step = summary["step"] = _sense(call, window)
+        window = learning.tool_window(call.store, call.session_id)
+        step = summary["step"] = learning.sense_step(call.store, call.event, call.payload, window)
         lines, summary["rules_given"] = _rules_given(call, step=step, given=window.rules_given)
     finally:  # the call is recorded even when a sensor fails
         call.record(summary)
-    _learn(call, step, window)
+    learning.learn_from_step(call.store, step, window, call.project, call.session_id)
     signals = step.get("signals", [])
-    return sensors.awareness(signals, lines) if signals or lines else None
-
-
-def _sense(call: Call, window: Window) -> dict[str, Any]:
-    """This call's step, with the signals of the sensors that deviate (see ``cclg.sensors``)."""
-    from cclg import sensors
-
-    cwd = call.payload.get("cwd") if isinstance(call.payload.get("cwd"), str) else None
-    step = sensors.observe(call.event, call.payload, cwd)
-
-    def dependants(path: str) -> tuple[str, list[str]]:
-        from cclg.codegraph.stored import dependants as importers
-
-        return importers(call.store, cwd, path) if cwd else (path, [])
-
-    signals = sensors.sense(window, step, sensors.settings(call.store), dependants if step.get("files") else None)
-    if signals:
-        step["signals"] = signals
-    return step
-
-
-def _learn(call: Call, step: dict[str, Any], window: Window) -> None:
-    """Evidence for the rules: a detection when pain speaks about a rule's error, a new rule when a
-    streak pain spoke about ends in a success."""
-    from cclg import rules
-
-    if any(s["sensor"] == "pain" and s["level"] == 0 for s in step.get("signals", ())):
-        known = rules.read_rules(call.store).values()
-        seen = [r.key for r in known if r.of(call.project) and r.trigger.get("signature") == step["failure"]]
-        if seen:
-            rules.note(call.store, "detection", seen, call.session_id)
-    elif step.get("command") and not step.get("failure"):
-        rules.learn(call.store, window.steps, step, call.project_value, call.session_id)
+    return learning.awareness(signals, lines) if signals or lines else None
 
 
 def on_compact(call: Call) -> None:
     """The compact record: what the session was doing and which memories it had been given, so
     nothing is lost with the compacted transcript."""
-    from cclg import sessions
+    from cclg.api import learning
 
-    events = sessions.last_events(call.store, call.session_id, 50)
-    _turn_context_emptied(call)
+    prompts = learning.recent_prompts(call.store, call.session_id, 5)
+    learning.turn_context_emptied(call.store, call.session_id)
     call.record(
         {
             "trigger": call.payload.get("trigger"),
-            "recent_prompts": sessions.recent_prompts(events, 5),
+            "recent_prompts": prompts,
             "loaded_memory_ids": list(call.given().ever),
             "compact_summary": _text(call.payload.get("compact_summary", "")),
         }
@@ -347,13 +292,11 @@ def on_compact(call: Call) -> None:
 def on_stop(call: Call) -> None:
     """Record the end of a turn, with its entry (``cclg.turns``: what happened, and the agent's reading
     of it if it wrote one), which becomes the session's current entry."""
-    from cclg import sensors, turns
+    from cclg.api import learning
 
     summary: dict[str, Any] = {"reason": call.payload.get("reason")}
     try:
-        summary["turn"] = turns.seal(
-            call.store, call.session_id, call.payload, sensors.recent_events(call.store, call.session_id)
-        )
+        summary["turn"] = learning.seal_turn(call.store, call.session_id, call.payload)
     finally:  # the stop is recorded even when the entry cannot be made
         call.record(summary)
 
@@ -362,13 +305,10 @@ def on_session_end(call: Call) -> None:
     """Record the end of the session and close its record with the memories it was given; each rule
     it was given whose failure did not come gets a suppression (``cclg.rules``), and each memory it
     was given a verdict, used or ignored (``cclg.usage``)."""
-    from cclg import rules, sessions, usage
+    from cclg.api import learning
 
     call.record({"reason": call.payload.get("reason")})
-    found = sessions.digest(call.store, call.session_id)  # the session's log, never read whole
-    sessions.end_session(call.store, call.session_id, loaded_memory_ids=list(found.ever))
-    rules.close_session(call.store, call.session_id, found)
-    usage.record_session(call.store, call.session_id, found)
+    learning.close_session(call.store, call.session_id)
 
 
 # What each event does. A test checks this table against the contract's events and the host templates.
@@ -398,8 +338,7 @@ def _record_and_answer(
     The event is recorded even when the pack cannot be compiled; the error is
     raised afterwards (and logged as a hook failure).
     """
-    from cclg import rendering, selection
-    from cclg.query import Where
+    from cclg.api import retrieval
 
     max_chars, max_tokens = context_limits(call.store, call.agent)
     codegraph = _codegraph(call, query, max_chars, max_tokens) if call.include_codegraph else ""
@@ -410,13 +349,13 @@ def _record_and_answer(
     retired: list[dict[str, Any]] = []
     context = None
     try:
-        cap = selection.Budget(
+        budget = retrieval.Budget(
             max_chars=max_chars - len(extra),
             max_tokens=None if max_tokens is None else max_tokens - estimate_tokens(extra),
         )
-        where = Where(session_id=call.session_id, project=call.project)
-        request = selection.PackRequest(query, where=where, budget=cap, offer=offer, skip=skip)
-        fitted, rendered = rendering.fit_markdown(call.store, request)
+        where = retrieval.Where(session_id=call.session_id, project=call.project)
+        request = retrieval.PackRequest(query, where=where, budget=budget, offer=offer, skip=skip)
+        fitted, rendered = retrieval.fit_markdown(call.store, request)
         nodes, retired = fitted["memory_nodes"], fitted["suppressed_nodes"]
         if nodes or retired:
             context = FRAME + rendered + codegraph + appendix + own
@@ -440,11 +379,11 @@ def _codegraph(call: Call, query: str, max_chars: int, max_tokens: int | None) -
     """The CodeGraphPack for the repository the host works in; "" when it fails (the failure is
     logged: the memories still go out)."""
     try:
-        from cclg.codegraph.context import prompt_context
+        from cclg.api import code
 
         budget = (max_tokens if max_tokens is not None else max_chars // 4) // CODEGRAPH_SHARE
         worked = _session_files(call) if query.strip() else {}  # no query (a session start): no search
-        return prompt_context(call.store, call.payload.get("cwd"), query, max_tokens=budget, session_files=worked)
+        return code.prompt_context(call.store, call.payload.get("cwd"), query, max_tokens=budget, session_files=worked)
     except Exception:
         import traceback
 
@@ -455,28 +394,15 @@ def _codegraph(call: Call, query: str, max_chars: int, max_tokens: int | None) -
 def _session_files(call: Call) -> dict[str, str]:
     """The files this session edited or read (from the sensors' steps) and those named in the current
     memories it was given, for code search's prior."""
-    from cclg import sensors
+    from cclg.api import code, learning
 
-    worked: dict[str, str] = {}
-    given = call.given().ever
-    if given:
-        from cclg.index import Index, read_fresh
-
-        def contents(index: Index) -> list[str]:
-            return [node.content for node in index.current_nodes(given)]
-
-        for content in read_fresh(call.store, contents):
-            for path in FILE_NAMED.findall(content):
-                worked.setdefault(path, "named in a memory")
-    for step in sensors.Window(sensors.recent_events(call.store, call.session_id)).steps:
+    worked = dict.fromkeys(code.files_named(call.store, call.given().ever), "named in a memory")
+    for step in learning.tool_window(call.store, call.session_id).steps:
         for path in step.get("read", ()):
             worked.setdefault(path, "read in this session")
         for path in step.get("files", ()):
             worked[path] = "edited in this session"
     return worked
-
-
-FILE_NAMED = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,5})(?![\w/])")  # a path with a folder
 
 
 def hook_settings(store: Store) -> dict[str, Any]:
@@ -513,11 +439,9 @@ def respond(event: str, context: str | None) -> dict[str, Any]:
 def _log_failure(root: str | None, event: str, error: str) -> None:
     """Record a hook failure in the store (if there is one); never raises."""
     try:
-        from cclg.ids import now_iso
-        from cclg.store import Store
+        from cclg.api import learning
 
-        store = Store.open(root)
-        store.append(store.hook_failures_path, [{"event": event, "error": error[-4000:], "created_at": now_iso()}])
+        learning.log_hook_failure(root, event, error)
     except Exception:
         pass
 

@@ -22,6 +22,9 @@ table of ``config.toml`` (``~/.codex/``, or the project's ``.codex/``, which Cod
 project the user trusts), added and removed as text so that the rest of the file, comments
 included, stays as it was. For Codex, install also records the user's trust in the hooks it
 wrote (``codex_trust``), which Codex requires before it runs a hook.
+
+``install_host`` and ``uninstall_host`` are the whole of ``cclg install`` / ``cclg uninstall``:
+the hooks, the MCP registration, the store and its code-graph setting, and Codex's trust.
 """
 
 from __future__ import annotations
@@ -37,9 +40,11 @@ from pathlib import Path
 from typing import Any
 
 from cclg import codex_trust, config_text
+from cclg import format as fmt
 from cclg.errors import UsageError
 from cclg.fields import parse_json
 from cclg.files import atomic_write
+from cclg.store import Store, resolve_root
 
 HOSTS = ("claude", "codex")
 TEMPLATES = {"claude": "claude-settings.json", "codex": "codex-hooks.json"}
@@ -533,3 +538,57 @@ def _check_codex_edit(
     ours = _is_our_server(new.get("mcp_servers", {}).get(MCP_NAME))
     if others(old) != others(new) or not grace_kept or ours != expect_ours:
         raise UsageError(f"{path} is laid out in a way cclg cannot edit safely; nothing was changed")
+
+
+# ---------------------------------------------------------------- a host, whole
+
+
+def install_host(
+    host: str, *, project: Path | None = None, root: str | None = None, dry_run: bool = False, trust: bool = True
+) -> list[Change]:
+    """``cclg install``: create the store if needed, register cclg-hook and cclg-mcp with ``host``, turn the
+    code graph in the hook's answers on (unless the store's config says otherwise: ``Settings.written``)
+    and, for Codex with ``trust``, record the user's trust in the hooks it wrote where Codex can be asked
+    for them. What is refused is found before anything is written, the store included."""
+    named = str(resolve_root(root).resolve()) if root else None  # the store the hooks and the server name
+    install(host, project=project, root=named, dry_run=True)  # what is refused leaves all as it was,
+    register_mcp(host, project=project, root=named, dry_run=True)  # the store included
+    if host == "codex":
+        read_codex_config()
+    if not dry_run:
+        _include_codegraph(Store.init(root)[0])
+    changes = [install(host, project=project, root=named, dry_run=dry_run)]
+    changes.append(register_mcp(host, project=project, root=named, dry_run=dry_run))
+    if host == "codex" and trust and not dry_run:
+        codex_config = codex_home() / "config.toml"
+        backed_up = any(change.path == codex_config and change.backup for change in changes)
+        try:
+            trusted = trust_codex_hooks(project=project, keep_backup=backed_up)
+        except UsageError:  # a layout cclg does not edit: the user trusts the hooks in Codex's /hooks
+            trusted = None
+        if trusted is not None and trusted.added:
+            changes.append(trusted)
+    return changes
+
+
+def _include_codegraph(store: Store) -> None:
+    """Turn the code graph in the hook's answers on in ``store``'s config.json, unless the file already
+    says something about it (the user's choice stays theirs, even one cclg cannot use)."""
+    if store.settings.written("hook", "include_codegraph"):
+        return
+    hook = store.config.get("hook") or {}
+    config = {**store.config, "hook": {**hook, "include_codegraph": True}}
+    store.write_file(store.root / fmt.PATHS["config"], json.dumps(config, indent=2).encode() + b"\n")
+
+
+def uninstall_host(host: str, *, project: Path | None = None, dry_run: bool = False) -> list[Change]:
+    """``cclg uninstall``: remove exactly what ``install_host`` added."""
+    changes = [uninstall(host, project=project, dry_run=dry_run)]
+    changes.append(unregister_mcp(host, project=project, dry_run=dry_run))
+    if host == "codex":
+        codex_config = codex_home() / "config.toml"
+        backed_up = any(change.path == codex_config and change.backup for change in changes)
+        untrusted = untrust_codex_hooks(project=project, dry_run=dry_run, keep_backup=backed_up)
+        if untrusted.removed:
+            changes.append(untrusted)
+    return changes

@@ -53,6 +53,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
 from cclg import __version__, api
+from cclg.api.memories import Store
 from cclg.errors import CclgError, disk_refusal
 from cclg.fields import parse_json
 from cclg.mcp_tools import (
@@ -81,7 +82,6 @@ from cclg.mcp_tools import (
     memory_search,
     memory_stats,
 )
-from cclg.store import Store
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 # Adds a memory each call (nothing is overwritten).

@@ -11,12 +11,12 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from cclg import api, guard
+from cclg import api
 from cclg import format as fmt
+from cclg.api import learning
+from cclg.api.memories import Store
+from cclg.api.surfaces import DEFAULT_RETENTION, DEFAULT_SENSITIVITY, RETENTION, SENSITIVITY, project_filter
 from cclg.errors import UsageError
-from cclg.repository import git_root, project_filter
-from cclg.store import Store
-from cclg.turns import MAX_FIELD_CHARS
 
 # Limits on what a caller may send: generous for real use, small enough that a
 # runaway argument is refused with a clear message instead of filling the store.
@@ -31,7 +31,7 @@ RENDERED_FORMATS = " or ".join(f for f in api.FORMATS if f != "json")
 # The trust an MCP caller may give: never trusted (only the user can, through the CLI).
 CALLER_TRUST = ("untrusted", "quarantined")
 # The retention an MCP caller may give: never required, which pins a memory into every pack.
-CALLER_RETENTION = tuple(r for r in guard.RETENTION if r != "required")
+CALLER_RETENTION = tuple(r for r in RETENTION if r != "required")
 
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for.")]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description="At most this many results.")]
@@ -210,17 +210,17 @@ def memory_add(
     sensitivity: Annotated[
         str,
         Field(
-            json_schema_extra={"enum": list(guard.SENSITIVITY)},
+            json_schema_extra={"enum": list(SENSITIVITY)},
             description="confidential is packed only where the store allows; restricted never.",
         ),
-    ] = guard.DEFAULT_SENSITIVITY,
+    ] = DEFAULT_SENSITIVITY,
     retention: Annotated[
         str,
         Field(
             json_schema_extra={"enum": list(CALLER_RETENTION)},
             description="An MCP caller cannot pin a memory (retention required); only the user can (cclg label).",
         ),
-    ] = guard.DEFAULT_RETENTION,
+    ] = DEFAULT_RETENTION,
     valid_from: ValidTime = None,
     valid_until: Annotated[
         str | None, Field(max_length=40, description="ISO 8601: a temporary fact expires by itself then.")
@@ -316,7 +316,7 @@ def memory_label(
     sensitivity: Annotated[
         str | None,
         Field(
-            json_schema_extra={"enum": [None, *guard.SENSITIVITY]},
+            json_schema_extra={"enum": [None, *SENSITIVITY]},
             description="confidential is packed only where the store allows; restricted never.",
         ),
     ] = None,
@@ -358,28 +358,7 @@ def code_index(
         ),
     ],
 ) -> dict[str, Any]:
-    return api.code_index(store, allowed_repository(store, repo))
-
-
-def allowed_repository(store: Store, repo: str) -> Path:
-    """``repo`` as a folder, when it lies in a git repository the user allowed an MCP caller to index:
-    the one the server runs in, or one listed under ``"mcp": {"code_index_repos": [...]}`` in the
-    store's ``config.json`` (read when the server opened the store). Anything else (``/etc``, another
-    repository) is refused."""
-    folder = Path(repo).expanduser()
-    if not folder.is_dir():
-        raise UsageError(f"no such folder: {folder}")
-    folder = folder.resolve()
-    root = git_root(folder)
-    allowed = {git_root(Path.cwd().resolve())}
-    allowed |= {git_root(Path(p).expanduser().resolve()) for p in store.settings.get("mcp", "code_index_repos")}
-    if root is None or root not in allowed:
-        where = "is not in a git repository" if root is None else f"is in {root}, a repository not allowed here"
-        raise UsageError(
-            f"{folder} {where}: an MCP caller indexes only the server's own repository and those listed under "
-            f'"mcp": {{"code_index_repos": [...]}} in {store.config_path}; `cclg code-index` has no limit'
-        )
-    return folder
+    return api.code_index(store, api.allowed_repository(store, repo))
 
 
 def code_search(
@@ -401,13 +380,11 @@ TurnSession = Annotated[
         "from this folder. Another folder's session is refused.",
     ),
 ]
-Interpretation = Annotated[str | None, Field(max_length=MAX_FIELD_CHARS)]
+Interpretation = Annotated[str | None, Field(max_length=learning.MAX_FIELD_CHARS)]
 
 
 def coglog_read(store: Store, session_id: TurnSession = None) -> dict[str, Any]:
-    from cclg import turns
-
-    return turns.read(store, session_id, coglog=True)
+    return api.read_turn(store, session_id, coglog=True)
 
 
 def coglog_write(
@@ -420,17 +397,13 @@ def coglog_write(
 ) -> dict[str, Any]:
     """The interpretation layer only: the fact layer (user, thinking, assistant) is the hook's, from
     the session's recorded evidence."""
-    from cclg import turns
-
     given = dict(current_focus=current_focus, theory_of_mind=theory_of_mind, self_narrative=self_narrative)
     given.update(annotation=annotation)
-    return turns.write(store, {k: v for k, v in given.items() if v is not None}, session_id)
+    return api.write_turn(store, {k: v for k, v in given.items() if v is not None}, session_id)
 
 
 def coglog_clear(store: Store, session_id: TurnSession = None) -> dict[str, Any]:
-    from cclg import turns
-
-    return {"cleared": turns.clear(store, session_id)}
+    return {"cleared": api.clear_turn(store, session_id)}
 
 
 # ---------------------------------------------------------------- distilling a session
@@ -440,9 +413,7 @@ def memory_distill(
     store: Store,
     session_id: Annotated[str, Field(min_length=1, max_length=128, description="The session to read.")],
 ) -> dict[str, Any]:
-    from cclg import distill
-
-    return distill.review(store, session_id)
+    return api.distill_review(store, session_id)
 
 
 # ---------------------------------------------------------------- erasure
@@ -458,17 +429,12 @@ def memory_purge(
 ) -> dict[str, Any]:
     """Only where the user allowed it (``"mcp": {"allow_purge": true}`` in config.json): an MCP caller
     is not the user, and a purge cannot be undone."""
-    from cclg.purge import purge_memory
-
     if not store.settings.get("mcp", "allow_purge"):
         raise UsageError(
             f'purging through MCP is off: the user can run `cclg purge ID`, or allow it with "mcp": '
             f'{{"allow_purge": true}} in {store.config_path}'
         )
-    node_id = api.resolve_node_id(store, memory_id, least=api.PURGE_ID_CHARS)
-    if confirm_id != node_id:
-        raise UsageError(f"confirm_id must be the memory's full id, {node_id}: nothing was erased")
-    return purge_memory(store, node_id, reason=reason, source="mcp").to_dict()
+    return api.purge_memory(store, memory_id, reason=reason, source="mcp", confirm_id=confirm_id).to_dict()
 
 
 def memory_stats(
@@ -476,6 +442,4 @@ def memory_stats(
     dead_weight: Annotated[bool, Field(description="Only memories delivered often and never used.")] = False,
     min_delivered: Annotated[int, Field(ge=1, le=1_000_000)] = 10,
 ) -> dict[str, Any]:
-    from cclg import usage
-
-    return usage.table(store, dead_weight=dead_weight, min_delivered=min_delivered)
+    return api.usage_report(store, dead_weight=dead_weight, min_delivered=min_delivered)

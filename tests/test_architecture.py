@@ -36,10 +36,9 @@ LAYERS: list[list[str]] = [
         "config",
         "config_text",
         "codex_trust",
-        "install",
     ],
-    # the files of a store
-    ["store"],
+    # the files of a store, and connecting a host to one
+    ["store", "install"],
     # the code graph: repositories, below everything that reads memories
     [
         "codegraph",
@@ -62,8 +61,17 @@ LAYERS: list[list[str]] = [
     ["query", "search", "semantic", "relevance", "sessions", "usage", "selection", "rendering", "sensors", "turns"],
     # operations
     ["intake", "container", "importing", "redaction", "purge", "adoption", "doctor", "demo", "rules", "distill"],
-    # the library
-    ["api"],
+    # the library: what the surfaces share, one module per area, and the package that gathers them
+    [
+        "api.surfaces",
+        "api.memories",
+        "api.retrieval",
+        "api.code",
+        "api.learning",
+        "api.hosts",
+        "api.container",
+        "api",
+    ],
     # the surfaces
     ["hook", "mcp_tools", "mcp_server"],
     [
@@ -134,6 +142,47 @@ def test_functions_stay_small(module: str) -> None:
             if (node.end_lineno or start) - start + 1 > MAX_FUNCTION_LINES:
                 long.append(node.name)
     assert not long, f"{module}: functions over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+# The surfaces: the command line, the MCP server and its tools, the hook.
+SURFACES = sorted(
+    name for name in MODULES if name.split(".")[1:2] in (["cli"], ["hook"], ["mcp_tools"], ["mcp_server"])
+)
+# The hook's own start-up-light modules: what it imports before (or besides) a handler reaches the library,
+# the payload's reading (``fields``), the token estimate (``text``) and session ids (``ids``).
+HOOK_LIGHT_MODULES = ["cclg.text", "cclg.ids", "cclg.fields"]
+SURFACES_MAY_IMPORT = {
+    "cclg",  # the package itself: its version
+    "cclg.errors",
+    "cclg.format",
+    *HOOK_LIGHT_MODULES,
+    *(name for name in MODULES if name == "cclg.api" or name.startswith("cclg.api.")),
+    *SURFACES,  # a command module imports ``cli.common``, the MCP server its tools
+}
+
+
+def forbidden_for_a_surface(path: Path) -> list[str]:
+    """The cclg modules ``path`` imports that a surface may not: anything but the library, the errors,
+    the contract's vocabularies and the hook's light modules."""
+    return sorted(imported(path) - SURFACES_MAY_IMPORT)
+
+
+@pytest.mark.parametrize("module", SURFACES)
+def test_the_surfaces_reach_cclg_only_through_the_library(module: str) -> None:
+    """The library is the surface: every operation the command line, MCP or the hook offers is one
+    ``cclg.api`` function, so a surface parses, calls and prints, and a change of the modules below
+    the library never reaches a surface."""
+    forbidden = forbidden_for_a_surface(MODULES[module])
+    assert not forbidden, f"{module} imports {forbidden}: go through cclg.api (give the operation an api function)"
+
+
+def test_the_surface_check_sees_a_violation(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "from cclg import api, errors\nfrom cclg.api import learning\nfrom cclg.text import estimate_tokens\n"
+        "def f():\n    from cclg import turns\n    from cclg.store import Store\n"
+    )
+    assert forbidden_for_a_surface(sample) == ["cclg.store", "cclg.turns"]
 
 
 def test_the_checks_see_a_violation(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cclg import doctor, mcp_tools, sensors
+from cclg import api, doctor, mcp_tools, sensors
 from cclg import format as fmt
 from cclg.cli import cli
 from cclg.config import SECTIONS, Settings
@@ -41,6 +41,17 @@ def test_a_pack_section_that_is_not_an_object_is_named_by_doctor_and_pack_still_
     doctor = cclg(store, "doctor")
     assert doctor.returncode == 1, doctor.stdout
     assert 'config.json "pack": true is not an object' in doctor.stdout
+
+
+def test_written_says_whether_the_file_speaks_of_a_key_usable_or_not() -> None:
+    """What cclg would set for the user (``cclg install``'s code-graph setting) it sets only where the
+    file says nothing: a value it cannot use, or a section that is no object, is still the user's."""
+    assert not Settings({}).written("hook", "include_codegraph")
+    assert not Settings({"hook": {"max_chars": 6000}}).written("hook", "include_codegraph")
+    assert Settings({"hook": {"include_codegraph": False}}).written("hook", "include_codegraph")
+    assert Settings({"hook": {"include_codegraph": "yes"}}).written("hook", "include_codegraph")
+    assert Settings({"hook": True}).written("hook", "include_codegraph")
+    assert not Settings({"pack": {"include_confidential": True}}).written("hook", "include_codegraph")
 
 
 def test_a_sensors_section_that_is_not_an_object_is_named_by_doctor(store: Store) -> None:
@@ -134,7 +145,7 @@ def test_no_config_a_user_can_write_makes_a_surface_crash(store: Store, sections
     opened = Store.open(store.root)
     for call in (
         lambda: mcp_tools.memory_purge(opened, "mem_" + "0" * 26, "asked", "mem_" + "0" * 26),
-        lambda: mcp_tools.allowed_repository(opened, str(store.root)),
+        lambda: api.allowed_repository(opened, str(store.root)),
     ):
         with contextlib.suppress(CclgError):
             call()

@@ -1,7 +1,8 @@
 """The declared library: ``cclg.__all__`` is the public surface, served from ``cclg.api``.
 
-Like httpx's test of its exported members: a public function added to the api
-without being declared (or a declared name that no longer exists) fails here.
+Like httpx's test of its exported members: a public function added to an api area
+module without being declared in its ``__all__`` (or a declared name that no longer
+exists) fails here.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 import cclg
 from cclg import api
 
-API_SOURCE = Path(api.__file__).read_text(encoding="utf-8")
+AREA_SOURCES = {area: Path(api.__file__).with_name(f"{area}.py").read_text(encoding="utf-8") for area in api.AREAS}
 
 
 def test_every_declared_name_exists_and_is_offered_by_the_package() -> None:
@@ -26,12 +27,27 @@ def test_every_declared_name_exists_and_is_offered_by_the_package() -> None:
 
 
 def test_every_public_function_and_class_of_the_api_is_declared() -> None:
-    defined = {
-        node.name
-        for node in ast.parse(API_SOURCE).body
-        if isinstance(node, ast.FunctionDef | ast.ClassDef) and not node.name.startswith("_")
-    }
-    assert defined <= set(cclg.__all__), sorted(defined - set(cclg.__all__))
+    """By its area module, whose ``__all__`` the package's is made of (each name declared once)."""
+    import importlib
+
+    declared = []
+    for area, source in AREA_SOURCES.items():
+        module = importlib.import_module(f"cclg.api.{area}")
+        defined = {
+            node.name
+            for node in ast.parse(source).body
+            if isinstance(node, ast.FunctionDef | ast.ClassDef) and not node.name.startswith("_")
+        }
+        assert defined <= set(module.__all__), (area, sorted(defined - set(module.__all__)))
+        declared += module.__all__
+    assert sorted(declared) == sorted(cclg.__all__)
+
+
+def test_no_public_name_is_also_a_module_of_the_package() -> None:
+    """``cclg.purge`` is the module once anything imported it, so the library's operation is
+    ``purge_memory`` (as ``search_memories``): ``cclg/__init__.py`` tells the two apart by the files."""
+    modules = {path.stem for path in Path(cclg.__file__).parent.iterdir()}
+    assert not modules & set(cclg.__all__), sorted(modules & set(cclg.__all__))
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
@@ -50,6 +66,8 @@ def test_star_import_and_a_light_package_import() -> None:
         "import sys\n"
         "import cclg\n"
         "assert 'cclg.api' not in sys.modules, sorted(m for m in sys.modules if m.startswith('cclg'))\n"
+        "from cclg import text, api\n"  # a module of the package, and the library's light package
+        "assert not [m for m in sys.modules if m.startswith('cclg.api.')], sorted(sys.modules)\n"
         "namespace = {}\n"
         "exec('from cclg import *', namespace)\n"
         "missing = [n for n in cclg.__all__ if n not in namespace]\n"

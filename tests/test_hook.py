@@ -411,9 +411,18 @@ def test_corrupt_store_fails_open(store: Store) -> None:
 
 # Never on the hook's path: the heavy dependencies, standard modules that cost
 # milliseconds of start-up each (dataclasses imports inspect; hashlib loads OpenSSL),
-# and the parts of cclg a read does not need (the writer, the library, the surfaces).
+# and the parts of cclg a read does not need (the writer, the library's areas for memories, the
+# container and hosts, the surfaces). The hook reaches the library through its light area modules.
 HEAVY_MODULES = ("click", "mcp", "git", "tree_sitter", "tomli_w")
-CCLG_WRITERS_AND_SURFACES = ("cclg.ledger", "cclg.api", "cclg.intake", "cclg.cli", "cclg.mcp_server")
+CCLG_WRITERS_AND_SURFACES = (
+    "cclg.ledger",
+    "cclg.api.memories",
+    "cclg.api.container",
+    "cclg.api.hosts",
+    "cclg.intake",
+    "cclg.cli",
+    "cclg.mcp_server",
+)
 SLOW_STDLIB = ("dataclasses", "inspect", "typing", "tomllib", "_hashlib", "argparse", "importlib.resources")
 
 

@@ -39,12 +39,12 @@ from mcp_types import CallToolResult, Tool
 
 from cclg import __version__, api, doctor, guard, search
 from cclg import format as fmt
+from cclg.api import allowed_repository
 from cclg.cli import cli
 from cclg.errors import UsageError
 from cclg.files import read_jsonl
 from cclg.ledger import apply_patch, create_nodes
 from cclg.mcp_server import main
-from cclg.mcp_tools import allowed_repository
 from cclg.query import Where
 from cclg.selection import Budget, PackRequest, compile_pack
 from cclg.store import Store

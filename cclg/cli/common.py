@@ -14,9 +14,8 @@ from typing import Any
 import click
 
 from cclg import api
+from cclg.api.surfaces import escape_invisible, project_filter, read_regular, terminal_text
 from cclg.errors import UsageError
-from cclg.guard import escape_invisible, terminal_text
-from cclg.repository import project_filter
 
 
 def store_of(ctx: click.Context) -> api.Store:
@@ -30,7 +29,7 @@ def store_of(ctx: click.Context) -> api.Store:
 def emit(data: Any, as_json: bool) -> None:
     """Print a record, a report or a list of them: TOML for people, JSON for programs. Their encoders
     escape line breaks and C0 controls; what they leave raw (C1 controls, DEL, bidirectional marks,
-    tag characters) is escaped too (``cclg.guard.escape_invisible``): the same values, nothing active
+    tag characters) is escaped too (``escape_invisible``): the same values, nothing active
     on a terminal."""
     if as_json:
         click.echo(escape_invisible(json.dumps(data, ensure_ascii=False, indent=2)))
@@ -42,18 +41,16 @@ def emit(data: Any, as_json: bool) -> None:
 def shown(value: object) -> str:
     """Outside text (a memory's content, a file name, a reason, a command, a path) in a line of plain
     output: every control character (ESC included), line break and invisible mark shown as
-    ``[U+XXXX]`` (``cclg.guard.terminal_text``), so no stored string can drive the terminal or forge
+    ``[U+XXXX]`` (``terminal_text``), so no stored string can drive the terminal or forge
     a line of its own. Every plain-text line of the command line shows outside text through this."""
     return terminal_text(str(value))
 
 
 def read_input(value: str) -> bytes:
     """The bytes of a file, or of stdin for ``-``: a regular file only (a FIFO or a device is refused,
-    never waited on or read without end; ``cclg.files.read_regular``)."""
+    never waited on or read without end; ``read_regular``)."""
     if value == "-":
         return sys.stdin.buffer.read()
-    from cclg.files import read_regular
-
     try:
         return read_regular(value)
     except FileNotFoundError:

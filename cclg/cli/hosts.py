@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from cclg import api
 from cclg.cli.common import emit, json_option, shown
 from cclg.errors import UsageError
-from cclg.install import Change
+
+if TYPE_CHECKING:
+    from cclg.install import Change
 
 host_argument = click.argument("host", type=click.Choice(["claude", "codex"]))
 place_option = click.option(

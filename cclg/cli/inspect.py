@@ -65,9 +65,7 @@ def log(ctx: click.Context, memory_id: str | None, lineage_id: str | None, limit
 
 
 def _lineage(store: api.Store, memory_id: str, as_json: bool) -> None:
-    from cclg.lineage import lineage
-
-    chain = lineage(store, api.named_node_id(store, memory_id))
+    chain = api.memory_lineage(store, memory_id)
     if as_json:
         emit(chain, True)
         return
@@ -239,17 +237,15 @@ def rules_command(ctx: click.Context, accept_id: str | None, as_json: bool) -> N
 
     Example: cclg rules --json    or    cclg rules --accept mem_01...
     """
-    from cclg import rules
-
     store = store_of(ctx)
     if accept_id is not None:
-        result = rules.accept(store, api.show(store, accept_id))
+        result = api.accept_rule(store, accept_id)
         if as_json:
             emit(result.to_dict(), True)
         else:
             click.echo(f"accepted: {result.new_nodes[0].id} states the rule now, labelled trusted ({result.patch.id})")
         return
-    listed = rules.listing(store)
+    listed = api.list_rules(store)
     if as_json:
         emit({"rules": listed}, True)
         return

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import click
 
-from cclg import api, guard
+from cclg import api
 from cclg import format as fmt
+from cclg.api import surfaces
 from cclg.cli.common import (
     emit,
     input_name,
@@ -56,19 +57,19 @@ def init(ctx: click.Context) -> None:
 )
 @click.option("--tag", multiple=True, help="A tag; repeatable.")
 @click.option(
-    "--trust", type=click.Choice(guard.TRUST), default="trusted", show_default=True, help="You wrote it: trusted."
+    "--trust", type=click.Choice(surfaces.TRUST), default="trusted", show_default=True, help="You wrote it: trusted."
 )
 @click.option(
     "--sensitivity",
-    type=click.Choice(guard.SENSITIVITY),
-    default=guard.DEFAULT_SENSITIVITY,
+    type=click.Choice(surfaces.SENSITIVITY),
+    default=surfaces.DEFAULT_SENSITIVITY,
     show_default=True,
     help="confidential is packed only where the store allows; restricted never.",
 )
 @click.option(
     "--retention",
-    type=click.Choice(guard.RETENTION),
-    default=guard.DEFAULT_RETENTION,
+    type=click.Choice(surfaces.RETENTION),
+    default=surfaces.DEFAULT_RETENTION,
     show_default=True,
     help="required memories are packed first, whatever the query.",
 )
@@ -243,10 +244,7 @@ def promote(ctx: click.Context, memory_id: str, reason: str, as_json: bool) -> N
 
     Example: cclg promote mem_01... --reason "true beyond this session"
     """
-    from cclg.promotion import promote as promote_memory
-
-    store = store_of(ctx)
-    emit(promote_memory(store, api.resolve_node_id(store, memory_id), reason=reason).to_dict(), as_json)
+    emit(api.promote(store_of(ctx), memory_id, reason=reason).to_dict(), as_json)
 
 
 @click.command()
@@ -276,18 +274,16 @@ def purge(ctx: click.Context, memory_id: str, reason: str, yes: bool, as_json: b
 
     Example: cclg purge mem_01... --yes
     """
-    from cclg.purge import preview, purge_memory
-
     store = store_of(ctx)
-    node = store.read_node(api.resolve_node_id(store, memory_id, least=api.PURGE_ID_CHARS))
+    node, preview = api.purge_preview(store, memory_id)
     if not yes:
         if not sys.stdin.isatty():
             raise UsageError("purge erases for good and asks for confirmation: run it in a terminal, or add --yes")
-        text = shown(repr(preview(node)))
+        text = shown(repr(preview))
         question = f"Erase the content of {node.id} ({node.status}: {text}) for good? It cannot be undone"
         if not click.confirm(question, default=False):
             raise CclgError("not confirmed: nothing was erased")
-    result = purge_memory(store, node.id, reason=reason)
+    result = api.purge_memory(store, node.id, reason=reason)
     emit(result.to_dict(), as_json)
     if result.status == "already purged":
         click.echo(f"{node.id} was purged by {result.patch_id} already: nothing left to erase", err=True)
@@ -300,9 +296,9 @@ def purge(ctx: click.Context, memory_id: str, reason: str, yes: bool, as_json: b
 
 @click.command("label")
 @click.argument("memory_id")
-@click.option("--trust", type=click.Choice(guard.TRUST), help="trusted: you have checked it.")
-@click.option("--sensitivity", type=click.Choice(guard.SENSITIVITY))
-@click.option("--retention", type=click.Choice(guard.RETENTION))
+@click.option("--trust", type=click.Choice(surfaces.TRUST), help="trusted: you have checked it.")
+@click.option("--sensitivity", type=click.Choice(surfaces.SENSITIVITY))
+@click.option("--retention", type=click.Choice(surfaces.RETENTION))
 @click.option("--reason", required=True, help="Why: kept in the patch for the audit trail.")
 @json_option
 @click.pass_context

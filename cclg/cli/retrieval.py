@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from cclg import api
+from cclg.api.surfaces import escape_invisible
 from cclg.cli.common import (
     count,
     emit,
@@ -20,7 +21,6 @@ from cclg.cli.common import (
     where,
     workspace_option,
 )
-from cclg.guard import escape_invisible
 
 
 @click.command("search")

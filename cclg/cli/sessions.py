@@ -1,10 +1,11 @@
 """Commands about what sessions taught and used: ``distill`` (corrections and decisions proposed as
-memories, ``cclg.distill``) and ``stats`` (which delivered memories were used, ``cclg.usage``)."""
+memories) and ``stats`` (which delivered memories were used): ``cclg.api.learning`` does the work."""
 
 from __future__ import annotations
 
 import click
 
+from cclg import api
 from cclg.cli.common import emit, json_option, shown, skipped_line, store_of
 
 
@@ -24,13 +25,11 @@ def distill(ctx: click.Context, session_id: str, numbers: tuple[int, ...], accep
 
     Example: cclg distill 4f1c... then cclg distill 4f1c... --accept 2
     """
-    from cclg import distill as distilling
-
     store = store_of(ctx)
     if numbers or accept_all:
-        emit({"accepted": distilling.accept(store, session_id, None if accept_all else list(numbers))}, as_json)
+        emit({"accepted": api.distill_accept(store, session_id, None if accept_all else list(numbers))}, as_json)
         return
-    found = distilling.review(store, session_id)
+    found = api.distill_review(store, session_id)
     if as_json:
         emit(found, True)
         return
@@ -67,9 +66,7 @@ def stats(ctx: click.Context, dead_weight: bool, min_delivered: int, as_json: bo
 
     Example: cclg stats --dead-weight
     """
-    from cclg import usage
-
-    found = usage.table(store_of(ctx), dead_weight=dead_weight, min_delivered=min_delivered)
+    found = api.usage_report(store_of(ctx), dead_weight=dead_weight, min_delivered=min_delivered)
     if as_json:
         emit(found, True)
         return

@@ -1,5 +1,5 @@
 """``cclg turn``: the previous turn's entry (CogLog's fact and interpretation layers), read, written
-and cleared; ``cclg.turns`` does the work."""
+and cleared; ``cclg.api.learning`` does the work (``cclg.turns`` holds the entry)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ import sys
 
 import click
 
+from cclg import api
+from cclg.api import learning
 from cclg.cli.common import emit, json_option, store_of
 from cclg.errors import UsageError
+from cclg.fields import read_json
 
 session_choice = click.option(
     "--session",
@@ -36,9 +39,7 @@ def read_command(ctx: click.Context, session_id: str | None, coglog: bool, as_js
 
     Example: cclg turn read --session 4f1c... --json
     """
-    from cclg import turns
-
-    entry = turns.read(store_of(ctx), session_id, coglog=coglog)
+    entry = api.read_turn(store_of(ctx), session_id, coglog=coglog)
     emit(entry, as_json or coglog)
 
 
@@ -53,16 +54,13 @@ def write_command(ctx: click.Context, session_id: str | None, as_json: bool) -> 
 
     Example: echo '{"current_focus": "the flaky cache test"}' | cclg turn write
     """
-    from cclg import turns
-    from cclg.fields import read_json
-
     try:
-        fields = read_json(sys.stdin.buffer, turns.MAX_WRITE_BYTES, "standard input")
+        fields = read_json(sys.stdin.buffer, learning.MAX_WRITE_BYTES, "standard input")
     except ValueError as exc:
         raise UsageError(f"standard input is not a JSON object: {exc}") from None
     if not isinstance(fields, dict):
         raise UsageError("standard input must be a JSON object")
-    emit(turns.write(store_of(ctx), fields, session_id), as_json)
+    emit(api.write_turn(store_of(ctx), fields, session_id), as_json)
 
 
 @turn.command("clear")
@@ -73,9 +71,7 @@ def clear_command(ctx: click.Context, session_id: str | None) -> None:
 
     Example: cclg turn clear --session 4f1c...
     """
-    from cclg import turns
-
-    dropped = turns.clear(store_of(ctx), session_id)
+    dropped = api.clear_turn(store_of(ctx), session_id)
     click.echo("cleared" if dropped else "nothing to clear")
 
 

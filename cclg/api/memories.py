@@ -1,19 +1,17 @@
-"""The library: every operation the command line and the MCP server offer.
+"""Memories and the ledger: opening a store, resolving ids, reading, changing, erasing and auditing memories.
 
 Each function takes an open ``Store`` and plain values, does one job, and returns
 records or plain dicts; the surfaces only parse and print. Ids are resolved here,
 in one place: wherever a memory or patch id is taken, a unique prefix of it is
-accepted (``resolve_node_id``, ``resolve_patch_id``).
-
-``__all__`` is the public surface, declared again by ``cclg/__init__.py`` (which
-must not import this module to know it); a test keeps the two equal and checks
-that every public function and class here is in it.
+accepted (``resolve_node_id``, ``resolve_patch_id``). A caller that is not the user
+(MCP: ``max_trust="untrusted"``) is held to what it may change here too.
 
 The work itself lives in the modules named after it (``intake`` for new memories,
-``ledger`` for patches, ``search``, ``selection`` and ``rendering`` for packs, ``container``, ``doctor``,
-``redaction``, ``codegraph``); this module gathers them and adds the operations
-that are only a few lines over them. It imports up front only what adding and reading
-memories need, the rest on first use (``_LAZY``, or inside the operation): ``cclg add`` starts fast.
+``ledger`` for patches, ``undo``, ``lineage``, ``promotion``, ``purge``, ``adoption``,
+``doctor``, ``redaction``); this module gathers them and adds the operations that are
+only a few lines over them. It imports up front only what adding and reading memories
+need, the rest on first use (``_LAZY``, or inside the operation): ``cclg add`` starts fast.
+It also serves the error classes every operation raises.
 """
 
 from __future__ import annotations
@@ -22,7 +20,6 @@ import importlib
 import json
 import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,116 +43,80 @@ from cclg.index import rebuild_index
 from cclg.intake import AddResult, ImportResult, add_memory, build_node, import_jsonl, parse_scope, scope_for
 from cclg.lattice import LIVE_STATUSES
 from cclg.ledger import PatchResult
-from cclg.query import Hit, Where
 from cclg.records import MemoryNode, MemoryPatch, Source
 from cclg.repository import project_of
-from cclg.search import MODES, GrepMatch, grep
-from cclg.search import search as search_memories  # the package's ``search`` attribute is the module
 from cclg.staging import finish
-from cclg.store import Store, resolve_root
+from cclg.store import Store
 from cclg.view import effective_view
 
 _LAZY = {  # module -> the public names it serves: modules only some operations need, imported on first use
     "cclg.adoption": "Adoption",
-    "cclg.codegraph.rank": "SearchIndexDamage",
-    "cclg.container": "Container ContainerError export_store load_container read_text",
     "cclg.demo": "build_demo_store",
     "cclg.doctor": "Finding Report diagnose repair validate_paths",
-    "cclg.importing": "ImportReport import_container",
-    "cclg.selection": "DEFAULT_MAX_CHARS DEFAULT_MAX_NODES Budget PackRequest compile_pack explain_pack",
-    "cclg.rendering": "FORMATS render to_toml",
     "cclg.redaction": "redact_store scan_secrets",
 }
 
 if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
-    from cclg import install
     from cclg.adoption import Adoption
-    from cclg.codegraph.rank import SearchIndexDamage
-    from cclg.container import Container, ContainerError, export_store, load_container, read_text
     from cclg.demo import build_demo_store
     from cclg.doctor import Finding, Report, diagnose, repair, validate_paths
-    from cclg.importing import ImportReport, import_container
+    from cclg.purge import PurgeResult
     from cclg.redaction import redact_store, scan_secrets
-    from cclg.rendering import FORMATS, render, to_toml
-    from cclg.selection import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, Budget, PackRequest, compile_pack, explain_pack
 else:
 
     def __getattr__(name: str) -> Any:
         module = next((module for module, names in _LAZY.items() if name in names.split()), None)
         if module is None:
-            raise AttributeError(f"module 'cclg.api' has no attribute {name!r}")
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(module), name)
         globals()[name] = value  # found here from now on
         return value
 
 
-# The public surface; ``cclg/__init__.py`` declares the same list (a test keeps the two equal).
 __all__ = [
-    "DEFAULT_MAX_CHARS",
-    "DEFAULT_MAX_NODES",
-    "FORMATS",
-    "MODES",
     "AddResult",
     "Adoption",
-    "Budget",
     "CclgError",
     "ConcurrencyError",
-    "Container",
-    "ContainerError",
     "DiskError",
     "Finding",
-    "GrepMatch",
-    "Hit",
     "IllegalPatchError",
-    "ImportReport",
     "ImportResult",
     "NotFoundError",
-    "PackRequest",
     "PatchResult",
     "Report",
-    "SearchIndexDamage",
     "SecretError",
     "Store",
     "StoreNotFoundError",
     "UnknownPatchOperationError",
     "UsageError",
     "ValidationError",
-    "Where",
     "add_memory",
     "adopt_project",
     "audit_log",
     "build_demo_store",
     "build_node",
     "cite",
-    "code_index",
-    "code_search",
-    "compile_pack",
     "conflicts",
     "diagnose",
-    "explain_pack",
-    "export_store",
-    "export_to",
     "forget",
-    "grep",
     "history",
-    "import_container",
     "import_jsonl",
     "init_store",
-    "install_host",
     "keep_raw",
     "label",
-    "load_container",
+    "memory_lineage",
     "named_node_id",
     "open_store",
     "parse_moment",
     "parse_scope",
     "patch",
     "patch_diff",
-    "read_text",
-    "recall",
+    "promote",
+    "purge_memory",
+    "purge_preview",
     "redact_store",
     "reindex",
-    "render",
     "repair",
     "resolve",
     "resolve_node_id",
@@ -163,11 +124,8 @@ __all__ = [
     "rollback",
     "scan_secrets",
     "scope_for",
-    "search_memories",
     "show",
     "status",
-    "to_toml",
-    "uninstall_host",
     "validate_paths",
 ]
 
@@ -288,6 +246,14 @@ def patch_diff(store: Store, patch_id: str) -> dict[str, Any]:
     from cclg.lineage import patch_diff as diff
 
     return diff(store, resolve_patch_id(store, patch_id))
+
+
+def memory_lineage(store: Store, memory_id: str) -> dict[str, Any]:
+    """``cclg log --lineage``: a memory's chain of versions, the patches that made them and its members
+    (``cclg.lineage``); ``memory_id`` may also be the full id of a memory the store no longer holds."""
+    from cclg.lineage import lineage as chain
+
+    return chain(store, named_node_id(store, memory_id))
 
 
 def _read_optional(store: Store, node_id: str) -> MemoryNode | None:
@@ -540,32 +506,6 @@ def reindex(store: Store) -> dict[str, Any]:
     return {"memories": count, "seconds": round(time.perf_counter() - start, 3)}
 
 
-def export_to(store: Store, out: Path, *, session_ids: list[str] | None = None, force: bool = False) -> dict[str, Any]:
-    """``cclg export FILE``: write the store's container to ``out``; returns the container's header."""
-    if out.is_dir():
-        raise UsageError(f"{out} is a folder; give a file name such as {out / 'memory.cclg'}")
-    from cclg.container import export_store
-
-    text = export_store(store, session_ids or None)
-    try:
-        store.write_file(out, text.encode("utf-8"), replace=force)
-    except FileExistsError:
-        raise UsageError(f"{out} exists; pass --force to replace it") from None
-    except FileNotFoundError:
-        raise UsageError(f"no folder {out.parent} to write {out.name} into") from None
-    header: dict[str, Any] = json.loads(text.split("\n", 2)[1])
-    return header
-
-
-def recall(store: Store, query: str, *, where: Where | None = None, limit: int = 5) -> list[dict[str, Any]]:
-    """Current memories for ``query``, each with its provenance (source, quote, raw spans)."""
-    hits = search_memories(store, query, mode="bm25", limit=limit, where=where)
-    return [
-        {"id": h.id, "score": round(h.score, 4), "node": h.node.to_dict(), "provenance": cite(store, h.id)}
-        for h in hits
-    ]
-
-
 def conflicts(store: Store) -> list[dict[str, Any]]:
     """Memories waiting for a decision: those in ``conflict_pending``, with what contradicts them."""
     nodes = store.load_nodes()
@@ -629,87 +569,42 @@ def audit_log(
     return records
 
 
-# ---------------------------------------------------------------- the code graph
+# ---------------------------------------------------------------- promoting and erasing
 
 
-def code_index(
-    store: Store, repo: str | Path, *, max_commits: int = 5000, progress: Callable[[int, int], None] | None = None
-) -> dict[str, Any]:
-    """``cclg code-index``: index a repository's code graph into the store; returns the build summary
-    with the repository's ``root``."""
-    from cclg.codegraph.build import build_graph  # tree-sitter and git: only when indexing
+def promote(
+    store: Store, memory_id: str, *, reason: str = "kept beyond its session at the user's request"
+) -> PatchResult:
+    """``cclg promote``: make a session memory durable (``cclg.promotion``): a copy without the session
+    becomes active and the session memory is marked promoted (a rollback undoes it)."""
+    from cclg.promotion import promote as promote_memory
 
-    graph = build_graph(store, repo, progress=progress, max_commits=max_commits)
-    return {"root": graph["root"], **graph["summary"]}
-
-
-def code_search(store: Store, query: str, repo: str | Path, *, limit: int = 10) -> dict[str, Any]:
-    """``cclg code-search``: the files of an indexed repository to read first for ``query``, with the
-    CodeGraphPack that shows them (``pack``)."""
-    from cclg.codegraph.rank import SearchIndexDamage, rank_files, render_pack
-    from cclg.codegraph.search_index import TEXT_SCHEMA, index_schema
-    from cclg.codegraph.stored import find_search_index
-
-    root, index = find_search_index(store, repo)
-    if not index.is_file():  # deleted as damaged (`cclg doctor`): built again from the repository first
-        code_index(store, root)
-    try:
-        files = rank_files(index, query, limit=limit)
-    except SearchIndexDamage:  # deleted: built again from the repository, once, and asked again
-        code_index(store, root)
-        files = rank_files(index, query, limit=limit)
-    result = {"query": query, "root": str(root), "files": files, "pack": render_pack(files)}
-    if index_schema(index) < TEXT_SCHEMA:  # it ranks without what it lacks
-        result["note"] = f"the code graph was indexed by an older cclg: `cclg code-index {root}` completes it"
-    return result
+    return promote_memory(store, resolve_node_id(store, memory_id), reason=reason)
 
 
-# ---------------------------------------------------------------- hosts
+def purge_preview(store: Store, memory_id: str) -> tuple[MemoryNode, str]:
+    """The memory a purge of ``memory_id`` (its full id, or at least ``PURGE_ID_CHARS`` characters after
+    ``mem_``) would erase, with the start of its content on one line: what a confirmation shows."""
+    from cclg.purge import preview
+
+    node = store.read_node(resolve_node_id(store, memory_id, least=PURGE_ID_CHARS))
+    return node, preview(node)
 
 
-def install_host(
-    host: str, *, project: Path | None = None, root: str | None = None, dry_run: bool = False, trust: bool = True
-) -> list[install.Change]:
-    """``cclg install``: create the store if needed, register cclg-hook and cclg-mcp with ``host``, turn the
-    code graph in the hook's answers on (unless the store's config says otherwise) and, for Codex with
-    ``trust``, record the user's trust in the hooks it wrote where Codex can be asked for them."""
-    from cclg import install  # only when installing
+def purge_memory(
+    store: Store,
+    memory_id: str,
+    *,
+    reason: str = "purged at the user's request",
+    source: str = "manual",
+    confirm_id: str | None = None,
+) -> PurgeResult:
+    """``cclg purge``: erase a memory's content for good, from every file of the store and its indexes
+    (``cclg.purge``). ``memory_id`` needs at least ``PURGE_ID_CHARS`` characters after ``mem_``; a caller
+    that must repeat the full id (MCP) passes it as ``confirm_id``, and nothing is erased unless it matches."""
+    from cclg import purge
 
-    named = str(resolve_root(root).resolve()) if root else None  # the store the hooks and the server name
-    install.install(host, project=project, root=named, dry_run=True)  # what is refused leaves all as it was,
-    install.register_mcp(host, project=project, root=named, dry_run=True)  # the store included
-    if host == "codex":
-        install.read_codex_config()
-    if not dry_run:
-        store, _ = Store.init(root)
-        hook = store.config.get("hook")
-        if hook is None or (isinstance(hook, dict) and "include_codegraph" not in hook):
-            config = {**store.config, "hook": {**(hook or {}), "include_codegraph": True}}
-            store.write_file(store.config_path, json.dumps(config, indent=2).encode() + b"\n")
-    changes = [install.install(host, project=project, root=named, dry_run=dry_run)]
-    changes.append(install.register_mcp(host, project=project, root=named, dry_run=dry_run))
-    if host == "codex" and trust and not dry_run:
-        codex_config = install.codex_home() / "config.toml"
-        backed_up = any(change.path == codex_config and change.backup for change in changes)
-        try:
-            trusted = install.trust_codex_hooks(project=project, keep_backup=backed_up)
-        except UsageError:  # a layout cclg does not edit: the user trusts the hooks in Codex's /hooks
-            trusted = None
-        if trusted is not None and trusted.added:
-            changes.append(trusted)
-    return changes
-
-
-def uninstall_host(host: str, *, project: Path | None = None, dry_run: bool = False) -> list[install.Change]:
-    """``cclg uninstall``: remove exactly what ``install_host`` added."""
-    from cclg import install
-
-    changes = [install.uninstall(host, project=project, dry_run=dry_run)]
-    changes.append(install.unregister_mcp(host, project=project, dry_run=dry_run))
-    if host == "codex":
-        codex_config = install.codex_home() / "config.toml"
-        backed_up = any(change.path == codex_config and change.backup for change in changes)
-        untrusted = install.untrust_codex_hooks(project=project, dry_run=dry_run, keep_backup=backed_up)
-        if untrusted.removed:
-            changes.append(untrusted)
-    return changes
+    node_id = resolve_node_id(store, memory_id, least=PURGE_ID_CHARS)
+    if confirm_id is not None and confirm_id != node_id:
+        raise UsageError(f"confirm_id must be the memory's full id, {node_id}: nothing was erased")
+    return purge.purge_memory(store, node_id, reason=reason, source=source)

@@ -1,0 +1,69 @@
+"""Retrieval and packs: searching memories, recalling them with their provenance, and compiling,
+explaining, fitting and rendering the memory pack.
+
+The search runs in ``cclg.search``; a pack is asked for with one ``PackRequest`` (its query, its
+``Where``, its ``Budget``), chosen in ``cclg.selection`` and shown in ``cclg.rendering``. The pack's
+names are imported on first use (``_LAZY``), so a command that only searches never loads the compiler.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from cclg.query import Hit, Where
+from cclg.search import MODES, GrepMatch, grep
+from cclg.search import search as search_memories  # the package's ``search`` attribute is the module
+
+_LAZY = {  # module -> the public names it serves, imported on first use
+    "cclg.selection": "DEFAULT_MAX_CHARS DEFAULT_MAX_NODES Budget PackRequest compile_pack explain_pack",
+    "cclg.rendering": "FORMATS fit_markdown render to_toml",
+}
+
+TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
+    from typing import Any
+
+    from cclg.rendering import FORMATS, fit_markdown, render, to_toml
+    from cclg.selection import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, Budget, PackRequest, compile_pack, explain_pack
+    from cclg.store import Store
+else:
+
+    def __getattr__(name: str) -> Any:
+        module = next((module for module, names in _LAZY.items() if name in names.split()), None)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value  # found here from now on
+        return value
+
+
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "DEFAULT_MAX_NODES",
+    "FORMATS",
+    "MODES",
+    "Budget",
+    "GrepMatch",
+    "Hit",
+    "PackRequest",
+    "Where",
+    "compile_pack",
+    "explain_pack",
+    "fit_markdown",
+    "grep",
+    "recall",
+    "render",
+    "search_memories",
+    "to_toml",
+]
+
+
+def recall(store: Store, query: str, *, where: Where | None = None, limit: int = 5) -> list[dict[str, Any]]:
+    """Current memories for ``query``, each with its provenance (source, quote, raw spans)."""
+    from cclg.api.memories import cite  # the writer's modules: not on the hook's path, which packs
+
+    hits = search_memories(store, query, mode="bm25", limit=limit, where=where)
+    return [
+        {"id": h.id, "score": round(h.score, 4), "node": h.node.to_dict(), "provenance": cite(store, h.id)}
+        for h in hits
+    ]
