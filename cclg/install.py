@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 from cclg import codex_trust, config_text
-from cclg import format as fmt
 from cclg.errors import UsageError
 from cclg.fields import parse_json
 from cclg.files import atomic_write
@@ -578,7 +577,7 @@ def _include_codegraph(store: Store) -> None:
         return
     hook = store.config.get("hook") or {}
     config = {**store.config, "hook": {**hook, "include_codegraph": True}}
-    store.write_file(store.root / fmt.PATHS["config"], json.dumps(config, indent=2).encode() + b"\n")
+    store.write_file(store.config_path, json.dumps(config, indent=2).encode() + b"\n")
 
 
 def uninstall_host(host: str, *, project: Path | None = None, dry_run: bool = False) -> list[Change]:

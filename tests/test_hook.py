@@ -244,12 +244,12 @@ def test_the_digest_reads_only_deliveries_and_skips_a_torn_line(store: Store) ->
 
 
 def test_a_prompt_is_recorded_even_when_the_pack_fails(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cclg import hook, rendering
+    from cclg import hook
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("index unreadable")
 
-    monkeypatch.setattr(rendering, "fit_markdown", broken)
+    monkeypatch.setattr("cclg.api.retrieval.fit_markdown", broken)  # where the hook asks for it
     with pytest.raises(RuntimeError, match="index unreadable"):
         hook.handle("user-prompt", claude_prompt("how do deploys go out?"), "claude", str(store.root))
     (event,) = read_jsonl(store.session_events_path("abc123")).records
