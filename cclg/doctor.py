@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cclg import format as fmt
-from cclg import purge, semantic, sensors, staging, usage
+from cclg import purge, semantic, sensors, staging, usage_prior
 from cclg.adoption import shared_by_name
 from cclg.codegraph import search_index
 from cclg.errors import CclgError, UnknownPatchOperationError, ValidationError
@@ -376,7 +376,7 @@ def _projection_health(store: Store) -> list[str]:
     """The disposable projections besides the memory index, read through as ``_index_health`` reads it:
     each code graph's search index (``search_index.read_through``; a damaged one is deleted, and the
     next prompt in its repository or ``cclg code-index`` builds it again), the usage counts
-    (``usage.heal``: compared with their log) and the memories' vectors (``semantic.heal_vectors``).
+    (``usage_prior.heal``: compared with their log) and the memories' vectors (``semantic.heal_vectors``).
     Returns what was done about each damaged one."""
     healed = []
     for path in sorted(store.codegraphs_dir.glob("*.search.sqlite")):
@@ -390,7 +390,7 @@ def _projection_health(store: Store) -> list[str]:
                 healed.append(f"{where}: the code graph search index is damaged ({exc}) and stays ({error})")
                 continue
             healed.append(f"{where}: deleted the damaged code graph search index ({exc}), built again on next use")
-    found = [usage.heal(store), semantic.heal_vectors(store)]
+    found = [usage_prior.heal(store), semantic.heal_vectors(store)]
     return healed + [done for done in found if done]
 
 

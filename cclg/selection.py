@@ -35,7 +35,7 @@ A new pack option is a field of ``PackRequest`` (or ``Budget``) and the code tha
 from __future__ import annotations
 
 from cclg import format as fmt
-from cclg import guard, semantic, usage
+from cclg import guard, semantic, usage_prior
 from cclg.ids import now_iso
 from cclg.index import Index, read_fresh
 from cclg.query import Hit, View, Where
@@ -289,7 +289,7 @@ def select(store: Store, request: PackRequest) -> Selection:
         if hit.id not in seen:
             kept.append(hit)
             seen.add(hit.id)
-    prior = usage.priors(store)  # how often each was used when delivered, within +-10% (cclg.usage)
+    prior = usage_prior.priors(store)  # how often each was used when delivered, within +-10% (cclg.usage_prior)
     return Selection(query, kept, retired, include_confidential, replaced_by, runner_up, prior)
 
 

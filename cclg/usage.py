@@ -9,7 +9,7 @@ and never echoed was **ignored**. The verdicts are session evidence: a ``usage``
 session's log and a line in ``audit/usage.jsonl``; nodes are never rewritten for them.
 
 ``active/usage.json`` is a projection of that log (memory id -> delivered, used), rebuilt at each
-session end, and ``prior`` turns it into a multiplier between 0.9 and 1.1 that the pack applies to
+session end, and ``cclg.usage_prior`` turns it into a multiplier between 0.9 and 1.1 that the pack applies to
 the relevance score of memories that relevance and the budget already let into the pack
 (``cclg.selection.usage_order``): a memory that keeps helping rises a little, one delivered twenty
 times and never used sinks a little, and neither ever enters or leaves a pack on usage alone, not
@@ -18,16 +18,13 @@ even at the budget's edge. Nothing changes with time alone.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import math
 import re
 
-from cclg.fields import parse_json
-from cclg.files import read_jsonl
 from cclg.ids import now_iso
 from cclg.sessions import Digest, digest, event_payload, events_from
-from cclg.store import USAGE_LOG, USAGE_SUMMARY, Store
+from cclg.store import Store
+from cclg.usage_prior import counts, rebuild
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,7 +34,6 @@ if TYPE_CHECKING:
 
 TERMS = 3  # distinctive words of a memory, besides its code spans
 EVIDENCE_CHARS = 2_000_000  # of a session's later tool calls and answers read for the terms
-PRIOR_RANGE = 0.1  # the prior moves a score by at most this share
 
 
 EVIDENCE_EVENTS = ("post_tool", "post_tool_failure", "stop")  # the events that show what the agent did
@@ -113,68 +109,6 @@ def record_session(store: Store, session_id: str, found: Digest | None = None) -
         store.append(store.usage_log_path, [{"session_id": session_id, **verdicts, "created_at": now_iso()}])
         rebuild(store)
     return verdicts
-
-
-def counts(store: Store) -> dict[str, list[int]]:
-    """Memory id -> [sessions delivered to, sessions that used it], from the usage log."""
-    found: dict[str, list[int]] = {}
-    for record in read_jsonl(store.usage_log_path).records:
-        for node_id in record.get("used", ()):
-            entry = found.setdefault(node_id, [0, 0])
-            entry[0] += 1
-            entry[1] += 1
-        for node_id in record.get("ignored", ()):
-            found.setdefault(node_id, [0, 0])[0] += 1
-    return found
-
-
-def rebuild(store: Store) -> None:
-    """Write the projection ``active/usage.json`` from the log."""
-    data = json.dumps(counts(store), sort_keys=True, separators=(",", ":")).encode()
-    store.write_file(store.usage_summary_path, data)
-
-
-def heal(store: Store) -> str | None:
-    """``cclg doctor``: the projection compared with its log, and rebuilt when it is not what the log
-    says (a byte that breaks it, or one that only changes a count); returns what was done, else None."""
-    try:
-        with open(store.usage_summary_path, "rb") as handle:
-            data = parse_json(handle.read())
-    except FileNotFoundError:
-        return None
-    except ValueError:
-        data = None
-    if data == counts(store):
-        return None
-    try:
-        rebuild(store)
-    except OSError as exc:
-        return f"{USAGE_SUMMARY}: the usage counts are damaged and could not be rebuilt ({exc})"
-    return f"{USAGE_SUMMARY}: rebuilt the damaged usage counts from {USAGE_LOG}"
-
-
-def prior(delivered: int, used: int) -> float:
-    """A multiplier in [0.9, 1.1]: above 1 for a memory that keeps being used, below for one
-    delivered often and never used; 1 for one never delivered."""
-    ignored = delivered - used
-    return 1.0 + PRIOR_RANGE * math.tanh((used - 0.25 * ignored) / 4)
-
-
-def priors(store: Store) -> dict[str, float]:
-    """Each delivered memory's prior, from the projection (empty when there is none). A projection that
-    cannot be read back (not UTF-8, not JSON, not counts) is damage: it is rebuilt from the log."""
-    try:
-        with open(store.usage_summary_path, "rb") as handle:
-            data = parse_json(handle.read())
-        if not isinstance(data, dict) or not all(isinstance(v, list) and len(v) == 2 for v in data.values()):
-            raise ValueError("not counts by memory")
-    except FileNotFoundError:
-        return {}
-    except ValueError:
-        data = counts(store)
-        with contextlib.suppress(OSError):  # a read-only store: counted for this read only
-            rebuild(store)
-    return {k: prior(*v) for k, v in data.items()}
 
 
 def table(store: Store, *, dead_weight: bool = False, min_delivered: int = 10) -> dict[str, Any]:

@@ -58,7 +58,19 @@ LAYERS: list[list[str]] = [
     # the ledger and its projections
     ["lattice", "view", "index", "staging", "ledger", "undo", "lineage", "promotion"],
     # reading and compiling
-    ["query", "search", "semantic", "relevance", "sessions", "usage", "selection", "rendering", "sensors", "turns"],
+    [
+        "query",
+        "search",
+        "semantic",
+        "relevance",
+        "sessions",
+        "usage_prior",
+        "usage",
+        "selection",
+        "rendering",
+        "sensors",
+        "turns",
+    ],
     # operations
     ["intake", "container", "importing", "redaction", "purge", "adoption", "doctor", "demo", "rules", "distill"],
     # the library: what the surfaces share, one module per area, and the package that gathers them

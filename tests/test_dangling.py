@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cclg import api, distill, mcp_tools, usage
+from cclg import api, distill, mcp_tools, usage_prior
 from cclg.files import read_jsonl
 from cclg.hook import handle
 from cclg.records import Scope, Source, new_node
@@ -64,7 +64,7 @@ def gone(store: Store) -> dict[str, Any]:
     tool_input = {"command": "./deploy.sh --blue"}
     event(store, SESSION, "post-tool", tool_name="Bash", tool_input=tool_input, tool_response=response)
     event(store, SESSION, "session-end", reason="exit")
-    assert usage.counts(store)[synced.id] == [1, 1], "the usage log names it"
+    assert usage_prior.counts(store)[synced.id] == [1, 1], "the usage log names it"
     repaired = cclg(store.root, "doctor", "--repair")
     assert not store.node_path(synced.id).exists(), repaired.stdout + repaired.stderr
     assert list((store.root / "recovered").rglob(f"{synced.id}*")), "set aside, not deleted"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cclg import usage
+from cclg import usage_prior
 from cclg.files import read_jsonl
 from cclg.store import USAGE_LOG, USAGE_SUMMARY, Store
 from tests.test_disk_refusals import HOOK, MCP, cclg
@@ -121,13 +121,13 @@ def test_rule14_doctor_reads_through_the_index_and_rebuilds_a_damaged_one(root: 
 def test_rule14_a_damaged_usage_projection_is_rebuilt_from_its_log(tmp_path: Path) -> None:
     store, _ = Store.init(tmp_path / "store")
     store.append(store.usage_log_path, [{"session_id": "s1", "used": ["mem_a"], "ignored": ["mem_b"]}])
-    usage.rebuild(store)
-    want = usage.priors(store)
+    usage_prior.rebuild(store)
+    want = usage_prior.priors(store)
     assert set(want) == {"mem_a", "mem_b"}
     summary = store.usage_summary_path
     summary.write_bytes(summary.read_bytes()[:5] + b"\xff" + summary.read_bytes()[6:])
-    assert usage.priors(store) == want
-    assert json.loads(summary.read_bytes()) == usage.counts(store)
+    assert usage_prior.priors(store) == want
+    assert json.loads(summary.read_bytes()) == usage_prior.counts(store)
 
 
 def test_rule14_code_search_rebuilds_a_damaged_code_graph_index_once_and_answers(tmp_path: Path) -> None:
@@ -223,7 +223,7 @@ def test_rule14_doctor_checks_the_usage_projection_against_its_log(tmp_path: Pat
     byte that breaks them, and one that only changes a count (served as true), are both found."""
     store, _ = Store.init(tmp_path / "store")
     store.append(store.usage_log_path, [{"session_id": "s1", "used": ["mem_a"], "ignored": ["mem_b"]}])
-    usage.rebuild(store)
+    usage_prior.rebuild(store)
     summary = store.usage_summary_path
     data = summary.read_bytes()
     at = data.index(b"1")
@@ -232,7 +232,7 @@ def test_rule14_doctor_checks_the_usage_projection_against_its_log(tmp_path: Pat
     assert report.returncode == 0, report.stdout + report.stderr
     said = f"healed a projection: {USAGE_SUMMARY}: rebuilt the damaged usage counts from {USAGE_LOG}"
     assert said in report.stdout, report.stdout
-    assert json.loads(summary.read_bytes()) == usage.counts(store)
+    assert json.loads(summary.read_bytes()) == usage_prior.counts(store)
     assert "damaged" not in cclg(store.root, "doctor").stdout
 
 

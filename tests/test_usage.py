@@ -8,7 +8,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from cclg import api, usage
+from cclg import api, usage, usage_prior
 from cclg.cli import cli
 from cclg.hook import handle
 from cclg.store import Store
@@ -66,10 +66,10 @@ def test_stats_and_dead_weight(store: Store) -> None:
 
 
 def test_the_prior_is_bounded_and_neutral_without_evidence() -> None:
-    assert usage.prior(0, 0) == 1.0
-    assert 1.0 < usage.prior(5, 5) <= 1.1
-    assert 0.9 <= usage.prior(20, 0) < 1.0
-    assert usage.prior(100, 100) <= 1.1 and usage.prior(1000, 0) >= 0.9
+    assert usage_prior.prior(0, 0) == 1.0
+    assert 1.0 < usage_prior.prior(5, 5) <= 1.1
+    assert 0.9 <= usage_prior.prior(20, 0) < 1.0
+    assert usage_prior.prior(100, 100) <= 1.1 and usage_prior.prior(1000, 0) >= 0.9
 
 
 def test_a_memory_that_keeps_helping_rises_and_one_never_used_sinks(store: Store) -> None:
@@ -191,7 +191,7 @@ def test_usage_counts_never_change_which_memories_a_budget_holds(tmp_path_factor
         store.write_file(store.usage_summary_path, json.dumps(counts).encode())
         with_usage = packed(max_nodes, max_chars)
         assert sorted(e["id"] for e in with_usage) == sorted(e["id"] for e in without)
-        prior = usage.priors(store)
+        prior = usage_prior.priors(store)
         weighed = [e["score"] * prior.get(e["id"], 1.0) for e in with_usage]
         assert weighed == sorted(weighed, reverse=True), "usage orders what is in"
 
