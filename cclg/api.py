@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cclg import format as fmt
-from cclg import guard, ledger
+from cclg import ledger, secrets
 from cclg.errors import (
     CclgError,
     ConcurrencyError,
@@ -40,16 +40,17 @@ from cclg.errors import (
     ValidationError,
 )
 from cclg.files import read_jsonl
-from cclg.guard import SecretError
 from cclg.ids import is_valid_id, parse_moment
 from cclg.index import rebuild_index
 from cclg.intake import AddResult, ImportResult, add_memory, build_node, import_jsonl, parse_scope, scope_for
+from cclg.labels import SENSITIVITY, check_labels, labels_of, least_trusted
 from cclg.lattice import LIVE_STATUSES
 from cclg.ledger import PatchResult
 from cclg.records import MemoryNode, MemoryPatch, Source
 from cclg.repository import project_of
 from cclg.search import MODES, GrepMatch, Hit, Where, grep
 from cclg.search import search as search_memories  # the package's ``search`` attribute is the module
+from cclg.secrets import SecretError
 from cclg.staging import finish
 from cclg.store import Store, resolve_root
 from cclg.view import effective_view
@@ -404,8 +405,8 @@ def _check_caller_rollback(store: Store, undone: MemoryPatch, max_trust: str) ->
         if node is None or (status in LIVE_STATUSES) == (node.status in LIVE_STATUSES):
             continue
         _check_caller_pins([node], command)
-        trust = guard.labels(node.metadata)[0]
-        if status in LIVE_STATUSES and guard.least_trusted(trust, max_trust) != trust:
+        trust = labels_of(node.metadata)[0]
+        if status in LIVE_STATUSES and least_trusted(trust, max_trust) != trust:
             raise UsageError(
                 f"rolling back {undone.id} would bring back {node_id}, a {trust} memory; this caller cannot, "
                 f"the user can: `{command}`"
@@ -421,7 +422,7 @@ def _check_caller_relabel_undo(store: Store, undone: MemoryPatch) -> None:
         root = store.read_patch(root.rollback_of)
     first = _read_optional(store, root.target_ids[0]) if root.target_ids else None
     for new in (_read_optional(store, i) for i in root.new_node_ids):
-        if first is not None and new is not None and guard.labels(new.metadata) != guard.labels(first.metadata):
+        if first is not None and new is not None and labels_of(new.metadata) != labels_of(first.metadata):
             raise UsageError(
                 f"{root.id} changed the labels of {first.id}; this caller cannot undo or redo that, "
                 f"the user can: `cclg rollback {undone.id}`"
@@ -432,7 +433,7 @@ def _check_caller_pins(nodes: list[MemoryNode], command: str) -> None:
     """``UsageError`` for a pinned memory (retention required) among ``nodes``, which a limited caller's
     change would retire or bring back: what stands in every pack is the user's call, as pinning is."""
     for node in nodes:
-        if guard.labels(node.metadata)[2] == "required":
+        if labels_of(node.metadata)[2] == "required":
             raise UsageError(
                 f"{node.id} is pinned (retention required): only the user decides whether it is in effect, "
                 f"this caller cannot retire it or bring it back; the user can: `{command}`"
@@ -474,8 +475,8 @@ def label(
     chosen = {k: v for k, v in (("trust", trust), ("sensitivity", sensitivity), ("retention", retention)) if v}
     if not chosen:
         raise UsageError("give at least one of trust, sensitivity, retention")
-    guard.check_labels(trust, sensitivity, retention)
-    if trust is not None and guard.least_trusted(trust, max_trust) != trust:
+    check_labels(trust, sensitivity, retention)
+    if trust is not None and least_trusted(trust, max_trust) != trust:
         raise UsageError(f"this caller cannot mark a memory {trust}; the user can, with `cclg label --trust {trust}`")
     node = show(store, memory_id)
     if max_trust != "trusted":
@@ -488,7 +489,7 @@ def label(
 def _check_caller_label(node: MemoryNode, chosen: dict[str, str], max_trust: str) -> None:
     """``UsageError`` when a limited caller's labels would loosen ``node``'s, or pin or unpin it: the
     labels it asks for, and those its new version would carry (within its ceiling: never pinned)."""
-    current = dict(zip(("trust", "sensitivity", "retention"), guard.labels(node.metadata), strict=True))
+    current = dict(zip(("trust", "sensitivity", "retention"), labels_of(node.metadata), strict=True))
     written = ledger.inherited_labels(node, chosen, max_trust)
     looser = list(dict.fromkeys(c for labels in ({**current, **chosen}, written) for c in _loosened(current, labels)))
     if looser:
@@ -503,9 +504,9 @@ def _loosened(current: dict[str, str], labels: dict[str, str]) -> list[str]:
     trust, sensitivity, retention = current["trust"], current["sensitivity"], current["retention"]
     new_trust, new_sensitivity, new_retention = labels["trust"], labels["sensitivity"], labels["retention"]
     looser = []
-    if guard.least_trusted(new_trust, trust) != new_trust:
+    if least_trusted(new_trust, trust) != new_trust:
         looser.append(f"trust {trust} -> {new_trust}")
-    if guard.SENSITIVITY.index(new_sensitivity) < guard.SENSITIVITY.index(sensitivity):
+    if SENSITIVITY.index(new_sensitivity) < SENSITIVITY.index(sensitivity):
         looser.append(f"sensitivity {sensitivity} -> {new_sensitivity}")
     if new_retention != retention and "required" in (retention, new_retention):
         looser.append(f"retention {retention} -> {new_retention}")
@@ -523,7 +524,7 @@ def keep_raw(store: Store, data: bytes, name: str) -> dict[str, Any]:
         )
     # Read as `cclg scan` reads a file (UTF-8, other bytes one character each): one detector, one reading.
     text = data.decode("utf-8", "surrogateescape")
-    guard.refuse_secrets({"raw": text, "name": name}, f"keeping {guard.redact(name)[0]}")
+    secrets.refuse_secrets({"raw": text, "name": name}, f"keeping {secrets.redact(name)[0]}")
     stored, written = store.write_raw(data, name)
     return {"path": stored, "bytes": len(data), "written": written}
 

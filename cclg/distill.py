@@ -192,17 +192,24 @@ def proposed_labels(target: MemoryNode | None) -> dict[str, Any]:
     what is lower than the target's (``lowered``) and the window, confidence and priority the new
     memory keeps of it (``keeps``, ``ledger.kept_fields``: a correction of a memory valid until 2027
     is valid until 2027)."""
-    from cclg import guard
+    from cclg.labels import (
+        DEFAULT_RETENTION,
+        DEFAULT_SENSITIVITY,
+        DEFAULT_TRUST,
+        capped_labels,
+        labels_of,
+        lowered_labels,
+    )
     from cclg.ledger import inherited_labels, kept_fields
 
     if target is None:
-        defaults = {"trust": guard.DEFAULT_TRUST, "sensitivity": guard.DEFAULT_SENSITIVITY}
-        return {"labels": guard.capped_labels({**defaults, "retention": guard.DEFAULT_RETENTION}, MAX_TRUST)}
+        defaults = {"trust": DEFAULT_TRUST, "sensitivity": DEFAULT_SENSITIVITY}
+        return {"labels": capped_labels({**defaults, "retention": DEFAULT_RETENTION}, MAX_TRUST)}
     labels = inherited_labels(target, None, MAX_TRUST)
-    current = dict(zip(("trust", "sensitivity", "retention"), guard.labels(target.metadata), strict=True))
+    current = dict(zip(("trust", "sensitivity", "retention"), labels_of(target.metadata), strict=True))
     kept = kept_fields([target])
     keeps = {"valid_until": kept["effective_until"], "confidence": kept["confidence"], "priority": kept["priority"]}
-    return {"labels": labels, "lowered": guard.lowered_labels(current, labels), "keeps": keeps}
+    return {"labels": labels, "lowered": lowered_labels(current, labels), "keeps": keeps}
 
 
 REPEATED_WORDS = 4  # a statement shorter than this ("ok", "thanks") is not a fact, however often said

@@ -148,13 +148,13 @@ def handle(
     event: str, payload: dict[str, Any], agent: str, root: str | None, include_codegraph: bool = False
 ) -> str | None:
     """Do the event's work; return the context for the model, or None."""
-    from cclg import guard, sessions
+    from cclg import secrets, sessions
     from cclg.ids import is_valid_session_id
     from cclg.store import Store
 
     # Secrets in prompts and tool output are redacted before anything reaches disk, and text
     # that cannot be written as UTF-8 (lone surrogates from JSON escapes) is mended first.
-    payload, _ = guard.redact_value(_writable(payload))
+    payload, _ = secrets.redact_value(_writable(payload))
     store = Store.open(root)
     session_id = payload.get("session_id")
     if not is_valid_session_id(session_id):

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cclg import guard, ledger, view
+from cclg import ledger, secrets, view
 from cclg.container import SECTIONS, SINGULAR, Container
 from cclg.ids import new_id, now_iso
 from cclg.intake import cap_imported
@@ -78,7 +78,7 @@ def import_container(store: Store, container: Container, *, dry_run: bool = Fals
     first. Everything is written all or nothing and audited; a dry run writes nothing.
     """
     report = ImportReport(dry_run)
-    guard.refuse_secrets(
+    secrets.refuse_secrets(
         {f"@{name} {record.id}": record.to_dict() for name in SECTIONS for record in getattr(container, name)},
         "the import",
     )
@@ -337,7 +337,7 @@ def _creation_patch(
 ) -> MemoryPatch:
     """The ``create`` patch naming ``nodes`` (the ledger's ``create_nodes`` writes the same shape);
     ``review`` marks one whose memories wait for the user (imported conflicts)."""
-    guard.refuse_secrets({"reason": reason, "new_content": new_content}, "the create")
+    secrets.refuse_secrets({"reason": reason, "new_content": new_content}, "the create")
     stamp = now_iso()
     policy = {"rule": "import_conflict", "auto_applied": False, "requires_review": True}
     return MemoryPatch(

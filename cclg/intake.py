@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from cclg import format as fmt
-from cclg import guard, ledger
+from cclg import labels, ledger
 from cclg.errors import IllegalPatchError, UsageError, ValidationError
 from cclg.fields import parse_json
 from cclg.ids import content_hash, normalize_text
@@ -109,9 +109,9 @@ def build_node(
     scope: Scope | None = None,
     tags: list[str] | None = None,
     created_by: str = "manual",
-    trust: str = guard.DEFAULT_TRUST,
-    sensitivity: str = guard.DEFAULT_SENSITIVITY,
-    retention: str = guard.DEFAULT_RETENTION,
+    trust: str = labels.DEFAULT_TRUST,
+    sensitivity: str = labels.DEFAULT_SENSITIVITY,
+    retention: str = labels.DEFAULT_RETENTION,
     valid_from: str | None = None,
     valid_until: str | None = None,
     flags: list[str] | None = None,
@@ -130,7 +130,7 @@ def build_node(
         raise UsageError("a memory needs a source label (where did this come from?)")
     if type not in fmt.NODE_TYPES:
         raise UsageError(f"unknown type {type!r}; use one of {', '.join(fmt.NODE_TYPES)}")
-    guard.check_labels(trust, sensitivity, retention)
+    labels.check_labels(trust, sensitivity, retention)
     no_end = valid_until == ledger.NO_END  # the default on a new memory
     effective_from, effective_until = ledger.validity(valid_from, None if no_end else valid_until)
     metadata: dict[str, Any] = {
@@ -158,7 +158,7 @@ def build_node(
 
 # The most an imported memory may claim; only the user raises a memory past these (``cclg label``).
 IMPORT_MAX_TRUST = "untrusted"
-IMPORT_MAX_RETENTION = guard.UNPINNED_RETENTION
+IMPORT_MAX_RETENTION = labels.UNPINNED_RETENTION
 
 
 def cap_imported(node: MemoryNode) -> list[str]:
@@ -241,9 +241,9 @@ def add_memory(
     - ``lock_wait``: how long to wait for the store lock (a ``ConcurrencyError`` after), for a
       caller that must not wait long, such as the hook.
     """
-    trust = fields.get("trust", guard.DEFAULT_TRUST)
-    guard.check_labels(trust)
-    if guard.least_trusted(trust, max_trust) != trust:
+    trust = fields.get("trust", labels.DEFAULT_TRUST)
+    labels.check_labels(trust)
+    if labels.least_trusted(trust, max_trust) != trust:
         raise UsageError(f"this caller cannot mark a memory {trust}; the user can, with `cclg add --trust {trust}`")
     if max_trust != "trusted" and fields.get("retention") == "required":
         raise UsageError("this caller cannot pin a memory (retention required); the user can, with `cclg label`")

@@ -31,11 +31,12 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from cclg import guard, lattice
+from cclg import fencing, lattice, secrets
 from cclg.errors import CclgError, IllegalPatchError, NotFoundError, UsageError, ValidationError
 from cclg.fields import parse_json
 from cclg.ids import content_hash, new_id, now_iso, parse_moment
 from cclg.index import Index, healing, indexed_node, note_changes
+from cclg.labels import capped_labels, check_labels, labels_of
 from cclg.lattice import rule_for
 from cclg.records import (
     MemoryEdge,
@@ -104,7 +105,7 @@ def create_nodes(
     for one node, else ``new_content`` (a text, or a function of the count). The result
     holds the nodes when they came as a list (a stream is not kept).
     """
-    guard.refuse_secrets(
+    secrets.refuse_secrets(
         {"reason": reason, "new_content": new_content if isinstance(new_content, str) else ""}, "the create"
     )
     patch_id = new_id("patch")
@@ -294,7 +295,7 @@ def _check_request(
     if scope is not None and not contents:
         raise UsageError(f"{operation} writes no new memory: a scope applies to new memories only")
     given = {"reason": reason, "content": contents, "source": source.to_dict() if source else {}}
-    guard.refuse_secrets({**given, "scope": scope.to_dict() if scope else {}}, "the patch")
+    secrets.refuse_secrets({**given, "scope": scope.to_dict() if scope else {}}, "the patch")
 
 
 def _check_targets(operation: str, targets: list[MemoryNode], scope: Scope | None = None) -> None:
@@ -313,13 +314,13 @@ def _check_targets(operation: str, targets: list[MemoryNode], scope: Scope | Non
 
 def inherited_labels(first: MemoryNode, labels: dict[str, str] | None, max_trust: str) -> dict[str, str]:
     """The labels a patch's new nodes get: the first target's, changed by ``labels``, within the ceiling
-    of a writer trusted at most ``max_trust`` (``guard.capped_labels``). The one place a new memory
+    of a writer trusted at most ``max_trust`` (``cclg.labels.capped_labels``). The one place a new memory
     inherits labels, so an MCP caller's or a distilled text never inherits trust or a pin, whatever
     the operation."""
-    trust, sensitivity, retention = guard.labels(first.metadata)
+    trust, sensitivity, retention = labels_of(first.metadata)
     chosen = {"trust": trust, "sensitivity": sensitivity, "retention": retention, **(labels or {})}
-    guard.check_labels(**chosen)
-    return guard.capped_labels(chosen, max_trust)
+    check_labels(**chosen)
+    return capped_labels(chosen, max_trust)
 
 
 NO_END = "never"  # a valid_until that says no end (a patch's new memory otherwise keeps its target's)
@@ -530,7 +531,7 @@ def record_conflict(
 
 def flag_instructions(node: MemoryNode) -> None:
     """Mark (``metadata.flags``) a new node whose content reads as instructions to the model."""
-    flags = guard.instruction_flags(node.content)
+    flags = fencing.instruction_flags(node.content)
     if flags:
         node.metadata["flags"] = sorted({*node.metadata.get("flags", []), *flags})
 
@@ -680,7 +681,7 @@ def refuse_node_secrets(nodes: list[MemoryNode]) -> None:
         records = {"scope": node.scope.to_dict(), "source": node.source.to_dict()}
         data = {name: records[name] if name in records else getattr(node, name) for name in TEXT_FIELDS}
         fields[node.id if len(nodes) > 1 else "memory"] = data
-    guard.refuse_secrets(fields, "the memory" if len(nodes) == 1 else "the memories")
+    secrets.refuse_secrets(fields, "the memory" if len(nodes) == 1 else "the memories")
 
 
 def _check_shape(operation: str, rule: lattice.Rule, target_ids: list[str], contents: list[str]) -> None:

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from cclg import api, guard
+from cclg import api, labels
 from cclg import format as fmt
 from cclg.errors import UsageError
 from cclg.repository import git_root, project_filter
@@ -31,7 +31,7 @@ RENDERED_FORMATS = " or ".join(f for f in api.FORMATS if f != "json")
 # The trust an MCP caller may give: never trusted (only the user can, through the CLI).
 CALLER_TRUST = ("untrusted", "quarantined")
 # The retention an MCP caller may give: never required, which pins a memory into every pack.
-CALLER_RETENTION = tuple(r for r in guard.RETENTION if r != "required")
+CALLER_RETENTION = tuple(r for r in labels.RETENTION if r != "required")
 
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for.")]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description="At most this many results.")]
@@ -218,17 +218,17 @@ def memory_add(
     sensitivity: Annotated[
         str,
         Field(
-            json_schema_extra={"enum": list(guard.SENSITIVITY)},
+            json_schema_extra={"enum": list(labels.SENSITIVITY)},
             description="confidential is packed only where the store allows; restricted never.",
         ),
-    ] = guard.DEFAULT_SENSITIVITY,
+    ] = labels.DEFAULT_SENSITIVITY,
     retention: Annotated[
         str,
         Field(
             json_schema_extra={"enum": list(CALLER_RETENTION)},
             description="An MCP caller cannot pin a memory (retention required); only the user can (cclg label).",
         ),
-    ] = guard.DEFAULT_RETENTION,
+    ] = labels.DEFAULT_RETENTION,
     valid_from: ValidTime = None,
     valid_until: Annotated[
         str | None, Field(max_length=40, description="ISO 8601: a temporary fact expires by itself then.")
@@ -324,7 +324,7 @@ def memory_label(
     sensitivity: Annotated[
         str | None,
         Field(
-            json_schema_extra={"enum": [None, *guard.SENSITIVITY]},
+            json_schema_extra={"enum": [None, *labels.SENSITIVITY]},
             description="confidential is packed only where the store allows; restricted never.",
         ),
     ] = None,

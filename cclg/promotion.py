@@ -15,7 +15,7 @@ memory and discards the copy, as for any patch.
 
 from __future__ import annotations
 
-from cclg import guard
+from cclg import secrets
 from cclg.errors import IllegalPatchError, UsageError
 from cclg.ids import new_id, now_iso
 from cclg.ledger import PatchResult, flag_instructions, new_node_source, read_target, write_retiring_patch
@@ -35,7 +35,7 @@ def promote(store: Store, node_id: str, *, reason: str, source: str = "manual") 
     memory that is not a session memory (or not one waiting for promotion)."""
     if not reason.strip():
         raise UsageError("a promotion needs a reason")
-    guard.refuse_secrets({"reason": reason, "source": source}, "the promotion")
+    secrets.refuse_secrets({"reason": reason, "source": source}, "the promotion")
     with store.lock():
         target = read_target(store, node_id)
         if target.status not in PROMOTABLE:

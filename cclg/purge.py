@@ -60,7 +60,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from cclg import guard, staging
+from cclg import secrets, staging
 from cclg.errors import CclgError, IllegalPatchError, UsageError
 from cclg.fields import parse_json
 from cclg.ids import content_hash, new_id, normalize_text, now_iso
@@ -137,7 +137,7 @@ def purge_memory(store: Store, node_id: str, *, reason: str = DEFAULT_REASON, so
     is written; ``reason`` goes into the purge patch (secrets are refused, as in every patch)."""
     if not reason.strip():
         raise UsageError("a purge needs a reason")
-    guard.refuse_secrets({"reason": reason, "source": source}, "the purge")
+    secrets.refuse_secrets({"reason": reason, "source": source}, "the purge")
     with store.lock():
         staging.finish(store)  # an import a crash interrupted: its records are the store's too
         node = store.read_node(node_id)

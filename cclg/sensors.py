@@ -30,8 +30,8 @@ import re
 import time
 
 from cclg.config import SENSORS
+from cclg.fencing import quote_outside
 from cclg.fields import parse_json
-from cclg.guard import quote_outside
 from cclg.ids import sha256_hex
 from cclg.text import estimate_tokens
 

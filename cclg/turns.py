@@ -32,7 +32,7 @@ import json
 import os
 from pathlib import Path
 
-from cclg import guard
+from cclg import fencing, secrets
 from cclg.errors import NotFoundError, UsageError
 from cclg.fields import parse_json
 from cclg.files import open_regular, private_folders
@@ -177,7 +177,7 @@ def _entry(
     entry["session_id"] = session_id  # cclg's additions, left out of the CogLog form
     if isinstance(host_turn, str):
         entry["host_turn_id"] = host_turn
-    redacted, _ = guard.redact_value(entry)
+    redacted, _ = secrets.redact_value(entry)
     return dict(redacted)
 
 
@@ -291,7 +291,7 @@ def write(store: Store, fields: dict[str, Any], session_id: str | None = None) -
         raise UsageError(f"field(s) {', '.join(long)} longer than {MAX_FIELD_CHARS:,} characters")
     session_id = own_session(store, session_id)
     pending = _load(_path(store, session_id, pending=True)) or {}
-    pending.update(guard.redact_value(fields)[0])
+    pending.update(secrets.redact_value(fields)[0])
     _save(store, _path(store, session_id, pending=True), pending)
     return {"session_id": session_id, "pending_interpretation": pending}
 
@@ -327,11 +327,11 @@ def compact(store: Store, session_id: str) -> str:
     layers = entry.get("layers") or {}
     number = entry.get("turn_id")  # the entry's file is outside text too: only a number is shown as one
     lines = [f"## The previous turn (cclg turn {number if isinstance(number, int) else '?'}, CogLog's fields)"]
-    lines += [f"- {k}: {guard.quote_outside(v, limit=300)}" for k, v in interpreted]
+    lines += [f"- {k}: {fencing.quote_outside(v, limit=300)}" for k, v in interpreted]
     for fact in ("user", "assistant"):
         text = " ".join(str(layers.get(fact) or "").split())
         if text:
-            lines.append(f"- {fact}: {guard.quote_outside(text, limit=240)}")
+            lines.append(f"- {fact}: {fencing.quote_outside(text, limit=240)}")
     _save(store, path, {**entry, "delivered": True})
     return "\n".join(lines)[:COMPACT_CHARS]
 

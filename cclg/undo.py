@@ -11,7 +11,7 @@ would bring back nothing but the purge marker.
 
 from __future__ import annotations
 
-from cclg import guard
+from cclg import secrets
 from cclg.errors import IllegalPatchError
 from cclg.ids import new_id, now_iso
 from cclg.index import note_changes
@@ -30,7 +30,7 @@ def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | 
     refused when a later patch has touched the same memories (undo that one first)
     or when the patch is already undone.
     """
-    guard.refuse_secrets({"reason": reason, "source": source.to_dict() if source else {}}, "the rollback")
+    secrets.refuse_secrets({"reason": reason, "source": source.to_dict() if source else {}}, "the rollback")
     with store.lock():
         undone = store.read_patch(patch_id)
         rule_for(undone.operation)

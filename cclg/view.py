@@ -19,8 +19,9 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from cclg import format as fmt
-from cclg import guard, lattice
+from cclg import labels, lattice
 from cclg.ids import now_iso, parse_time
+from cclg.labels import labels_of
 from cclg.lattice import LIVE_STATUSES, RULES, rule_for
 from cclg.records import MemoryNode, MemoryPatch
 from cclg.store import patch_order
@@ -33,7 +34,7 @@ def rank(node: MemoryNode) -> int:
     """Where ``node`` stands among current nodes sharing its key; the smaller wins. Trust comes
     first (trusted, untrusted, quarantined), then the scope: an untrusted memory, however narrow
     its scope, never shadows a trusted one. (The index keeps this number as a node's ``level``.)"""
-    return guard.TRUST.index(guard.labels(node.metadata)[0]) * len(PRECEDENCE) + PRECEDENCE[node.scope.level]
+    return labels.TRUST.index(labels_of(node.metadata)[0]) * len(PRECEDENCE) + PRECEDENCE[node.scope.level]
 
 
 def touched_ids(patch: MemoryPatch) -> set[str]:

@@ -123,7 +123,7 @@ def test_a_fact_stated_in_two_prompts_is_proposed_once(store: Store) -> None:
 def test_a_distilled_correction_of_a_pinned_memory_is_not_pinned_and_the_proposal_says_so(store: Store) -> None:
     """Issue 27, rule 7: accepting a correction of the user's pinned memory once wrote a trusted, pinned
     memory whose text was the detector's reading of a prompt, and the proposal did not say so."""
-    from cclg import guard
+    from cclg.labels import labels_of
     from cclg.pack import compile_pack
 
     old = api.add_memory(
@@ -141,15 +141,15 @@ def test_a_distilled_correction_of_a_pinned_memory_is_not_pinned_and_the_proposa
     assert "lower than what it supersedes: trust trusted -> untrusted, retention required -> preferred" in listed.output
     (done,) = distill.accept(store, SESSION, [1])
     (new_id,) = done["new_node_ids"]
-    assert guard.labels(api.show(store, new_id).metadata) == ("untrusted", "confidential", "preferred")
+    assert labels_of(api.show(store, new_id).metadata) == ("untrusted", "confidential", "preferred")
     assert compile_pack(store, "")["memory_nodes"] == [], "not pinned into every pack"
 
 
 def test_every_proposal_shows_the_labels_acceptance_sets(store: Store, session: dict[str, Any]) -> None:
-    from cclg import guard
+    from cclg.labels import labels_of
 
     proposals = distill.propose(store, SESSION)
     for proposal, done in zip(proposals, distill.accept(store, SESSION, None), strict=True):
         (node_id,) = done.get("new_node_ids") or [done["memory"]]
-        labels = guard.labels(api.show(store, node_id).metadata)
+        labels = labels_of(api.show(store, node_id).metadata)
         assert tuple(proposal["labels"][k] for k in ("trust", "sensitivity", "retention")) == labels, proposal

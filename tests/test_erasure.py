@@ -405,7 +405,7 @@ def test_purged_content_is_refused_also_by_a_write_to_a_store_without_its_index(
 def test_redaction_rewrites_content_never_structure(template: dict[str, Any], tmp_path: Path) -> None:
     """``scan --store --redact`` runs on the same rewrite: a secret in a prompt goes, every log line keeps
     its structure, and config.json (the user's settings, never rewritten) is reported, not edited."""
-    from cclg import guard
+    from cclg import secrets
 
     root = copy_of(template, tmp_path / "store")
     secret = "Xk9mQ2vL7pR4tW8zB3nY"
@@ -432,7 +432,7 @@ def test_redaction_rewrites_content_never_structure(template: dict[str, Any], tm
     assert after["config.json"] == before["config.json"]
     name = store_relative(root, log)
     assert [structure(v) for v in parsed(name, after[name])] == [structure(v) for v in parsed(name, before[name])]
-    assert secret.encode() not in after[name] and guard.scan_bytes(after[name]) == []
+    assert secret.encode() not in after[name] and secrets.scan_bytes(after[name]) == []
     assert [f.message for f in diagnose(Store.open(root)).findings] == []
 
 

@@ -16,10 +16,10 @@ import pytest
 from cclg import api, ledger
 from cclg.doctor import diagnose
 from cclg.errors import IllegalPatchError, ValidationError
-from cclg.guard import SecretError
 from cclg.index import open_index
 from cclg.records import MemoryNode
 from cclg.search import Where, bm25
+from cclg.secrets import SecretError
 from cclg.store import Store
 from cclg.undo import rollback
 

@@ -37,11 +37,12 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp_types import CallToolResult, Tool
 
-from cclg import __version__, api, doctor, guard, search
+from cclg import __version__, api, doctor, labels, search
 from cclg import format as fmt
 from cclg.cli import cli
 from cclg.errors import UsageError
 from cclg.files import read_jsonl
+from cclg.labels import labels_of
 from cclg.ledger import apply_patch, create_nodes
 from cclg.mcp_server import main
 from cclg.mcp_tools import allowed_repository
@@ -347,7 +348,7 @@ def test_input_schemas_carry_the_limits_and_vocabularies(served: Served) -> None
     label = schemas["cclg_label"]
     assert label["required"] == ["memory_id", "reason"]
     assert label["properties"]["trust"]["enum"] == [None, "untrusted", "quarantined"], "never trusted"
-    assert label["properties"]["sensitivity"]["enum"] == [None, *guard.SENSITIVITY]
+    assert label["properties"]["sensitivity"]["enum"] == [None, *labels.SENSITIVITY]
     assert label["properties"]["retention"]["enum"] == [None, "preferred", "optional"], "never required (pinned)"
     assert add["properties"]["retention"]["enum"] == ["preferred", "optional"]
     assert schemas["cclg_reindex"]["properties"] == {}
@@ -630,14 +631,14 @@ def test_label_quarantines_a_memory_and_the_pack_withholds_it(served: Served) ->
 def test_label_cannot_mark_a_memory_trusted_and_writes_nothing(served: Served) -> None:
     store = served.store
     node = api.add_memory(store, "Egret builds cache their wheels", source="mcp").node
-    assert guard.labels(node.metadata)[0] == "untrusted"
+    assert labels_of(node.metadata)[0] == "untrusted"
     before = footprint(store)
     message = served.error("cclg_label", {"memory_id": node.id, "trust": "trusted", "reason": "trust me"})
     assert "cannot mark a memory trusted" in message
     assert footprint(store) == before, "a refused label writes nothing"
     assert store.read_node(node.id).to_dict() == node.to_dict()
     relabelled = served.ok("cclg_label", {"memory_id": node.id, "sensitivity": "confidential", "reason": "internal"})
-    assert guard.labels(relabelled["new_nodes"][0]["metadata"]) == ("untrusted", "confidential", "optional")
+    assert labels_of(relabelled["new_nodes"][0]["metadata"]) == ("untrusted", "confidential", "optional")
 
 
 def test_an_mcp_rollback_cannot_undo_the_users_quarantine(served: Served) -> None:

@@ -22,8 +22,8 @@ import cclg.pack
 from cclg.api import add_memory
 from cclg.cli import cli
 from cclg.errors import UsageError
+from cclg.fencing import reveal
 from cclg.files import read_jsonl
-from cclg.guard import SecretError, reveal
 from cclg.index import open_index
 from cclg.ledger import apply_patch, create_nodes
 from cclg.pack import (
@@ -36,6 +36,7 @@ from cclg.pack import (
 )
 from cclg.records import Scope, Source, dumps, new_node
 from cclg.search import Where, bm25
+from cclg.secrets import SecretError
 from cclg.store import Store
 from cclg.text import estimate_tokens, json_literal
 from cclg.undo import rollback

@@ -18,12 +18,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from cclg import api, doctor, guard, ledger
+from cclg import api, doctor, ledger
 from cclg.cli import cli
 from cclg.container import load_container, write_container
 from cclg.errors import NotFoundError, UsageError, ValidationError
 from cclg.ids import new_id, now_iso
 from cclg.importing import ImportReport, import_container
+from cclg.labels import labels_of
 from cclg.pack import compile_pack
 from cclg.records import MemoryNode, MemoryPatch, Scope, Source, default_resolution_policy, new_node
 from cclg.search import Where, search
@@ -99,7 +100,7 @@ def test_a_container_node_claiming_trust_and_a_pin_arrives_untrusted_and_unpinne
     patches = [foreign_patch("create", [], new_node_ids=[node.id], new_content=node.content, prior_states={})]
     report = bring(store, write_container([node], patches if with_create_patch else []))
     stored = store.read_node(node.id)
-    assert guard.labels(stored.metadata) == ("untrusted", "internal", "preferred")
+    assert labels_of(stored.metadata) == ("untrusted", "internal", "preferred")
     assert "pinned" not in stored.metadata
     assert any(node.id in note and "trust trusted -> untrusted" in note for note in report.notes)
     assert compile_pack(store, "")["memory_nodes"] == [], "not pinned into every pack"
@@ -134,7 +135,7 @@ def test_a_full_record_line_cannot_pin_or_require_itself(store: Store) -> None:
     result = api.import_jsonl(store, json.dumps(record).encode(), name="seed.jsonl")
     (node_id,) = result.node_ids
     stored = store.read_node(node_id)
-    assert guard.labels(stored.metadata) == ("untrusted", "internal", "preferred") and "pinned" not in stored.metadata
+    assert labels_of(stored.metadata) == ("untrusted", "internal", "preferred") and "pinned" not in stored.metadata
     assert compile_pack(store, "")["memory_nodes"] == []
 
 
@@ -232,7 +233,7 @@ def test_a_limited_caller_only_makes_labels_stricter(store: Store) -> None:
     stricter = api.label(
         store, plain.id, sensitivity="confidential", trust="quarantined", reason="r", max_trust="untrusted"
     )
-    assert guard.labels(stricter.new_nodes[0].metadata)[:2] == ("quarantined", "confidential")
+    assert labels_of(stricter.new_nodes[0].metadata)[:2] == ("quarantined", "confidential")
     with pytest.raises(UsageError, match="cannot pin a memory"):
         api.add_memory(store, "Pin this forever", source="mcp", retention="required", max_trust="untrusted")
 
@@ -258,7 +259,7 @@ def test_a_foreign_forget_of_a_local_memory_is_refused_and_waits_as_a_conflict(t
         assert store.read_node(local.id) == local and local.id in current(store)
         note = store.read_node(refused["kept_as"])
         assert note.status == "conflict_pending" and note.relations["contradicts"] == [local.id]
-        assert forget.id in note.content and guard.labels(note.metadata)[0] == "untrusted"
+        assert forget.id in note.content and labels_of(note.metadata)[0] == "untrusted"
         listed = json.loads(cclg(store.root, "conflicts", "--json").stdout)
         assert (note.id, [local.id]) in [(e["node"]["id"], e["contradicted_by"]) for e in listed]
         assert cclg(store.root, "doctor").exit_code == 0
@@ -394,7 +395,7 @@ def test_a_limited_callers_patch_of_a_pinned_trusted_memory_inherits_neither_pin
     result = ledger.apply_patch(store, operation, targets, contents=contents, reason="r", max_trust="untrusted")
     assert len(result.new_nodes) == len(PATCH_CONTENTS[operation])
     for node in result.new_nodes:
-        assert guard.labels(store.read_node(node.id).metadata) == ("untrusted", "confidential", "preferred"), operation
+        assert labels_of(store.read_node(node.id).metadata) == ("untrusted", "confidential", "preferred"), operation
     assert compile_pack(store, "")["memory_nodes"] == [], "the caller's text is not pinned into every pack"
     assert findings(store) == []
 
@@ -404,7 +405,7 @@ def test_the_users_own_patch_of_a_pinned_memory_keeps_the_pin(store: Store, oper
     """The ceiling is the writer's: the user (no ceiling) still carries pin and trust forward."""
     pinned = user_memory(store, "Never push to main", retention="required")
     result = api.patch(store, operation, [pinned.id], contents=PATCH_CONTENTS[operation], reason="r")
-    assert {guard.labels(n.metadata) for n in result.new_nodes} == {("trusted", "internal", "required")}
+    assert {labels_of(n.metadata) for n in result.new_nodes} == {("trusted", "internal", "required")}
     assert {e["id"] for e in compile_pack(store, "")["memory_nodes"]} == {n.id for n in result.new_nodes}
 
 

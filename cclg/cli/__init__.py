@@ -96,7 +96,7 @@ class CclgGroup(click.Group):
         try:
             return super().invoke(ctx)
         except CclgError as exc:
-            from cclg.guard import terminal_text  # a message may quote outside text (a name, an id)
+            from cclg.fencing import terminal_text  # a message may quote outside text (a name, an id)
 
             click.echo(f"error: {terminal_text(str(exc), lines=True)}", err=True)
             if isinstance(exc, ValidationError) and exc.problems != [str(exc)]:

@@ -15,7 +15,7 @@ import click
 
 from cclg import api
 from cclg.errors import UsageError
-from cclg.guard import escape_invisible, terminal_text
+from cclg.fencing import escape_invisible, terminal_text
 from cclg.repository import project_filter
 
 
@@ -30,7 +30,7 @@ def store_of(ctx: click.Context) -> api.Store:
 def emit(data: Any, as_json: bool) -> None:
     """Print a record, a report or a list of them: TOML for people, JSON for programs. Their encoders
     escape line breaks and C0 controls; what they leave raw (C1 controls, DEL, bidirectional marks,
-    tag characters) is escaped too (``cclg.guard.escape_invisible``): the same values, nothing active
+    tag characters) is escaped too (``cclg.fencing.escape_invisible``): the same values, nothing active
     on a terminal."""
     if as_json:
         click.echo(escape_invisible(json.dumps(data, ensure_ascii=False, indent=2)))
@@ -42,7 +42,7 @@ def emit(data: Any, as_json: bool) -> None:
 def shown(value: object) -> str:
     """Outside text (a memory's content, a file name, a reason, a command, a path) in a line of plain
     output: every control character (ESC included), line break and invisible mark shown as
-    ``[U+XXXX]`` (``cclg.guard.terminal_text``), so no stored string can drive the terminal or forge
+    ``[U+XXXX]`` (``cclg.fencing.terminal_text``), so no stored string can drive the terminal or forge
     a line of its own. Every plain-text line of the command line shows outside text through this."""
     return terminal_text(str(value))
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from cclg import api, guard
+from cclg import api, labels
 from cclg import format as fmt
 from cclg.cli.common import (
     emit,
@@ -56,19 +56,19 @@ def init(ctx: click.Context) -> None:
 )
 @click.option("--tag", multiple=True, help="A tag; repeatable.")
 @click.option(
-    "--trust", type=click.Choice(guard.TRUST), default="trusted", show_default=True, help="You wrote it: trusted."
+    "--trust", type=click.Choice(labels.TRUST), default="trusted", show_default=True, help="You wrote it: trusted."
 )
 @click.option(
     "--sensitivity",
-    type=click.Choice(guard.SENSITIVITY),
-    default=guard.DEFAULT_SENSITIVITY,
+    type=click.Choice(labels.SENSITIVITY),
+    default=labels.DEFAULT_SENSITIVITY,
     show_default=True,
     help="confidential is packed only where the store allows; restricted never.",
 )
 @click.option(
     "--retention",
-    type=click.Choice(guard.RETENTION),
-    default=guard.DEFAULT_RETENTION,
+    type=click.Choice(labels.RETENTION),
+    default=labels.DEFAULT_RETENTION,
     show_default=True,
     help="required memories are packed first, whatever the query.",
 )
@@ -300,9 +300,9 @@ def purge(ctx: click.Context, memory_id: str, reason: str, yes: bool, as_json: b
 
 @click.command("label")
 @click.argument("memory_id")
-@click.option("--trust", type=click.Choice(guard.TRUST), help="trusted: you have checked it.")
-@click.option("--sensitivity", type=click.Choice(guard.SENSITIVITY))
-@click.option("--retention", type=click.Choice(guard.RETENTION))
+@click.option("--trust", type=click.Choice(labels.TRUST), help="trusted: you have checked it.")
+@click.option("--sensitivity", type=click.Choice(labels.SENSITIVITY))
+@click.option("--retention", type=click.Choice(labels.RETENTION))
 @click.option("--reason", required=True, help="Why: kept in the patch for the audit trail.")
 @json_option
 @click.pass_context

@@ -22,7 +22,7 @@ from cclg.cli.common import (
     where,
     workspace_option,
 )
-from cclg.guard import escape_invisible
+from cclg.fencing import escape_invisible
 from cclg.repository import project_filter
 
 
