@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -248,10 +249,8 @@ def apply_patch(
         patch_id = new_id("patch")
         inherited = inherited_labels(targets[0], labels, max_trust)
         kept = kept_fields(targets, confidence=confidence, valid_from=valid_from, valid_until=valid_until)
-        new_nodes = [
-            _replacement(targets, rule, index, content, patch_id, stamp, kept, reason, source, inherited)
-            for index, content in enumerate(contents)
-        ]
+        replacing = _Replacing(targets, rule, patch_id, stamp, kept, reason, source, inherited)
+        new_nodes = [replacing.new_node(index, content) for index, content in enumerate(contents)]
         for node in new_nodes:  # the scope the caller gave, else the first target's
             node.scope = scope or node.scope
         patch = MemoryPatch(
@@ -368,41 +367,44 @@ def kept_fields(
     }
 
 
-def _replacement(
-    targets: list[MemoryNode],
-    rule: lattice.Rule,
-    index: int,
-    content: str,
-    patch_id: str,
-    stamp: str,
-    kept: dict[str, Any],
-    reason: str,
-    source: Source | None,
-    labels: dict[str, str],
-) -> MemoryNode:
-    """The ``index``-th new node a patch writes in place of ``targets``, with what it ``kept`` of them."""
-    first = targets[0]
-    key = first.key
-    if rule.new_nodes == "many" and key is not None:
-        key = f"{key}.{index + 1}"
-    node = new_node(
-        content,
-        type=first.type,
-        scope=first.scope,
-        key=key,
-        tags=sorted({t for target in targets for t in target.tags}),
-        source=new_node_source(patch_id, reason, source),
-        created_at=stamp,
-        status="active_session" if first.status == "active_session" else "active",
-        metadata={"created_by": "patch", "patch_id": patch_id, **labels},
-        **kept,
-    )
-    flag_instructions(node)
-    target_ids = [t.id for t in targets]
-    node.relations["supersedes"] = list(target_ids)
-    if rule.relation:
-        node.relations[rule.relation] = list(target_ids)
-    return node
+@dataclass(frozen=True)
+class _Replacing:
+    """What every new node of one patch shares: the ``targets`` it replaces, the operation's ``rule``,
+    the patch's id and time, the fields ``kept`` of the targets, the reason, source and labels."""
+
+    targets: list[MemoryNode]
+    rule: lattice.Rule
+    patch_id: str
+    stamp: str
+    kept: dict[str, Any]
+    reason: str
+    source: Source | None
+    labels: dict[str, str]
+
+    def new_node(self, index: int, content: str) -> MemoryNode:
+        """The ``index``-th new node the patch writes in place of the targets, holding ``content``."""
+        first = self.targets[0]
+        key = first.key
+        if self.rule.new_nodes == "many" and key is not None:
+            key = f"{key}.{index + 1}"
+        node = new_node(
+            content,
+            type=first.type,
+            scope=first.scope,
+            key=key,
+            tags=sorted({t for target in self.targets for t in target.tags}),
+            source=new_node_source(self.patch_id, self.reason, self.source),
+            created_at=self.stamp,
+            status="active_session" if first.status == "active_session" else "active",
+            metadata={"created_by": "patch", "patch_id": self.patch_id, **self.labels},
+            **self.kept,
+        )
+        flag_instructions(node)
+        target_ids = [t.id for t in self.targets]
+        node.relations["supersedes"] = list(target_ids)
+        if self.rule.relation:
+            node.relations[self.rule.relation] = list(target_ids)
+        return node
 
 
 def write_retiring_patch(
