@@ -367,17 +367,17 @@ def print_throughput(args: argparse.Namespace) -> None:
     whole = "".join(text for _, text in files)
     print("  time per rule on (a) in one call, median of 3 runs: `scan` with no rule (reading the text:")
     print("  decoding escapes, lower-casing), then what each rule alone adds to it")
-    every_rule = secrets.RULES
+    every_rule = secrets.SECRET_PATTERNS
     try:
-        secrets.RULES = ()
+        secrets.SECRET_PATTERNS = ()
         base = median_seconds(lambda: secrets.scan(whole), 3)
         print(f"    {'(no rule)':<24} {base * 1000:8.1f} ms")
         for rule in every_rule:
-            secrets.RULES = (rule,)
+            secrets.SECRET_PATTERNS = (rule,)
             seconds = max(median_seconds(lambda: secrets.scan(whole), 3) - base, 1e-6)
             print(f"    {rule.name:<24} {seconds * 1000:8.1f} ms {size / 1e6 / seconds:9.1f} MB/s")
     finally:
-        secrets.RULES = every_rule
+        secrets.SECRET_PATTERNS = every_rule
     print()
     by_rule: Counter[str] = Counter()
     shown: dict[str, list[str]] = {}
@@ -415,7 +415,9 @@ def main() -> None:
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
     print(f"machine: {cores} cores ({usable} usable), load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"python: {platform.python_implementation()} {platform.python_version()} ({sys.executable})")
-    print(f"cclg {__version__} ({Path(secrets.__file__).parent}), {len(secrets.RULES)} rules, seed {args.seed}")
+    print(
+        f"cclg {__version__} ({Path(secrets.__file__).parent}), {len(secrets.SECRET_PATTERNS)} rules, seed {args.seed}"
+    )
     print()
     print_detection(args)
     print_false_positives(args)

@@ -38,7 +38,7 @@ from cclg.fields import parse_json
 from cclg.ids import content_hash, new_id, now_iso, parse_moment
 from cclg.index import Index, healing, indexed_node, note_changes
 from cclg.labels import capped_labels, check_labels, labels_of
-from cclg.lattice import rule_for
+from cclg.lattice import operation_spec
 from cclg.records import (
     MemoryEdge,
     MemoryNode,
@@ -234,10 +234,10 @@ def apply_patch(
     the lattice does not let the operation move, and content that is missing
     where the operation needs it or given where it has no use.
     """
-    rule = rule_for(operation)
+    spec = operation_spec(operation)
     contents = [c for c in (contents or [])]
     _check_request(operation, reason, contents, source, scope)
-    _check_shape(operation, rule, target_ids, contents)
+    _check_shape(operation, spec, target_ids, contents)
     valid_from, valid_until = validity(valid_from, valid_until)
     if (valid_from or valid_until) and not contents:
         raise UsageError(f"{operation} writes no new memory: a validity window applies to new memories only")
@@ -249,7 +249,7 @@ def apply_patch(
         patch_id = new_id("patch")
         inherited = inherited_labels(targets[0], labels, max_trust)
         kept = kept_fields(targets, confidence=confidence, valid_from=valid_from, valid_until=valid_until)
-        replacing = _Replacing(targets, rule, patch_id, stamp, kept, reason, source, inherited)
+        replacing = _Replacing(targets, spec, patch_id, stamp, kept, reason, source, inherited)
         new_nodes = [replacing.new_node(index, content) for index, content in enumerate(contents)]
         for node in new_nodes:  # the scope the caller gave, else the first target's
             node.scope = scope or node.scope
@@ -269,14 +269,14 @@ def apply_patch(
         )
         edges = [
             MemoryEdge(
-                id=new_id("edge"), from_id=n.id, to_id=t.id, type=rule.edge, created_at=stamp, source_patch_id=patch.id
+                id=new_id("edge"), from_id=n.id, to_id=t.id, type=spec.edge, created_at=stamp, source_patch_id=patch.id
             )
             for n in new_nodes
             for t in targets
-            if rule.edge
+            if spec.edge
         ]
-        assert rule.target_status is not None
-        write_retiring_patch(store, patch, new_nodes, edges, targets, rule.target_status)
+        assert spec.target_status is not None
+        write_retiring_patch(store, patch, new_nodes, edges, targets, spec.target_status)
     return PatchResult(patch=patch, new_nodes=new_nodes, edges=edges, changed_nodes=targets)
 
 
@@ -369,11 +369,11 @@ def kept_fields(
 
 @dataclass(frozen=True)
 class _Replacing:
-    """What every new node of one patch shares: the ``targets`` it replaces, the operation's ``rule``,
+    """What every new node of one patch shares: the ``targets`` it replaces, the operation's ``spec``,
     the patch's id and time, the fields ``kept`` of the targets, the reason, source and labels."""
 
     targets: list[MemoryNode]
-    rule: lattice.Rule
+    spec: lattice.OperationSpec
     patch_id: str
     stamp: str
     kept: dict[str, Any]
@@ -385,7 +385,7 @@ class _Replacing:
         """The ``index``-th new node the patch writes in place of the targets, holding ``content``."""
         first = self.targets[0]
         key = first.key
-        if self.rule.new_nodes == "many" and key is not None:
+        if self.spec.new_nodes == "many" and key is not None:
             key = f"{key}.{index + 1}"
         node = new_node(
             content,
@@ -402,8 +402,8 @@ class _Replacing:
         flag_instructions(node)
         target_ids = [t.id for t in self.targets]
         node.relations["supersedes"] = list(target_ids)
-        if self.rule.relation:
-            node.relations[self.rule.relation] = list(target_ids)
+        if self.spec.relation:
+            node.relations[self.spec.relation] = list(target_ids)
         return node
 
 
@@ -686,19 +686,19 @@ def refuse_node_secrets(nodes: list[MemoryNode]) -> None:
     secrets.refuse_secrets(fields, "the memory" if len(nodes) == 1 else "the memories")
 
 
-def _check_shape(operation: str, rule: lattice.Rule, target_ids: list[str], contents: list[str]) -> None:
+def _check_shape(operation: str, spec: lattice.OperationSpec, target_ids: list[str], contents: list[str]) -> None:
     if len(set(target_ids)) != len(target_ids):
         raise IllegalPatchError(f"{operation}: a target is named twice")
-    if len(target_ids) < rule.min_targets:
-        raise IllegalPatchError(f"{operation} needs at least {rule.min_targets} target(s), got {len(target_ids)}")
-    if rule.max_targets is not None and len(target_ids) > rule.max_targets:
-        raise IllegalPatchError(f"{operation} takes at most {rule.max_targets} target(s), got {len(target_ids)}")
+    if len(target_ids) < spec.min_targets:
+        raise IllegalPatchError(f"{operation} needs at least {spec.min_targets} target(s), got {len(target_ids)}")
+    if spec.max_targets is not None and len(target_ids) > spec.max_targets:
+        raise IllegalPatchError(f"{operation} takes at most {spec.max_targets} target(s), got {len(target_ids)}")
     if any(not c.strip() for c in contents):
         raise IllegalPatchError(f"{operation}: new content must not be empty")
     wanted = {"none": "no new content", "one": "exactly one new content", "many": "two or more new contents"}
-    ok = {"none": not contents, "one": len(contents) == 1, "many": len(contents) >= 2}[rule.new_nodes]
+    ok = {"none": not contents, "one": len(contents) == 1, "many": len(contents) >= 2}[spec.new_nodes]
     if not ok:
-        raise IllegalPatchError(f"{operation} needs {wanted[rule.new_nodes]}, got {len(contents)}")
+        raise IllegalPatchError(f"{operation} needs {wanted[spec.new_nodes]}, got {len(contents)}")
 
 
 def read_target(store: Store, node_id: str) -> MemoryNode:

@@ -41,10 +41,10 @@ class SecretError(ValidationError):
     """A write refused because it holds a secret (exit code 4)."""
 
 
-class Rule:
+class SecretPattern:
     """One kind of secret: a pattern (group ``secret`` is the part to hide, else the whole match), what
     the text before it must end with (``preceded_by``: by default a word boundary, or nothing for a
-    ``lowered`` rule, which reads the text lower-cased to find names in any case, inside longer ones
+    ``lowered`` pattern, which reads the text lower-cased to find names in any case, inside longer ones
     too), and what lets look-alikes through: entropy, how many of lower case, upper case and digits
     a secret mixes, a ``harmless`` check."""
 
@@ -164,7 +164,7 @@ def _not_basic(text: str, hit: re.Match[str], value: str) -> bool:
         return True
 
 
-# ---------------------------------------------------------------- the rules
+# ---------------------------------------------------------------- the patterns
 
 _PEM_LABEL = r"[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
 _PRIVATE_KEY = (  # to its END line (within 64K characters, before another BEGIN), else its base64 lines
@@ -199,36 +199,40 @@ _WEB = r"(?<![A-Za-z0-9+.-])(?i:https?|ftps?|sftp|ssh|git|smtps?|ldaps?)"
 _SLACK_WEBHOOK = r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/_-]{20,}+"
 _GITHUB = r"(?:gh[pousr]_[A-Za-z0-9]{36,255}+|github_pat_[A-Za-z0-9_]{60,255}+)(?![A-Za-z0-9_])"
 
-RULES: tuple[Rule, ...] = (
-    Rule("private_key", "a private key block", _PRIVATE_KEY, preceded_by=None),
-    Rule("aws_access_key_id", "an AWS access key id", r"(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}+(?![0-9A-Za-z])"),
-    Rule("aws_secret_access_key", "an AWS secret access key", _AWS_SECRET, lowered=True),
-    Rule("github_token", "a GitHub token", _GITHUB),
-    Rule("gitlab_token", "a GitLab token", r"gl(?:pat|dt|ptt|rt|cbt|oas)-[A-Za-z0-9_-]{20,}+"),
-    Rule("slack_token", "a Slack token", r"xox[abposr]-[A-Za-z0-9-]{10,}+"),
-    Rule("slack_webhook", "a Slack webhook URL", _SLACK_WEBHOOK, preceded_by=None),
-    Rule("stripe_key", "a Stripe key", r"[srp]k_(?:live|test)_[A-Za-z0-9]{20,}+"),
-    Rule("anthropic_key", "an Anthropic API key", r"sk-ant-[a-z]{3,10}[0-9]{2}-[A-Za-z0-9_-]{80,}+"),
-    Rule("openai_key", "an OpenAI API key", r"sk-(?!ant-)[A-Za-z0-9_-]{20,}+", harmless=_not_openai),
-    Rule("google_api_key", "a Google API key", r"AIza[0-9A-Za-z_-]{35}+(?![0-9A-Za-z_-])"),
-    Rule("jwt", "a JSON Web Token", r"eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+"),
-    Rule("npm_token", "an npm token", r"npm_[A-Za-z0-9]{36}+(?![A-Za-z0-9])"),
-    Rule("pypi_token", "a PyPI token", r"pypi-Ag[A-Za-z0-9_-]{50,}+"),
-    Rule("huggingface_token", "a Hugging Face token", r"hf_[A-Za-z]{34}+(?![A-Za-z0-9_])", min_classes=2),
-    Rule("twilio_key", "a Twilio API key", r"SK[0-9a-fA-F]{32}+(?![0-9A-Za-z])", min_classes=2),
-    Rule("sendgrid_key", "a SendGrid API key", r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}+(?![A-Za-z0-9_-])"),
-    Rule("discord_token", "a Discord bot token", _DISCORD, preceded_by=r"(?<![\w.+/=-])", min_classes=3),
-    Rule("azure_key", "an Azure account key", _AZURE, preceded_by="Account|SharedAccess", min_entropy=3.0),
-    Rule("basic_auth", "HTTP basic credentials", _BASIC, lowered=True, harmless=_not_basic),
-    Rule("bearer_token", "a bearer token", _BEARER, lowered=True, preceded_by=_WORD, min_entropy=3.0),
-    Rule("curl_password", "a password given to curl", _CURL, harmless=_placeholder),
-    Rule("mysql_password", "a password given to mysql", _MYSQL, harmless=_placeholder),
-    Rule("database_url", "a database URL with a password", _USERINFO, preceded_by=_DB, harmless=_placeholder),
-    Rule("url_password", "a URL with a password", _USERINFO8, preceded_by=_WEB, min_entropy=3, harmless=_placeholder),
-    Rule("generic_secret", "a password, secret or token assignment", _ASSIGNMENT, lowered=True, harmless=_not_assigned),
+SECRET_PATTERNS: tuple[SecretPattern, ...] = (
+    SecretPattern("private_key", "a private key block", _PRIVATE_KEY, preceded_by=None),
+    SecretPattern("aws_access_key_id", "an AWS access key id", r"(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}+(?![0-9A-Za-z])"),
+    SecretPattern("aws_secret_access_key", "an AWS secret access key", _AWS_SECRET, lowered=True),
+    SecretPattern("github_token", "a GitHub token", _GITHUB),
+    SecretPattern("gitlab_token", "a GitLab token", r"gl(?:pat|dt|ptt|rt|cbt|oas)-[A-Za-z0-9_-]{20,}+"),
+    SecretPattern("slack_token", "a Slack token", r"xox[abposr]-[A-Za-z0-9-]{10,}+"),
+    SecretPattern("slack_webhook", "a Slack webhook URL", _SLACK_WEBHOOK, preceded_by=None),
+    SecretPattern("stripe_key", "a Stripe key", r"[srp]k_(?:live|test)_[A-Za-z0-9]{20,}+"),
+    SecretPattern("anthropic_key", "an Anthropic API key", r"sk-ant-[a-z]{3,10}[0-9]{2}-[A-Za-z0-9_-]{80,}+"),
+    SecretPattern("openai_key", "an OpenAI API key", r"sk-(?!ant-)[A-Za-z0-9_-]{20,}+", harmless=_not_openai),
+    SecretPattern("google_api_key", "a Google API key", r"AIza[0-9A-Za-z_-]{35}+(?![0-9A-Za-z_-])"),
+    SecretPattern("jwt", "a JSON Web Token", r"eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+"),
+    SecretPattern("npm_token", "an npm token", r"npm_[A-Za-z0-9]{36}+(?![A-Za-z0-9])"),
+    SecretPattern("pypi_token", "a PyPI token", r"pypi-Ag[A-Za-z0-9_-]{50,}+"),
+    SecretPattern("huggingface_token", "a Hugging Face token", r"hf_[A-Za-z]{34}+(?![A-Za-z0-9_])", min_classes=2),
+    SecretPattern("twilio_key", "a Twilio API key", r"SK[0-9a-fA-F]{32}+(?![0-9A-Za-z])", min_classes=2),
+    SecretPattern("sendgrid_key", "a SendGrid API key", r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}+(?![A-Za-z0-9_-])"),
+    SecretPattern("discord_token", "a Discord bot token", _DISCORD, preceded_by=r"(?<![\w.+/=-])", min_classes=3),
+    SecretPattern("azure_key", "an Azure account key", _AZURE, preceded_by="Account|SharedAccess", min_entropy=3.0),
+    SecretPattern("basic_auth", "HTTP basic credentials", _BASIC, lowered=True, harmless=_not_basic),
+    SecretPattern("bearer_token", "a bearer token", _BEARER, lowered=True, preceded_by=_WORD, min_entropy=3.0),
+    SecretPattern("curl_password", "a password given to curl", _CURL, harmless=_placeholder),
+    SecretPattern("mysql_password", "a password given to mysql", _MYSQL, harmless=_placeholder),
+    SecretPattern("database_url", "a database URL with a password", _USERINFO, preceded_by=_DB, harmless=_placeholder),
+    SecretPattern(
+        "url_password", "a URL with a password", _USERINFO8, preceded_by=_WEB, min_entropy=3, harmless=_placeholder
+    ),
+    SecretPattern(
+        "generic_secret", "a password, secret or token assignment", _ASSIGNMENT, lowered=True, harmless=_not_assigned
+    ),
 )
 
-# What every match of a rule holds (lower-case for a rule that reads the lower-cased text); a rule absent
+# What every match of a pattern holds (lower-case for a pattern that reads the lower-cased text); one absent
 # here (discord_token) always runs.
 _LITERALS: dict[str, tuple[str, ...]] = {
     "private_key": ("-----BEGIN",),
@@ -262,7 +266,7 @@ _LITERALS: dict[str, tuple[str, ...]] = {
 def patterns() -> list[re.Pattern[str]]:
     """The detector's regular expressions, compiled (a test checks that none can backtrack without bound)."""
     lazies = [_PLACEHOLDER, _GIT_SHA, _UUID, _LOWER_PATH, _URL, _CALL, _CHAIN, _ESCAPE]
-    lazies += [lazy for rule in RULES for lazy in (rule.regex, rule.before) if lazy is not None]
+    lazies += [lazy for pattern in SECRET_PATTERNS for lazy in (pattern.regex, pattern.before) if lazy is not None]
     return [lazy() for lazy in lazies]
 
 
@@ -306,38 +310,40 @@ def _origin(marks: Marks, at: int, after: bool) -> int:
 class Match:
     """A secret found in a text: the rule, where the secret part is, and a safe preview."""
 
-    def __init__(self, rule: Rule, start: int, end: int, text: str) -> None:
-        self.rule, self.description = rule.name, rule.description
+    def __init__(self, pattern: SecretPattern, start: int, end: int, text: str) -> None:
+        self.rule, self.description = pattern.name, pattern.description
         self.start, self.end = start, end
         self.preview = text[start : start + PREVIEW_CHARS].encode("utf-8", "replace").decode() + "…"  # (bytes read)
 
 
-def _find(text: str) -> list[tuple[Rule, int, int]]:
-    """(rule, start, end) of each secret in a normalised text, in order, none overlapping."""
+def _find(text: str) -> list[tuple[SecretPattern, int, int]]:
+    """(pattern, start, end) of each secret in a normalised text, in order, none overlapping."""
     lowered = text.replace("\u0130", "i").lower()  # offsets kept: İ is the one letter that lower-cases to two
-    found: dict[tuple[int, int], Rule] = {}
-    for rule in RULES:
-        # A rule none of whose literals is in the text cannot match: its pattern is neither compiled (about
+    found: dict[tuple[int, int], SecretPattern] = {}
+    for pattern in SECRET_PATTERNS:
+        # A pattern none of whose literals is in the text cannot match: its regex is neither compiled (about
         # 0.3 ms each, in every hook process) nor run.
-        needed = _LITERALS.get(rule.name, ())
-        if needed and not any(word in (lowered if rule.lowered else text) for word in needed):
+        needed = _LITERALS.get(pattern.name, ())
+        if needed and not any(word in (lowered if pattern.lowered else text) for word in needed):
             continue
-        grouped = "secret" in rule.regex().groupindex
-        for hit in rule.regex().finditer(lowered if rule.lowered else text):
+        grouped = "secret" in pattern.regex().groupindex
+        for hit in pattern.regex().finditer(lowered if pattern.lowered else text):
             start, end = hit.span("secret") if grouped and hit.start("secret") >= 0 else hit.span()
-            if (start, end) not in found and rule.accepts(text, hit, text[start:end]):
-                found[(start, end)] = rule
-    kept: list[tuple[Rule, int, int]] = []
-    for (start, end), rule in sorted(found.items(), key=lambda item: (item[0][0], -item[0][1])):
+            if (start, end) not in found and pattern.accepts(text, hit, text[start:end]):
+                found[(start, end)] = pattern
+    kept: list[tuple[SecretPattern, int, int]] = []
+    for (start, end), pattern in sorted(found.items(), key=lambda item: (item[0][0], -item[0][1])):
         if not kept or start >= kept[-1][2]:  # the first, longest match wins
-            kept.append((rule, start, end))
+            kept.append((pattern, start, end))
     return kept
 
 
 def scan(text: str) -> list[Match]:
     """Every secret in ``text``, in order of position, none overlapping (offsets in ``text``)."""
     norm, marks = _normalised(text)
-    return [Match(rule, _origin(marks, s, False), _origin(marks, e - 1, True), text) for rule, s, e in _find(norm)]
+    return [
+        Match(pattern, _origin(marks, s, False), _origin(marks, e - 1, True), text) for pattern, s, e in _find(norm)
+    ]
 
 
 def _spliced(text: str, cuts: list[tuple[int, int, str]], keep_lines: bool = False) -> str:

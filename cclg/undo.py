@@ -15,7 +15,7 @@ from cclg import secrets
 from cclg.errors import IllegalPatchError
 from cclg.ids import new_id, now_iso
 from cclg.index import note_changes
-from cclg.lattice import rule_for
+from cclg.lattice import operation_spec
 from cclg.ledger import PatchResult, is_purge, link_replacements, patch_audit, read_target, set_status
 from cclg.records import MemoryNode, MemoryPatch, Source, default_resolution_policy
 from cclg.store import Store, audit_record, patch_order
@@ -33,7 +33,7 @@ def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | 
     secrets.refuse_secrets({"reason": reason, "source": source.to_dict() if source else {}}, "the rollback")
     with store.lock():
         undone = store.read_patch(patch_id)
-        rule_for(undone.operation)
+        operation_spec(undone.operation)
         patches = store.load_patches()
         _check_not_purged(undone, patches)
         _check_undoable(undone, patches)

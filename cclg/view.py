@@ -22,7 +22,7 @@ from cclg import format as fmt
 from cclg import labels, lattice
 from cclg.ids import now_iso, parse_time
 from cclg.labels import labels_of
-from cclg.lattice import LIVE_STATUSES, RULES, rule_for
+from cclg.lattice import LIVE_STATUSES, OPERATIONS, operation_spec
 from cclg.records import MemoryNode, MemoryPatch
 from cclg.store import patch_order
 
@@ -54,11 +54,11 @@ def retired_ids(patches: Iterable[MemoryPatch]) -> dict[str, str]:
     """
     patches = list(patches)
     for patch in patches:
-        rule_for(patch.operation)
+        operation_spec(patch.operation)
     undone = undone_patch_ids(patches)
     retired: dict[str, str] = {}
     for patch in sorted(patches, key=patch_order):
-        if RULES[patch.operation].retiring and patch.id not in undone:
+        if OPERATIONS[patch.operation].retiring and patch.id not in undone:
             for node_id in patch.target_ids:
                 retired.setdefault(node_id, patch.id)
     return retired
@@ -133,7 +133,7 @@ def expected_statuses(nodes: dict[str, MemoryNode], patches: list[MemoryPatch]) 
     expected = {node_id: lattice.INITIAL_STATUSES for node_id in nodes}
     by_id = {p.id: p for p in patches}
     for patch in sorted(patches, key=patch_order):
-        rule = rule_for(patch.operation)
+        spec = operation_spec(patch.operation)
         if patch.operation == "rollback":
             undone = by_id.get(patch.rollback_of or "")
             if undone is None:
@@ -151,8 +151,8 @@ def expected_statuses(nodes: dict[str, MemoryNode], patches: list[MemoryPatch]) 
         if patch.operation == "create":  # a create with prior states flagged those nodes (record_conflict)
             for node_id in patch.prior_states:
                 expected[node_id] = frozenset({"conflict_pending"})
-        if rule.target_status is not None:
-            moved = "promoted" if is_promotion(patch) else rule.target_status
+        if spec.target_status is not None:
+            moved = "promoted" if is_promotion(patch) else spec.target_status
             for node_id in patch.target_ids:
                 expected[node_id] = frozenset({moved})
     return expected

@@ -369,7 +369,7 @@ def corpus(seed: int = SEED, per_kind: int = 1) -> list[Planted]:
 CORPUS = corpus()
 KINDS = list(SECRET_KINDS)
 BY_KIND = {p.kind: p for p in CORPUS}
-RULES = {rule.name: rule for rule in secrets.RULES}
+RULES = {rule.name: rule for rule in secrets.SECRET_PATTERNS}
 
 # ---------------------------------------------------------------- look-alikes
 
@@ -1526,7 +1526,7 @@ def test_cclg_raw_refuses_exactly_what_scan_finds_in_the_same_bytes(seeded: Stor
 def test_every_rules_literals_name_a_rule_and_read_its_text() -> None:
     """The literals that let a rule skip a text are kept beside the rules, by name: a renamed rule
     would lose its gate without a word, and a lowered rule reads lower-cased text only."""
-    by_name = {rule.name: rule for rule in secrets.RULES}
+    by_name = {rule.name: rule for rule in secrets.SECRET_PATTERNS}
     assert set(secrets._LITERALS) <= set(by_name)
     for name, words in secrets._LITERALS.items():
         assert words and all(words), name
