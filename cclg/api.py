@@ -61,7 +61,7 @@ _LAZY = {  # module -> the public names it serves: modules only some operations 
     "cclg.container": "Container ContainerError export_store load_container read_text",
     "cclg.demo": "build_demo_store",
     "cclg.doctor": "Finding Report diagnose repair validate_paths",
-    "cclg.importing": "ImportReport import_container",
+    "cclg.container_import": "ContainerImportReport import_container",
     "cclg.pack": "DEFAULT_MAX_CHARS DEFAULT_MAX_NODES FORMATS compile_pack explain_pack render to_toml",
     "cclg.redaction": "redact_store scan_secrets",
 }
@@ -71,9 +71,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
     from cclg.adoption import Adoption
     from cclg.codegraph.rank import SearchIndexDamage
     from cclg.container import Container, ContainerError, export_store, load_container, read_text
+    from cclg.container_import import ContainerImportReport, import_container
     from cclg.demo import build_demo_store
     from cclg.doctor import Finding, Report, diagnose, repair, validate_paths
-    from cclg.importing import ImportReport, import_container
     from cclg.pack import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, FORMATS, compile_pack, explain_pack, render, to_toml
     from cclg.redaction import redact_store, scan_secrets
 else:
@@ -99,12 +99,12 @@ __all__ = [
     "ConcurrencyError",
     "Container",
     "ContainerError",
+    "ContainerImportReport",
     "DiskError",
     "Finding",
     "GrepMatch",
     "Hit",
     "IllegalPatchError",
-    "ImportReport",
     "ImportResult",
     "NotFoundError",
     "PatchResult",

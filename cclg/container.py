@@ -29,7 +29,7 @@ container is ``cclg.view.effective_view`` over its nodes and patches, which
 excludes every node a live retiring patch targets whatever the node's own status
 says, and raises on an operation outside the closed set.
 
-``cclg.importing.import_container`` brings a loaded container into a store.
+``cclg.container_import.import_container`` brings a loaded container into a store.
 """
 
 from __future__ import annotations

@@ -603,7 +603,7 @@ def purged_contents(store: Store, index: Index | None = None) -> dict[str, Memor
     from its purge patches, and no index is built for a write. A tombstone counts only when its mark
     names a purge patch of this ledger that targets it: only a purge this store performed refuses
     content (and no import brings a mark in: ``cclg.intake.cap_imported`` drops a node's,
-    ``cclg.importing`` a foreign patch's purge rule)."""
+    ``cclg.container_import`` a foreign patch's purge rule)."""
     if index is None and not store.index_path.exists():
         candidates = [node for patch in purge_patches(store) for node in readable_nodes(store, patch.target_ids)]
     else:

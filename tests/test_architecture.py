@@ -62,7 +62,7 @@ LAYERS: list[list[str]] = [
     # reading and compiling
     ["search", "semantic", "relevance", "sessions", "usage", "pack", "sensors", "turns"],
     # operations
-    ["intake", "container", "importing", "redaction", "purge", "adoption", "doctor", "demo", "rules", "distill"],
+    ["intake", "container", "container_import", "redaction", "purge", "adoption", "doctor", "demo", "rules", "distill"],
     # the library
     ["api"],
     # the surfaces

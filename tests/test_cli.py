@@ -411,7 +411,7 @@ COMMANDS = {
     },
     "cclg.cli.inspect": {"status", "show", "log", "diff", "cite", "audit", "validate", "doctor", "scan", "rules"},
     "cclg.cli.retrieval": {"search", "grep", "recall", "pack", "reindex"},
-    "cclg.cli.containers": {"export", "open", "import"},
+    "cclg.cli.containers": {"export", "open", "import-container"},
     "cclg.cli.code": {"code-index", "code-search"},
     "cclg.cli.hosts": {"install", "uninstall", "demo-store"},
     "cclg.cli.turns": {"turn"},
@@ -475,7 +475,7 @@ def test_export_to_a_file_then_open_and_import(root: Path, tmp_path: Path) -> No
     assert piped[1] == body and json.loads(piped[0])["content_sha256"] == json.loads(header)["content_sha256"]
     described = run_json(root, "open", str(out))
     assert isinstance(described, dict)
-    report = run_json(root, "import", str(out), "--dry-run")
+    report = run_json(root, "import-container", str(out), "--dry-run")
     assert isinstance(report, dict)
 
 

@@ -274,7 +274,7 @@ def test_purged_content_is_refused_through_mcp_patch_and_a_promotion(purged: dic
 def test_an_export_made_before_the_purge_does_not_bring_the_content_back(purged: dict[str, Any]) -> None:
     root = purged["root"]
     before = written(root)
-    result = cclg(root, "import", str(purged["old"]))
+    result = cclg(root, "import-container", str(purged["old"]))
     assert result.exit_code == 6 and "purged" in result.stderr, result.output
     assert written(root) == before, "nothing was imported"
 
@@ -321,7 +321,7 @@ def test_a_container_holding_a_purge_refuses_nothing_and_purges_nothing_here(tmp
     api.export_to(other, tmp_path / "purged.cclg")
     store, _ = Store.init(tmp_path / "store")
     mine = api.add_memory(store, f"Quoting it: {CHOSEN}", source="user").node
-    imported = cclg(store.root, "import", str(tmp_path / "purged.cclg"), "--json")
+    imported = cclg(store.root, "import-container", str(tmp_path / "purged.cclg"), "--json")
     assert imported.exit_code == 0, imported.output
     added = cclg(store.root, "add", "--content", CHOSEN, "--source", "user")
     assert added.exit_code == 0, added.output
@@ -333,7 +333,7 @@ def test_a_container_holding_a_purge_refuses_nothing_and_purges_nothing_here(tmp
 
 def import_as_before_the_fix(store: Store, path: Path) -> None:
     """Bring the container at ``path`` into ``store`` as the import of the code before rule 10 wrote it
-    (``cclg.importing._write`` at c890eba): every record as it came, a purge patch keeping its rule and a
+    (``cclg.container_import._write`` at c890eba): every record as it came, a purge patch keeping its rule and a
     tombstone its mark, each audited ``via: import``, then the index told."""
     from cclg.container import load_container
     from cclg.index import note_changes

@@ -910,12 +910,12 @@ def test_cli_import_of_a_container_holding_a_secret_writes_nothing(seeded: Store
         path.write_text(write_container([good, node]), encoding="utf-8")
         assert cclg(root, "open", str(path), "--json").exit_code == 0, "the container itself is well formed"
         before = snapshot(root)
-        problems += refusal_problems(cclg(root, "import", str(path)), p, before, root)
+        problems += refusal_problems(cclg(root, "import-container", str(path)), p, before, root)
     assert not problems, summary(problems)
     assert b"Wintergreen" not in b"".join(store_files(root).values()), "the good memory is not imported either"
     assert leaks(root, CORPUS) == []
     path.write_text(write_container([good]), encoding="utf-8")
-    assert cclg(root, "import", str(path)).exit_code == 0, "the good memory alone is imported"
+    assert cclg(root, "import-container", str(path)).exit_code == 0, "the good memory alone is imported"
     assert b"Wintergreen" in b"".join(store_files(root).values())
 
 

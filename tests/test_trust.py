@@ -21,9 +21,9 @@ from click.testing import CliRunner, Result
 from cclg import api, doctor, ledger
 from cclg.cli import cli
 from cclg.container import load_container, write_container
+from cclg.container_import import ContainerImportReport, import_container
 from cclg.errors import NotFoundError, UsageError, ValidationError
 from cclg.ids import new_id, now_iso
-from cclg.importing import ImportReport, import_container
 from cclg.labels import labels_of
 from cclg.pack import compile_pack
 from cclg.records import MemoryNode, MemoryPatch, Scope, Source, default_resolution_policy, new_node
@@ -41,7 +41,7 @@ def current(store: Store) -> set[str]:
     return {n.id for n in effective_view(store.load_nodes().values(), store.load_patches())}
 
 
-def bring(store: Store, text: str) -> ImportReport:
+def bring(store: Store, text: str) -> ContainerImportReport:
     return import_container(store, load_container(text))
 
 
@@ -122,7 +122,7 @@ def test_only_the_user_raises_an_imported_memory(store: Store) -> None:
 def test_cli_import_of_a_boastful_container_then_pack(tmp_path: Path, store: Store) -> None:
     path = tmp_path / "boast.cclg"
     path.write_text(write_container([boastful()]), "utf-8")
-    result = cclg(store.root, "import", str(path), "--json")
+    result = cclg(store.root, "import-container", str(path), "--json")
     assert result.exit_code == 0, result.output
     assert any("claimed more than an import may" in note for note in json.loads(result.stdout)["notes"])
     packed = cclg(store.root, "pack", "--format", "json")
@@ -249,7 +249,7 @@ def test_a_foreign_forget_of_a_local_memory_is_refused_and_waits_as_a_conflict(t
         forget = foreign_patch("forget", [local.id])
         path = tmp_path / f"{forget.id}.cclg"
         path.write_text(write_container([copy], [forget]), "utf-8")
-        result = cclg(store.root, "import", str(path), "--json")
+        result = cclg(store.root, "import-container", str(path), "--json")
         assert result.exit_code == 0, result.output
         report = json.loads(result.stdout)
         (refused,) = report["refused"]
