@@ -17,6 +17,7 @@ import json
 import re
 
 from cclg.errors import UsageError
+from cclg.hook_events import USER_PROMPT, logged
 from cclg.sessions import event_payload
 from cclg.store import Store
 
@@ -146,7 +147,7 @@ def review(store: Store, session_id: str) -> dict[str, Any]:
     session = store.read_session(session_id)
     prompts, folders, dangling = [], [], 0
     for event in store.session_events(session_id):
-        if event.get("event") != "user_prompt" or not isinstance(event.get("raw"), str):
+        if event.get("event") != logged(USER_PROMPT) or not isinstance(event.get("raw"), str):
             continue
         payload = event_payload(store, event)
         dangling += not payload

@@ -36,6 +36,7 @@ from cclg import fencing, secrets
 from cclg.errors import NotFoundError, UsageError
 from cclg.fields import parse_json
 from cclg.files import open_regular, private_folders
+from cclg.hook_events import USER_PROMPT, logged
 from cclg.ids import is_valid_session_id, now_iso, sha256_hex
 from cclg.sessions import event_payload
 from cclg.store import Store
@@ -142,7 +143,7 @@ def own_session(store: Store, session_id: str | None, folder: str | None = None)
     _path(store, session_id)  # a UsageError for what is no session id
     from cclg.sessions import latest_event
 
-    prompt = latest_event(store, session_id, "user_prompt") or {}
+    prompt = latest_event(store, session_id, logged(USER_PROMPT)) or {}
     summary = prompt.get("summary")
     cwd = _real(summary.get("cwd")) if isinstance(summary, dict) else None
     if cwd is None or cwd not in _folders_up(here):
@@ -201,7 +202,7 @@ def facts(payload: dict[str, Any], events: list[dict[str, Any]], store: Store) -
 def _last_prompt(events: list[dict[str, Any]], store: Store) -> str:
     """The session's last prompt, verbatim from its raw evidence (the log keeps a summary)."""
     for event in reversed(events):
-        if event.get("event") != "user_prompt":
+        if event.get("event") != logged(USER_PROMPT):
             continue
         prompt = event_payload(store, event).get("prompt")
         if isinstance(prompt, str):

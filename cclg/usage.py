@@ -27,6 +27,7 @@ from pathlib import Path
 
 from cclg.fields import parse_json
 from cclg.files import read_jsonl
+from cclg.hook_events import POST_TOOL, POST_TOOL_FAILURE, STOP, logged
 from cclg.ids import now_iso
 from cclg.sessions import Digest, digest, event_payload, events_from
 from cclg.store import Store
@@ -44,7 +45,11 @@ EVIDENCE_CHARS = 2_000_000  # of a session's later tool calls and answers read f
 PRIOR_RANGE = 0.1  # the prior moves a score by at most this share
 
 
-EVIDENCE_EVENTS = ("post_tool", "post_tool_failure", "stop")  # the events that show what the agent did
+EVIDENCE_EVENTS = (
+    logged(POST_TOOL),
+    logged(POST_TOOL_FAILURE),
+    logged(STOP),
+)  # the events that show what the agent did
 
 
 def _evidence(store: Store, event: dict[str, Any]) -> str:
