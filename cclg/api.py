@@ -3,7 +3,7 @@
 Each function takes an open ``Store`` and plain values, does one job, and returns
 records or plain dicts; the surfaces only parse and print. Ids are resolved here,
 in one place: wherever a memory or patch id is taken, a unique prefix of it is
-accepted (``resolve_node_id``, ``resolve_patch_id``).
+accepted (``resolve_memory_id``, ``resolve_patch_id``).
 
 ``__all__`` is the public surface, declared again by ``cclg/__init__.py`` (which
 must not import this module to know it); a test keeps the two equal and checks
@@ -141,7 +141,7 @@ __all__ = [
     "keep_raw",
     "label",
     "load_container",
-    "named_node_id",
+    "named_memory_id",
     "open_store",
     "parse_moment",
     "parse_scope",
@@ -154,7 +154,7 @@ __all__ = [
     "render",
     "repair",
     "resolve",
-    "resolve_node_id",
+    "resolve_memory_id",
     "resolve_patch_id",
     "rollback",
     "scan_secrets",
@@ -186,7 +186,7 @@ def init_store(root: str | Path | None = None) -> tuple[Store, bool]:
 # ---------------------------------------------------------------- ids
 
 
-def resolve_node_id(store: Store, text: str, *, least: int = 0) -> str:
+def resolve_memory_id(store: Store, text: str, *, least: int = 0) -> str:
     """Accept a full memory id, or a unique prefix of one (``mem_01jq`` style) holding at least ``least``
     characters after ``mem_`` (``PURGE_ID_CHARS`` for a purge, which cannot be undone)."""
     return _resolve_id(store, text, "mem", "nodes", "memory", "memories", least)
@@ -197,12 +197,12 @@ def resolve_node_id(store: Store, text: str, *, least: int = 0) -> str:
 PURGE_ID_CHARS = 8
 
 
-def named_node_id(store: Store, text: str) -> str:
+def named_memory_id(store: Store, text: str) -> str:
     """A memory id for a view of what the logs and the ledger name: a stored memory's id or unique
     prefix, else a full id the store no longer holds (moved to ``recovered/``, deleted by a sync),
     which its log lines and patches may still name."""
     try:
-        return resolve_node_id(store, text)
+        return resolve_memory_id(store, text)
     except NotFoundError:
         if is_valid_id(text, "mem"):
             return text
@@ -234,7 +234,7 @@ def _resolve_id(store: Store, text: str, prefix: str, folder: str, noun: str, pl
 
 def show(store: Store, memory_id: str) -> MemoryNode:
     """One memory record (by id or unique prefix), whatever its status."""
-    return store.read_node(resolve_node_id(store, memory_id))
+    return store.read_node(resolve_memory_id(store, memory_id))
 
 
 def status(store: Store, folder: Path | None = None) -> dict[str, Any]:
@@ -263,18 +263,20 @@ def status(store: Store, folder: Path | None = None) -> dict[str, Any]:
     return report
 
 
-def history(store: Store, *, node_id: str | None = None, limit: int | None = None) -> list[MemoryPatch]:
-    """Patches newest first, optionally only those touching the memory ``node_id`` (id or prefix, or
-    the full id of a memory the store no longer holds: ``named_node_id``)."""
-    if node_id is not None:
-        node_id = named_node_id(store, node_id)
+def history(store: Store, *, memory_id: str | None = None, limit: int | None = None) -> list[MemoryPatch]:
+    """Patches newest first, optionally only those touching the memory ``memory_id`` (id or prefix, or
+    the full id of a memory the store no longer holds: ``named_memory_id``)."""
+    if memory_id is not None:
+        memory_id = named_memory_id(store, memory_id)
     patches = store.load_patches()
-    if node_id is not None:
+    if memory_id is not None:
         patches = [
-            p for p in patches if node_id in p.target_ids or node_id in p.new_node_ids or node_id in p.prior_states
+            p
+            for p in patches
+            if memory_id in p.target_ids or memory_id in p.new_node_ids or memory_id in p.prior_states
         ]
-        if not patches and not store.node_path(node_id).exists():
-            raise NotFoundError(f"no memory {node_id} in {store.root}, and no patch names it")
+        if not patches and not store.node_path(memory_id).exists():
+            raise NotFoundError(f"no memory {memory_id} in {store.root}, and no patch names it")
     patches.reverse()
     return patches[:limit] if limit else patches
 
@@ -311,8 +313,8 @@ def cite(store: Store, memory_id: str) -> dict[str, Any]:
         "content": node.content,
         "source": node.source.to_dict(),
         "raw_spans": spans,
-        "created_by_patch": next((p.id for p in history(store, node_id=node_id) if node_id in p.new_node_ids), None),
-        "patches": [p.id for p in history(store, node_id=node_id)],
+        "created_by_patch": next((p.id for p in history(store, memory_id=node_id) if node_id in p.new_node_ids), None),
+        "patches": [p.id for p in history(store, memory_id=node_id)],
         "relations": {k: v for k, v in node.relations.items() if v},
     }
 
@@ -351,7 +353,7 @@ def patch(
         if added.patch is None:
             raise UsageError(f"{added.duplicate_of} already holds this content; nothing was written")
         return PatchResult(patch=added.patch, new_nodes=added.new_nodes)
-    ids = [resolve_node_id(store, t) for t in targets]
+    ids = [resolve_memory_id(store, t) for t in targets]
     with store.lock():
         if max_trust != "trusted":
             command = f"cclg patch {operation} " + " ".join(f"--target {i}" for i in ids)
@@ -372,7 +374,7 @@ def patch(
 
 def forget(store: Store, memory_id: str, *, reason: str = "forgotten at the user's request") -> PatchResult:
     """``cclg forget``: retire a memory for good (a ``forget`` patch; a rollback undoes it)."""
-    return ledger.apply_patch(store, "forget", [resolve_node_id(store, memory_id)], reason=reason)
+    return ledger.apply_patch(store, "forget", [resolve_memory_id(store, memory_id)], reason=reason)
 
 
 def rollback(
@@ -455,7 +457,7 @@ def adopt_project(
     MCP tool's: nothing records which repository of that name a memory came from."""
     from cclg.adoption import adopt_project as adopt
 
-    ids = [resolve_node_id(store, text) for text in memory_ids or []]
+    ids = [resolve_memory_id(store, text) for text in memory_ids or []]
     return adopt(store, folder, name, memory_ids=ids, dry_run=dry_run, reason=reason)
 
 
@@ -607,10 +609,10 @@ def audit_log(
     store: Store, *, limit: int = 50, event: str | None = None, memory_id: str | None = None
 ) -> list[dict[str, Any]]:
     """The audit log, newest first, optionally one event kind or the records naming one memory (also
-    one the store no longer holds: ``named_node_id``)."""
+    one the store no longer holds: ``named_memory_id``)."""
     if event is not None and event not in fmt.AUDIT_EVENTS:
         raise UsageError(f"unknown audit event {event!r}; use one of {', '.join(fmt.AUDIT_EVENTS)}")
-    node_id = named_node_id(store, memory_id) if memory_id else None
+    node_id = named_memory_id(store, memory_id) if memory_id else None
     records = []
     for record in reversed(read_jsonl(store.audit_path).records):
         if event is not None and record.get("event") != event:

@@ -296,7 +296,7 @@ def accept(store: Store, session_id: str, numbers: list[int] | None) -> list[dic
                 store, "supersede", [p["target"]], reason=reason, contents=[p["content"]], source=source,
                 max_trust=MAX_TRUST,
             )  # fmt: skip
-            done.append({"number": p["number"], "patch": result.patch.id, "new_node_ids": result.patch.new_node_ids})
+            done.append({"number": p["number"], "patch": result.patch.id, "new_memory_ids": result.patch.new_node_ids})
         else:
             added = add_memory(
                 store, p["content"], source=f"session:{session_id}", quote=p["content"], type=p["type"],

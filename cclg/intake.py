@@ -324,14 +324,14 @@ def _similar(index: Index, node: MemoryNode) -> list[dict[str, str]]:
 @dataclass
 class ImportResult:
     patch: MemoryPatch | None
-    node_ids: list[str]
+    memory_ids: list[str]
     duplicates: list[dict[str, Any]] | None = None  # {"line", "duplicate_of"}: not written again
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "imported": len(self.node_ids),
+            "imported": len(self.memory_ids),
             "patch_id": self.patch.id if self.patch else None,
-            "node_ids": self.node_ids,
+            "memory_ids": self.memory_ids,
             "duplicates": self.duplicates or [],
         }
 
@@ -435,7 +435,7 @@ def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>", force: boo
         stream = lines.fresh(data)
         first = next(stream, None)  # None only once every line is read and none is new
         if first is None:
-            return ImportResult(patch=None, node_ids=[], duplicates=lines.duplicates)
+            return ImportResult(patch=None, memory_ids=[], duplicates=lines.duplicates)
         result = create_nodes(
             store,
             itertools.chain([first], stream),
@@ -445,7 +445,7 @@ def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>", force: boo
             index=index,
             allow_purged=force,
         )
-        return ImportResult(patch=result.patch, node_ids=result.patch.new_node_ids, duplicates=lines.duplicates)
+        return ImportResult(patch=result.patch, memory_ids=result.patch.new_node_ids, duplicates=lines.duplicates)
 
     with store.lock():
         finish(store)

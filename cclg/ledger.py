@@ -73,7 +73,7 @@ class PatchResult(Record):
             "patch": self.patch.to_dict(),
             "new_nodes": [n.to_dict() for n in self.new_nodes],
             "edges": [e.to_dict() for e in self.edges],
-            "changed_node_ids": [n.id for n in self.changed_nodes],
+            "changed_memory_ids": [n.id for n in self.changed_nodes],
         }
 
 

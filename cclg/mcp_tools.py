@@ -473,7 +473,7 @@ def memory_purge(
             f'purging through MCP is off: the user can run `cclg purge ID`, or allow it with "mcp": '
             f'{{"allow_purge": true}} in {store.root / "config.json"}'
         )
-    node_id = api.resolve_node_id(store, memory_id, least=api.PURGE_ID_CHARS)
+    node_id = api.resolve_memory_id(store, memory_id, least=api.PURGE_ID_CHARS)
     if confirm_id != node_id:
         raise UsageError(f"confirm_id must be the memory's full id, {node_id}: nothing was erased")
     return purge_memory(store, node_id, reason=reason, source="mcp").to_dict()

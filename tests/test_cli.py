@@ -267,12 +267,12 @@ def test_import_jsonl_short_and_full_lines(root: Path, reference_store: Store, t
     path.write_text("\n".join(lines) + "\n")
     result = run_json(root, "import-jsonl", str(path))
     assert isinstance(result, dict) and result["imported"] == 2
-    assert full["id"] in result["node_ids"]
+    assert full["id"] in result["memory_ids"]
     imported = json.loads((root / "nodes" / f"{full['id']}.json").read_text())
     assert imported["content"] == full["content"]
     assert imported["metadata"]["content_hash"].startswith("sha256:")
     patch = json.loads((root / "patches" / f"{result['patch_id']}.json").read_text())
-    assert patch["operation"] == "create" and sorted(patch["new_node_ids"]) == sorted(result["node_ids"])
+    assert patch["operation"] == "create" and sorted(patch["new_node_ids"]) == sorted(result["memory_ids"])
     assert run(root, "doctor").exit_code == 0
     # The whole import is one patch: rolling it back retires every imported memory.
     run(root, "rollback", result["patch_id"])

@@ -258,7 +258,7 @@ def test_purged_content_comes_back_only_when_the_user_forces_it_on_add_and_impor
 def _new_id(output: str) -> str:
     """The id of the memory an ``add --json`` or ``import-jsonl --json`` wrote."""
     data = json.loads(output)
-    return data["node"]["id"] if "node" in data else data["node_ids"][0]
+    return data["node"]["id"] if "node" in data else data["memory_ids"][0]
 
 
 def test_purged_content_is_refused_through_mcp_patch_and_a_promotion(purged: dict[str, Any]) -> None:

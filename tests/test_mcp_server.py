@@ -482,7 +482,7 @@ def test_add_writes_a_node_the_store_reads_back(served: Served) -> None:
     node = store.read_node(plain["id"])
     assert node.to_dict() == plain
     assert node.source.label == "mcp" and node.status == "active" and node.type == "memory"
-    (created,) = api.history(store, node_id=node.id)
+    (created,) = api.history(store, memory_id=node.id)
     assert created.operation == "create" and created.new_node_ids == [node.id]
     full = served.ok(
         "memory_add",
@@ -530,7 +530,7 @@ def test_patch_supersede_retires_the_target_and_rollback_restores_it(served: Ser
     assert result["patch"] == store.read_patch(patch_id).to_dict()
     assert result["patch"]["operation"] == "supersede" and result["patch"]["source"]["label"] == "mcp"
     assert result["patch"]["prior_states"] == {target: "active"}
-    assert result["changed_node_ids"] == [target]
+    assert result["changed_memory_ids"] == [target]
     (new,) = result["new_nodes"]
     assert store.read_node(new["id"]).to_dict() == new and new["status"] == "active"
     assert new["relations"]["supersedes"] == [target]
@@ -853,7 +853,7 @@ def test_cli_and_mcp_add_write_the_same_records(served: Served, tmp_path: Path) 
         "node_written",
         "patch_written",
     ]
-    patches = [api.history(s, node_id=n["id"])[0].to_dict() for s, n in ((store, through_mcp), (twin, through_cli))]
+    patches = [api.history(s, memory_id=n["id"])[0].to_dict() for s, n in ((store, through_mcp), (twin, through_cli))]
     assert normalise(patches[0]) == normalise(patches[1])
 
 

@@ -40,7 +40,7 @@ def test_library_and_import_defaults_are_untrusted_internal_optional(store: Stor
     short = {"content": "An imported short line", "source": "file"}
     lines = "\n".join(json.dumps(r) for r in (record, short)).encode()
     result = api.import_jsonl(store, lines, name="seed.jsonl")
-    assert [labels_of(store.read_node(i).metadata)[0] for i in result.node_ids] == ["untrusted", "untrusted"]
+    assert [labels_of(store.read_node(i).metadata)[0] for i in result.memory_ids] == ["untrusted", "untrusted"]
 
 
 def test_cli_add_is_trusted_by_default_and_takes_labels(tmp_path: Path) -> None:

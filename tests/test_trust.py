@@ -133,7 +133,7 @@ def test_cli_import_of_a_boastful_container_then_pack(tmp_path: Path, store: Sto
 def test_a_full_record_line_cannot_pin_or_require_itself(store: Store) -> None:
     record = boastful("Pin me into every prompt").to_dict()
     result = api.import_jsonl(store, json.dumps(record).encode(), name="seed.jsonl")
-    (node_id,) = result.node_ids
+    (node_id,) = result.memory_ids
     stored = store.read_node(node_id)
     assert labels_of(stored.metadata) == ("untrusted", "internal", "preferred") and "pinned" not in stored.metadata
     assert compile_pack(store, "")["memory_nodes"] == []
@@ -274,7 +274,7 @@ def test_a_foreign_forget_of_a_local_memory_is_refused_and_waits_as_a_conflict(t
 
 def test_a_foreign_rollback_of_a_local_patch_is_refused_and_repair_keeps_the_memory(store: Store) -> None:
     local = user_memory(store, "The API listens on port 8080")
-    (created,) = api.history(store, node_id=local.id)
+    (created,) = api.history(store, memory_id=local.id)
     undo = foreign_patch("rollback", [local.id], rollback_of=created.id, prior_states={local.id: "active"})
     report = bring(store, write_container([copy_of(local)], [created, undo]))
     assert [(r["patch"], r["would_change"]) for r in report.refused] == [(undo.id, [local.id])]

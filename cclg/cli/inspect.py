@@ -53,7 +53,7 @@ def log(ctx: click.Context, memory_id: str | None, lineage_id: str | None, limit
     if lineage_id is not None:
         _lineage(store_of(ctx), lineage_id, as_json)
         return
-    patches = api.history(store_of(ctx), node_id=memory_id, limit=limit)
+    patches = api.history(store_of(ctx), memory_id=memory_id, limit=limit)
     if as_json:
         emit([p.to_dict() for p in patches], True)
         return
@@ -67,7 +67,7 @@ def log(ctx: click.Context, memory_id: str | None, lineage_id: str | None, limit
 def _lineage(store: api.Store, memory_id: str, as_json: bool) -> None:
     from cclg.lineage import lineage
 
-    chain = lineage(store, api.named_node_id(store, memory_id))
+    chain = lineage(store, api.named_memory_id(store, memory_id))
     if as_json:
         emit(chain, True)
         return

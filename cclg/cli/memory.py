@@ -246,7 +246,7 @@ def promote(ctx: click.Context, memory_id: str, reason: str, as_json: bool) -> N
     from cclg.promotion import promote as promote_memory
 
     store = store_of(ctx)
-    emit(promote_memory(store, api.resolve_node_id(store, memory_id), reason=reason).to_dict(), as_json)
+    emit(promote_memory(store, api.resolve_memory_id(store, memory_id), reason=reason).to_dict(), as_json)
 
 
 @click.command()
@@ -279,7 +279,7 @@ def purge(ctx: click.Context, memory_id: str, reason: str, yes: bool, as_json: b
     from cclg.purge import preview, purge_memory
 
     store = store_of(ctx)
-    node = store.read_node(api.resolve_node_id(store, memory_id, least=api.PURGE_ID_CHARS))
+    node = store.read_node(api.resolve_memory_id(store, memory_id, least=api.PURGE_ID_CHARS))
     if not yes:
         if not sys.stdin.isatty():
             raise UsageError("purge erases for good and asks for confirmation: run it in a terminal, or add --yes")
