@@ -200,19 +200,19 @@ def on_user_prompt(call: Call) -> str | None:
     given = call.given().in_context
     summary = {"prompt": _text(prompt), "cwd": call.payload.get("cwd"), "at": time.time()}
     _note_prompt(call)
-    turn = _previous_turn(call)
+    turn = _deliver_previous_turn(call)
     if turn:
         summary["previous_turn_given"] = True
     return _record_and_answer(call, summary, query=prompt, skip=given, appendix=turn)
 
 
-def _previous_turn(call: Call) -> str:
-    """The previous turn's entry, compact (``cclg.turns.compact``); "" on any failure, which is logged:
-    the pack still goes out."""
+def _deliver_previous_turn(call: Call) -> str:
+    """The previous turn's entry, compact, marked delivered (``cclg.turns.deliver_previous_turn``); ""
+    on any failure, which is logged: the pack still goes out."""
     try:
         from cclg import turns
 
-        return turns.compact(call.store, call.session_id)
+        return turns.deliver_previous_turn(call.store, call.session_id)
     except Exception:
         import traceback
 
@@ -233,10 +233,10 @@ def _note_prompt(call: Call) -> None:
         _log_failure(str(call.store.root), f"{call.logged_as} (turn's folder)", traceback.format_exc())
 
 
-def _turn_context_emptied(call: Call) -> None:
+def _mark_turn_context_emptied(call: Call) -> None:
     from cclg import turns
 
-    turns.context_emptied(call.store, call.session_id)
+    turns.mark_context_emptied(call.store, call.session_id)
 
 
 def on_session_start(call: Call) -> str | None:
@@ -255,7 +255,7 @@ def on_session_start(call: Call) -> str | None:
     if source != "resume":  # a resumed context holds the rules it was given already
         lines, summary["rules_given"] = _rules_given(call)
     if source in ("compact", "clear"):
-        _turn_context_emptied(call)
+        _mark_turn_context_emptied(call)
     rules = RULES_FRAME + "\n".join(lines) if lines else ""
     return _record_and_answer(call, summary, query="", offer=offer, skip=skip, appendix=rules)
 
@@ -345,7 +345,7 @@ def on_compact(call: Call) -> None:
     from cclg import sessions
 
     events = sessions.last_events(call.store, call.session_id, 50)
-    _turn_context_emptied(call)
+    _mark_turn_context_emptied(call)
     call.record(
         {
             "trigger": call.payload.get("trigger"),

@@ -314,10 +314,10 @@ def clear(store: Store, session_id: str | None = None) -> bool:
 # ---------------------------------------------------------------- the next prompt
 
 
-def compact(store: Store, session_id: str) -> str:
-    """The previous turn, compact, for the next prompt's context, once; "" when there is nothing worth
-    the tokens: no entry, an entry given already, or one the conversation still holds whole (no
-    interpretation written, and the context not emptied since)."""
+def deliver_previous_turn(store: Store, session_id: str) -> str:
+    """The previous turn, compact, for the next prompt's context, once: the entry is marked delivered.
+    "" when there is nothing worth the tokens: no entry, an entry given already, or one the
+    conversation still holds whole (no interpretation written, and the context not emptied since)."""
     path = _path(store, session_id)
     entry = _load(path)
     if entry is None or entry.get("delivered"):
@@ -337,7 +337,7 @@ def compact(store: Store, session_id: str) -> str:
     return "\n".join(lines)[:COMPACT_CHARS]
 
 
-def context_emptied(store: Store, session_id: str) -> None:
+def mark_context_emptied(store: Store, session_id: str) -> None:
     """The host emptied the context (a compaction, a clear): the current entry may be given again."""
     path = _path(store, session_id)
     entry = _load(path)
