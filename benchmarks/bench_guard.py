@@ -1,4 +1,4 @@
-"""Benchmark: what the secret detector (`cclg.guard`) finds, what it lets through, whether every
+"""Benchmark: what the secret detector (`cclg.secrets`) finds, what it lets through, whether every
 path agrees, and how fast it reads, adversarial input included.
 
 Run by hand (not part of the test suite):
@@ -32,8 +32,8 @@ The corpora are the ones ``tests/test_guard.py`` generates (same generators, a s
   reading (a). What the scanner finds in (a) is listed by rule (the standard library holds
   no live secret: these are false positives or test fixtures, shown with four characters).
 
-The environment (cores, load average, Python) is printed first. The figures of an older
-``cclg.guard`` come from running this file in a checkout of that version with this
+The environment (cores, load average, Python) is printed first. The figures of an older version of the
+detector come from running this file in a checkout of that version with this
 ``tests/test_guard.py`` copied in (what the old code lacks is shown as n/a).
 """
 
@@ -56,7 +56,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository, for tests.test_guard
 
-from cclg import __version__, guard
+from cclg import __version__, secrets
 from tests.test_guard import (  # the corpora live with the tests
     LOOKALIKE_KINDS,
     MORE_LOOKALIKES,
@@ -71,7 +71,7 @@ from tests.test_guard import (  # the corpora live with the tests
 SPRINKLE_EVERY = 10_000
 
 
-def covers(matches: list[guard.Match], start: int, end: int) -> guard.Match | None:
+def covers(matches: list[secrets.Match], start: int, end: int) -> secrets.Match | None:
     return next((m for m in matches if m.start <= start and m.end >= end), None)
 
 
@@ -83,7 +83,7 @@ def detection(planted: list[Planted]) -> tuple[Counter[str], Counter[str], Count
     misses = []
     for p in planted:
         start = p.text.index(p.secret)
-        hit = covers(guard.scan(p.text), start, start + len(p.secret))
+        hit = covers(secrets.scan(p.text), start, start + len(p.secret))
         total[p.kind] += 1
         if hit is not None:
             found[p.kind] += 1
@@ -112,7 +112,7 @@ def print_detection(args: argparse.Namespace) -> None:
     for i in range(args.per_kind):
         for shape, (secret, text) in more_secrets(random.Random(args.seed + 10_000 + i)).items():
             start = text.index(secret)
-            extra[shape] += covers(guard.scan(text), start, start + len(secret)) is not None
+            extra[shape] += covers(secrets.scan(text), start, start + len(secret)) is not None
     print(f"  more shapes ({args.per_kind} each):")
     for shape, n in extra.items():
         print(f"    {shape:<42} {n:>4} / {args.per_kind:<4} {n / args.per_kind:>7.1%}")
@@ -124,7 +124,7 @@ def print_false_positives(args: argparse.Namespace) -> None:
     examples: dict[str, str] = {}
     cases = lookalikes(args.seed, per_kind=args.lookalikes)
     for kind, text in cases:
-        matches = guard.scan(text)
+        matches = secrets.scan(text)
         if matches:
             flagged[kind] += 1
             examples.setdefault(kind, f"{matches[0].rule} on {text[:60]!r}")
@@ -135,7 +135,7 @@ def print_false_positives(args: argparse.Namespace) -> None:
     print(f"  {'overall':<24} {sum(flagged.values()):>4} / {len(cases):<4} {sum(flagged.values()) / len(cases):>7.1%}")
     print("  code and notes probes (fixed texts, once each):")
     for name, text in MORE_LOOKALIKES.items():
-        matches = guard.scan(text)
+        matches = secrets.scan(text)
         verdict = f"FLAGGED ({matches[0].rule}: {text[matches[0].start : matches[0].end]!r})" if matches else "passed"
         print(f"    {name:<24} {verdict}")
     print()
@@ -152,8 +152,8 @@ def forms(text: str) -> list[str]:
 
 def refused(text: str) -> bool:
     try:
-        guard.refuse_secrets({"memory": {"content": text}})
-    except guard.SecretError:
+        secrets.refuse_secrets({"memory": {"content": text}})
+    except secrets.SecretError:
         return True
     return False
 
@@ -167,8 +167,8 @@ def print_one_detector(args: argparse.Namespace) -> None:
     for text in cases:
         verdicts = (
             refused(text),
-            bool(guard.scan(text)),
-            bool(guard.scan_bytes(json.dumps({"content": text}).encode())),
+            bool(secrets.scan(text)),
+            bool(secrets.scan_bytes(json.dumps({"content": text}).encode())),
         )
         if len(set(verdicts)) > 1:
             disagree["write check / scan of the text / scan of the file: " + " / ".join(map(str, verdicts))] += 1
@@ -192,7 +192,7 @@ def print_one_detector(args: argparse.Namespace) -> None:
     for shape, make in shapes.items():
         left = 0
         for p in planted:
-            clean = json.dumps(guard.redact_value({"session_id": "s", **make(p)})[0])
+            clean = json.dumps(secrets.redact_value({"session_id": "s", **make(p)})[0])
             left += p.secret in clean or json.dumps(p.secret)[1:-1] in clean
         print(f"    {shape:<36} {left:>4} / {len(planted)}")
     print()
@@ -239,7 +239,7 @@ def run_case(name: str, megabytes: float) -> None:
         return
     text = ADVERSARIAL[name](int(megabytes * 1_000_000))
     start = time.perf_counter()
-    guard.scan(text)
+    secrets.scan(text)
     print(time.perf_counter() - start)
 
 
@@ -333,8 +333,8 @@ def throughput(files: list[tuple[str, str]], runs: int) -> tuple[float, float]:
     """MB/s scanning the whole text in one call, and file by file."""
     whole = "".join(text for _, text in files)
     megabytes = len(whole.encode("utf-8")) / 1e6
-    one_call = median_seconds(lambda: guard.scan(whole), runs)
-    per_file = median_seconds(lambda: [guard.scan(text) for _, text in files], runs)
+    one_call = median_seconds(lambda: secrets.scan(whole), runs)
+    per_file = median_seconds(lambda: [secrets.scan(text) for _, text in files], runs)
     return megabytes / one_call, megabytes / per_file
 
 
@@ -350,7 +350,7 @@ def print_throughput(args: argparse.Namespace) -> None:
     one_call_b, per_file_b = throughput(sprinkled, args.runs)
     print(f"  (b) 1 secret per 10 KB:   {one_call_b:7.1f} MB/s in one call, {per_file_b:7.1f} MB/s file by file")
     whole_b = "".join(text for _, text in sprinkled)
-    matches_b = guard.scan(whole_b)
+    matches_b = secrets.scan(whole_b)
     position, found_b = 0, 0
     for p in used:
         start = whole_b.index(p.text, position) + p.text.index(p.secret)
@@ -359,7 +359,7 @@ def print_throughput(args: argparse.Namespace) -> None:
     print(f"      found {found_b} / {len(used)} planted secrets ({found_b / len(used):.1%}) in the sprinkled text")
     payload = {"session_id": "s", "hook_event_name": "PostToolUse", "tool_name": "Read"}
     payload["tool_response"] = {"file": {"filePath": "/repo/all.py", "content": whole_b}}
-    hook = median_seconds(lambda: guard.redact_value(payload), args.runs)
+    hook = median_seconds(lambda: secrets.redact_value(payload), args.runs)
     print(
         f"  the hook's secret pass (redact_value of a Read payload holding (b), {len(whole_b) / 1e6:.2f} MB): "
         f"{hook:.3f} s"
@@ -367,22 +367,22 @@ def print_throughput(args: argparse.Namespace) -> None:
     whole = "".join(text for _, text in files)
     print("  time per rule on (a) in one call, median of 3 runs: `scan` with no rule (reading the text:")
     print("  decoding escapes, lower-casing), then what each rule alone adds to it")
-    every_rule = guard.RULES
+    every_rule = secrets.SECRET_PATTERNS
     try:
-        guard.RULES = ()
-        base = median_seconds(lambda: guard.scan(whole), 3)
+        secrets.SECRET_PATTERNS = ()
+        base = median_seconds(lambda: secrets.scan(whole), 3)
         print(f"    {'(no rule)':<24} {base * 1000:8.1f} ms")
         for rule in every_rule:
-            guard.RULES = (rule,)
-            seconds = max(median_seconds(lambda: guard.scan(whole), 3) - base, 1e-6)
+            secrets.SECRET_PATTERNS = (rule,)
+            seconds = max(median_seconds(lambda: secrets.scan(whole), 3) - base, 1e-6)
             print(f"    {rule.name:<24} {seconds * 1000:8.1f} ms {size / 1e6 / seconds:9.1f} MB/s")
     finally:
-        guard.RULES = every_rule
+        secrets.SECRET_PATTERNS = every_rule
     print()
     by_rule: Counter[str] = Counter()
     shown: dict[str, list[str]] = {}
     for name, text in files:
-        for m in guard.scan(text):
+        for m in secrets.scan(text):
             by_rule[m.rule] += 1
             line = text.count("\n", 0, m.start) + 1
             if len(shown.setdefault(m.rule, [])) < 12:
@@ -415,7 +415,9 @@ def main() -> None:
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
     print(f"machine: {cores} cores ({usable} usable), load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"python: {platform.python_implementation()} {platform.python_version()} ({sys.executable})")
-    print(f"cclg {__version__} ({Path(guard.__file__).parent}), {len(guard.RULES)} rules, seed {args.seed}")
+    print(
+        f"cclg {__version__} ({Path(secrets.__file__).parent}), {len(secrets.SECRET_PATTERNS)} rules, seed {args.seed}"
+    )
     print()
     print_detection(args)
     print_false_positives(args)

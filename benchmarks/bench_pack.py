@@ -110,7 +110,7 @@ def build_store(root: Path, size: int, work: Path) -> dict[str, float | int]:
     result = api.import_jsonl(store, seed.read_bytes(), name=seed.name)
     imported = time.perf_counter() - start
     seed.unlink()
-    ids = result.node_ids
+    ids = result.memory_ids
     step = max(1, len(ids) // retired)
     victims = ids[::step][:retired]
     start = time.perf_counter()

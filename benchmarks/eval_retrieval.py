@@ -543,9 +543,9 @@ def build(root: Path, spec: Spec, cases: Cases, reserved: list[str]) -> World:
             line["key"] = fact["key"]
         lines.append(line)
     result = api.import_jsonl(store, jsonl(lines), name="eval-facts")
-    if len(result.node_ids) != len(facts):
-        raise SystemExit(f"{spec.name}: {len(facts) - len(result.node_ids)} case facts were skipped as duplicates")
-    ids = {fact["label"]: node_id for fact, node_id in zip(facts, result.node_ids, strict=True)}
+    if len(result.memory_ids) != len(facts):
+        raise SystemExit(f"{spec.name}: {len(facts) - len(result.memory_ids)} case facts were skipped as duplicates")
+    ids = {fact["label"]: node_id for fact, node_id in zip(facts, result.memory_ids, strict=True)}
     retired: set[str] = set()
     for fix in fixes:
         targets = [ids[label] for label in fix["targets"]]
@@ -575,9 +575,9 @@ def build(root: Path, spec: Spec, cases: Cases, reserved: list[str]) -> World:
     for first in range(0, len(notes), IMPORT_BATCH):
         batch = notes[first : first + IMPORT_BATCH]
         extra = api.import_jsonl(store, jsonl([n.line for n in batch]), name=f"distractors-{first}")
-        if len(extra.node_ids) != len(batch):
+        if len(extra.memory_ids) != len(batch):
             raise SystemExit(f"{spec.name}: distractors were skipped as duplicates")
-        for note, node_id in zip(batch, extra.node_ids, strict=True):
+        for note, node_id in zip(batch, extra.memory_ids, strict=True):
             owners[node_id] = note.line.get("scope", {}).get("project", "-")
             imported.append((note, node_id))
     phase("distractors imported")

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from cclg import guard, ledger
+from cclg import ledger, secrets
 from cclg.errors import CclgError, UsageError
 from cclg.lattice import LIVE_STATUSES
 from cclg.records import MemoryNode, Record, Scope, Source
@@ -106,7 +106,7 @@ def adopt_project(
         elsewhere = {} if ids else _sessions_elsewhere(store, chosen, here)
         adopted = [n for n in chosen if n.id not in elsewhere]
         ledger.refuse_oversized(store, adopted)  # what the ledger would refuse, before the first patch
-        guard.refuse_secrets({n.id: n.content for n in adopted}, "the adoption")
+        secrets.refuse_secrets({n.id: n.content for n in adopted}, "the adoption")
         written = [] if dry_run else [_rescope(store, node, value, why) for node in adopted]
     left = [(n, elsewhere[n.id]) for n in chosen if n.id in elsewhere]
     return Adoption(name, value, dry_run, adopted, left, written)

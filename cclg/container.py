@@ -29,7 +29,7 @@ container is ``cclg.view.effective_view`` over its nodes and patches, which
 excludes every node a live retiring patch targets whatever the node's own status
 says, and raises on an operation outside the closed set.
 
-``cclg.importing.import_container`` brings a loaded container into a store.
+``cclg.container_import.import_container`` brings a loaded container into a store.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from cclg import format as fmt
-from cclg import guard, view
+from cclg import secrets, view
 from cclg.errors import UsageError, ValidationError
 from cclg.fields import parse_json
 from cclg.files import read_regular
@@ -296,7 +296,7 @@ def _check_counts(header: dict[str, Any], found: dict[str, list[tuple[int, str]]
 
 
 def _refuse_auth_keys(value: Any, where: str) -> None:
-    found = sorted(guard.auth_keys(value))
+    found = sorted(secrets.auth_keys(value))
     if found:
         raise ContainerError(f"{where} carries the auth field(s) {', '.join(found)}, which a container never holds")
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from cclg import intake, ledger, sessions
 from cclg.errors import UsageError
+from cclg.hook_events import USER_PROMPT, logged
 from cclg.ids import FixedClock, fixed_clock
 from cclg.records import Source
 from cclg.store import Store
@@ -255,7 +256,7 @@ def build_demo_store(path: Path) -> Store:
         sessions.record_event(
             store,
             DEMO_SESSION,
-            "user_prompt",
+            logged(USER_PROMPT),
             {"prompt": "How does cclg deliver memory to the agent?", "session_id": DEMO_SESSION},
         )
         _add_demo_code_graph(store)

@@ -17,6 +17,7 @@ import json
 import re
 
 from cclg.errors import UsageError
+from cclg.hook_events import USER_PROMPT, logged
 from cclg.sessions import event_payload
 from cclg.store import Store
 
@@ -146,7 +147,7 @@ def review(store: Store, session_id: str) -> dict[str, Any]:
     session = store.read_session(session_id)
     prompts, folders, dangling = [], [], 0
     for event in store.session_events(session_id):
-        if event.get("event") != "user_prompt" or not isinstance(event.get("raw"), str):
+        if event.get("event") != logged(USER_PROMPT) or not isinstance(event.get("raw"), str):
             continue
         payload = event_payload(store, event)
         dangling += not payload
@@ -192,17 +193,24 @@ def proposed_labels(target: MemoryNode | None) -> dict[str, Any]:
     what is lower than the target's (``lowered``) and the window, confidence and priority the new
     memory keeps of it (``keeps``, ``ledger.kept_fields``: a correction of a memory valid until 2027
     is valid until 2027)."""
-    from cclg import guard
+    from cclg.labels import (
+        DEFAULT_RETENTION,
+        DEFAULT_SENSITIVITY,
+        DEFAULT_TRUST,
+        capped_labels,
+        labels_of,
+        lowered_labels,
+    )
     from cclg.ledger import inherited_labels, kept_fields
 
     if target is None:
-        defaults = {"trust": guard.DEFAULT_TRUST, "sensitivity": guard.DEFAULT_SENSITIVITY}
-        return {"labels": guard.capped_labels({**defaults, "retention": guard.DEFAULT_RETENTION}, MAX_TRUST)}
+        defaults = {"trust": DEFAULT_TRUST, "sensitivity": DEFAULT_SENSITIVITY}
+        return {"labels": capped_labels({**defaults, "retention": DEFAULT_RETENTION}, MAX_TRUST)}
     labels = inherited_labels(target, None, MAX_TRUST)
-    current = dict(zip(("trust", "sensitivity", "retention"), guard.labels(target.metadata), strict=True))
+    current = dict(zip(("trust", "sensitivity", "retention"), labels_of(target.metadata), strict=True))
     kept = kept_fields([target])
     keeps = {"valid_until": kept["effective_until"], "confidence": kept["confidence"], "priority": kept["priority"]}
-    return {"labels": labels, "lowered": guard.lowered_labels(current, labels), "keeps": keeps}
+    return {"labels": labels, "lowered": lowered_labels(current, labels), "keeps": keeps}
 
 
 REPEATED_WORDS = 4  # a statement shorter than this ("ok", "thanks") is not a fact, however often said
@@ -289,7 +297,7 @@ def accept(store: Store, session_id: str, numbers: list[int] | None) -> list[dic
                 store, "supersede", [p["target"]], reason=reason, contents=[p["content"]], source=source,
                 max_trust=MAX_TRUST,
             )  # fmt: skip
-            done.append({"number": p["number"], "patch": result.patch.id, "new_node_ids": result.patch.new_node_ids})
+            done.append({"number": p["number"], "patch": result.patch.id, "new_memory_ids": result.patch.new_node_ids})
         else:
             added = add_memory(
                 store, p["content"], source=f"session:{session_id}", quote=p["content"], type=p["type"],

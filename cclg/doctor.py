@@ -41,7 +41,7 @@ from cclg.files import read_jsonl, read_regular
 from cclg.ids import content_hash, parse_time
 from cclg.index import Index, connect, discard_damaged, is_damage, rebuild_index
 from cclg.install import check_installation
-from cclg.lattice import INITIAL_STATUSES, LIVE_STATUSES, RULES
+from cclg.lattice import INITIAL_STATUSES, LIVE_STATUSES, OPERATIONS
 from cclg.ledger import link_replacements
 from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Retrieval, Session, Source
 from cclg.repository import git_root
@@ -701,7 +701,7 @@ def _replay_statuses(store: Store, nodes: dict[str, MemoryNode], patches: list[M
         (status,) = allowed
         target.status = status
         live = [p for p in patches if node_id in p.target_ids and p.id not in undone]
-        retiring = [p for p in live if RULES[p.operation].target_status == status]
+        retiring = [p for p in live if OPERATIONS[p.operation].target_status == status]
         if retiring:
             link_replacements(target, [nodes[n] for n in retiring[-1].new_node_ids if n in nodes])
         store.write_node(target)

@@ -36,6 +36,17 @@ import json
 import sys
 import time
 
+from cclg.hook_events import (
+    POST_COMPACT,
+    POST_TOOL,
+    POST_TOOL_FAILURE,
+    PRE_COMPACT,
+    SESSION_END,
+    SESSION_START,
+    STOP,
+    USER_PROMPT,
+    logged,
+)
 from cclg.text import estimate_tokens
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
@@ -47,17 +58,18 @@ if TYPE_CHECKING:
     from cclg.repository import Project
     from cclg.sessions import Digest
 
+# The host's name of each event: the edge where the hook answers the host (``hookEventName``).
 HOST_EVENTS = {
-    "user-prompt": "UserPromptSubmit",
-    "post-tool": "PostToolUse",
-    "post-tool-failure": "PostToolUseFailure",
-    "session-start": "SessionStart",
-    "pre-compact": "PreCompact",
-    "post-compact": "PostCompact",
-    "stop": "Stop",
-    "session-end": "SessionEnd",
+    USER_PROMPT: "UserPromptSubmit",
+    POST_TOOL: "PostToolUse",
+    POST_TOOL_FAILURE: "PostToolUseFailure",
+    SESSION_START: "SessionStart",
+    PRE_COMPACT: "PreCompact",
+    POST_COMPACT: "PostCompact",
+    STOP: "Stop",
+    SESSION_END: "SessionEnd",
 }
-CONTEXT_EVENTS = ("user-prompt", "session-start", "post-tool", "post-tool-failure")
+CONTEXT_EVENTS = (USER_PROMPT, SESSION_START, POST_TOOL, POST_TOOL_FAILURE)
 MAX_STDIN_BYTES = 8 * 1024 * 1024
 CLAUDE_MAX_CHARS = 10_000
 CODEX_MAX_TOKENS = 2_500
@@ -90,7 +102,7 @@ class Call:
         self, event: str, store: Store, session_id: str, payload: dict[str, Any], agent: str, include_codegraph: bool
     ) -> None:
         self.event = event
-        self.logged_as = event.replace("-", "_")  # the name in the session log
+        self.logged_as = logged(event)  # the name in the session log
         self.store = store
         self.session_id = session_id
         self.payload = payload
@@ -154,7 +166,7 @@ def handle(
     assert isinstance(session_id, str)
     include_codegraph = include_codegraph or hook_settings(store).get("include_codegraph", False)
     call = Call(event, store, session_id, payload, agent, include_codegraph)
-    if event == "session-end" and not store.session_path(session_id).exists():
+    if event == SESSION_END and not store.session_path(session_id).exists():
         return None  # the end of a session cclg never saw start (`claude mcp list` fires one): nothing to close
     _bookkeeping(lambda: learning.start_session(store, session_id, agent=agent, project=call.project_value))
     return HANDLERS[event](call)
@@ -180,19 +192,19 @@ def on_user_prompt(call: Call) -> str | None:
     given = call.given().in_context
     summary = {"prompt": _text(prompt), "cwd": call.payload.get("cwd"), "at": time.time()}
     _note_prompt(call)
-    turn = _previous_turn(call)
+    turn = _deliver_previous_turn(call)
     if turn:
         summary["previous_turn_given"] = True
     return _record_and_answer(call, summary, query=prompt, skip=given, appendix=turn)
 
 
-def _previous_turn(call: Call) -> str:
-    """The previous turn's entry, compact (``cclg.turns.compact``); "" on any failure, which is logged:
-    the pack still goes out."""
+def _deliver_previous_turn(call: Call) -> str:
+    """The previous turn's entry, compact, marked delivered (``cclg.turns.deliver_previous_turn``); ""
+    on any failure, which is logged: the pack still goes out."""
     try:
         from cclg.api import learning
 
-        return learning.previous_turn(call.store, call.session_id)
+        return learning.deliver_previous_turn(call.store, call.session_id)
     except Exception:
         import traceback
 
@@ -229,7 +241,7 @@ def on_session_start(call: Call) -> str | None:
     if source != "resume":  # a resumed context holds the rules it was given already
         lines, summary["rules_given"] = _rules_given(call)
     if source in ("compact", "clear"):
-        learning.turn_context_emptied(call.store, call.session_id)
+        learning.mark_turn_context_emptied(call.store, call.session_id)
     rules = RULES_FRAME + "\n".join(lines) if lines else ""
     return _record_and_answer(call, summary, query="", offer=offer, skip=skip, appendix=rules)
 
@@ -278,7 +290,7 @@ def on_compact(call: Call) -> None:
     from cclg.api import learning
 
     prompts = learning.recent_prompts(call.store, call.session_id, 5)
-    learning.turn_context_emptied(call.store, call.session_id)
+    learning.mark_turn_context_emptied(call.store, call.session_id)
     call.record(
         {
             "trigger": call.payload.get("trigger"),
@@ -313,14 +325,14 @@ def on_session_end(call: Call) -> None:
 
 # What each event does. A test checks this table against the contract's events and the host templates.
 HANDLERS: dict[str, Callable[[Call], str | None]] = {
-    "user-prompt": on_user_prompt,
-    "post-tool": on_post_tool,
-    "post-tool-failure": on_post_tool,
-    "session-start": on_session_start,
-    "pre-compact": on_compact,
-    "post-compact": on_compact,
-    "stop": on_stop,
-    "session-end": on_session_end,
+    USER_PROMPT: on_user_prompt,
+    POST_TOOL: on_post_tool,
+    POST_TOOL_FAILURE: on_post_tool,
+    SESSION_START: on_session_start,
+    PRE_COMPACT: on_compact,
+    POST_COMPACT: on_compact,
+    STOP: on_stop,
+    SESSION_END: on_session_end,
 }
 
 

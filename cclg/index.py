@@ -36,7 +36,7 @@ from cclg.errors import ValidationError, disk_refusal
 from cclg.fields import parse_json
 from cclg.files import create_private, fsync_dir
 from cclg.ids import content_hash, parse_time
-from cclg.lattice import RULES, undone_patches
+from cclg.lattice import OPERATIONS, undone_patches
 from cclg.records import MemoryNode, MemoryPatch
 from cclg.store import Store
 from cclg.text import tokens
@@ -402,7 +402,7 @@ class Index:
                 patch.id,
                 patch.operation,
                 patch.rollback_of,
-                int(RULES[patch.operation].retiring),
+                int(OPERATIONS[patch.operation].retiring),
                 info.st_mtime_ns,
                 info.st_size,
             ),

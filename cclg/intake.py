@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from cclg import format as fmt
-from cclg import guard, ledger
+from cclg import labels, ledger
 from cclg.errors import IllegalPatchError, UsageError, ValidationError
 from cclg.fields import parse_json
 from cclg.ids import content_hash, normalize_text
@@ -110,9 +110,9 @@ def build_node(
     scope: Scope | None = None,
     tags: list[str] | None = None,
     created_by: str = "manual",
-    trust: str = guard.DEFAULT_TRUST,
-    sensitivity: str = guard.DEFAULT_SENSITIVITY,
-    retention: str = guard.DEFAULT_RETENTION,
+    trust: str = labels.DEFAULT_TRUST,
+    sensitivity: str = labels.DEFAULT_SENSITIVITY,
+    retention: str = labels.DEFAULT_RETENTION,
     valid_from: str | None = None,
     valid_until: str | None = None,
     flags: list[str] | None = None,
@@ -131,7 +131,7 @@ def build_node(
         raise UsageError("a memory needs a source label (where did this come from?)")
     if type not in fmt.NODE_TYPES:
         raise UsageError(f"unknown type {type!r}; use one of {', '.join(fmt.NODE_TYPES)}")
-    guard.check_labels(trust, sensitivity, retention)
+    labels.check_labels(trust, sensitivity, retention)
     no_end = valid_until == ledger.NO_END  # the default on a new memory
     effective_from, effective_until = ledger.validity(valid_from, None if no_end else valid_until)
     metadata: dict[str, Any] = {
@@ -159,7 +159,7 @@ def build_node(
 
 # The most an imported memory may claim; only the user raises a memory past these (``cclg label``).
 IMPORT_MAX_TRUST = "untrusted"
-IMPORT_MAX_RETENTION = guard.UNPINNED_RETENTION
+IMPORT_MAX_RETENTION = labels.UNPINNED_RETENTION
 
 
 def cap_imported(node: MemoryNode) -> list[str]:
@@ -242,9 +242,9 @@ def add_memory(
     - ``lock_wait``: how long to wait for the store lock (a ``ConcurrencyError`` after), for a
       caller that must not wait long, such as the hook.
     """
-    trust = fields.get("trust", guard.DEFAULT_TRUST)
-    guard.check_labels(trust)
-    if guard.least_trusted(trust, max_trust) != trust:
+    trust = fields.get("trust", labels.DEFAULT_TRUST)
+    labels.check_labels(trust)
+    if labels.least_trusted(trust, max_trust) != trust:
         raise UsageError(f"this caller cannot mark a memory {trust}; the user can, with `cclg add --trust {trust}`")
     if max_trust != "trusted" and fields.get("retention") == "required":
         raise UsageError("this caller cannot pin a memory (retention required); the user can, with `cclg label`")
@@ -325,14 +325,14 @@ def _similar(index: Index, node: MemoryNode) -> list[dict[str, str]]:
 @dataclass
 class ImportResult:
     patch: MemoryPatch | None
-    node_ids: list[str]
+    memory_ids: list[str]
     duplicates: list[dict[str, Any]] | None = None  # {"line", "duplicate_of"}: not written again
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "imported": len(self.node_ids),
+            "imported": len(self.memory_ids),
             "patch_id": self.patch.id if self.patch else None,
-            "node_ids": self.node_ids,
+            "memory_ids": self.memory_ids,
             "duplicates": self.duplicates or [],
         }
 
@@ -436,7 +436,7 @@ def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>", force: boo
         stream = lines.fresh(data)
         first = next(stream, None)  # None only once every line is read and none is new
         if first is None:
-            return ImportResult(patch=None, node_ids=[], duplicates=lines.duplicates)
+            return ImportResult(patch=None, memory_ids=[], duplicates=lines.duplicates)
         result = create_nodes(
             store,
             itertools.chain([first], stream),
@@ -446,7 +446,7 @@ def import_jsonl(store: Store, data: bytes, *, name: str = "<stdin>", force: boo
             index=index,
             allow_purged=force,
         )
-        return ImportResult(patch=result.patch, node_ids=result.patch.new_node_ids, duplicates=lines.duplicates)
+        return ImportResult(patch=result.patch, memory_ids=result.patch.new_node_ids, duplicates=lines.duplicates)
 
     with store.lock():
         finish(store)

@@ -1,4 +1,4 @@
-"""The status lattice and the rules of each patch operation, written down once.
+"""The status lattice and what each patch operation does, written down once.
 
 ``TRANSITIONS`` is the whole lattice: for each node status, the statuses a patch
 may move it to. Every other check is derived from it: an operation accepts a
@@ -6,7 +6,7 @@ target exactly when the target's status may move to the status that operation
 gives its targets. ``discarded`` and ``forgotten`` have no way out: only a
 rollback of the patch that put a node there brings it back.
 
-``RULES`` says, for each of the thirteen operations of the contract, what it does
+``OPERATIONS`` says, for each of the thirteen operations of the contract, what it does
 to its targets, how many new nodes it writes, and which edge and relation link a
 new node to its targets. An operation outside the closed set is an error
 (``UnknownPatchOperationError``), never a silent no-op: a reader that guessed
@@ -41,7 +41,7 @@ INITIAL_STATUSES = frozenset({"active", "active_session", "pending", "pending_pr
 LIVE_STATUSES = frozenset({"active", "active_session"})
 
 
-class Rule(Record):
+class OperationSpec(Record):
     """What one patch operation does."""
 
     def __init__(
@@ -65,27 +65,27 @@ class Rule(Record):
         return self.target_status is not None
 
 
-RULES: dict[str, Rule] = {
-    "create": Rule(None, "one", min_targets=0, max_targets=0),
-    "update": Rule("superseded", "one", edge="supersedes"),
-    "supersede": Rule("superseded", "one", edge="supersedes"),
-    "refine": Rule("superseded", "one", edge="refines", relation="refines"),
-    "expand": Rule("superseded", "one", edge="expands", relation="expands"),
-    "narrow": Rule("superseded", "one", edge="narrows", relation="narrows"),
-    "merge": Rule("superseded", "one", edge="derived_from", relation="derived_from", min_targets=2),
-    "split": Rule("superseded", "many", edge="derived_from", relation="derived_from", max_targets=1),
-    "resolve_conflict": Rule("superseded", "one", edge="resolves"),
-    "expire": Rule("expired", "none"),
-    "deprecate": Rule("deprecated", "none"),
-    "forget": Rule("forgotten", "none"),
-    "rollback": Rule(None, "none"),
+OPERATIONS: dict[str, OperationSpec] = {
+    "create": OperationSpec(None, "one", min_targets=0, max_targets=0),
+    "update": OperationSpec("superseded", "one", edge="supersedes"),
+    "supersede": OperationSpec("superseded", "one", edge="supersedes"),
+    "refine": OperationSpec("superseded", "one", edge="refines", relation="refines"),
+    "expand": OperationSpec("superseded", "one", edge="expands", relation="expands"),
+    "narrow": OperationSpec("superseded", "one", edge="narrows", relation="narrows"),
+    "merge": OperationSpec("superseded", "one", edge="derived_from", relation="derived_from", min_targets=2),
+    "split": OperationSpec("superseded", "many", edge="derived_from", relation="derived_from", max_targets=1),
+    "resolve_conflict": OperationSpec("superseded", "one", edge="resolves"),
+    "expire": OperationSpec("expired", "none"),
+    "deprecate": OperationSpec("deprecated", "none"),
+    "forget": OperationSpec("forgotten", "none"),
+    "rollback": OperationSpec(None, "none"),
 }
 
 
-def rule_for(operation: str) -> Rule:
-    """The rule of ``operation``; ``UnknownPatchOperationError`` outside the closed set."""
+def operation_spec(operation: str) -> OperationSpec:
+    """What ``operation`` does; ``UnknownPatchOperationError`` outside the closed set."""
     try:
-        return RULES[operation]
+        return OPERATIONS[operation]
     except KeyError:
         raise UnknownPatchOperationError(
             f"unknown patch operation {operation!r}: the format defines only {', '.join(fmt.PATCH_OPERATIONS)}"
@@ -94,7 +94,7 @@ def rule_for(operation: str) -> Rule:
 
 def accepting_statuses(operation: str) -> frozenset[str]:
     """The statuses a target of ``operation`` may be in (derived from the lattice)."""
-    target_status = rule_for(operation).target_status
+    target_status = operation_spec(operation).target_status
     if target_status is None:
         return frozenset(TRANSITIONS)
     return frozenset(status for status, moves in TRANSITIONS.items() if target_status in moves)

@@ -27,15 +27,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cclg import guard, lattice
+from cclg import fencing, lattice, secrets
 from cclg.errors import CclgError, IllegalPatchError, NotFoundError, UsageError, ValidationError
 from cclg.fields import parse_json
 from cclg.ids import content_hash, new_id, now_iso, parse_moment
 from cclg.index import Index, IndexChanges, healing
-from cclg.lattice import rule_for
+from cclg.labels import capped_labels, check_labels, labels_of
+from cclg.lattice import operation_spec
 from cclg.records import (
     MemoryEdge,
     MemoryNode,
@@ -70,7 +72,7 @@ class PatchResult(Record):
             "patch": self.patch.to_dict(),
             "new_nodes": [n.to_dict() for n in self.new_nodes],
             "edges": [e.to_dict() for e in self.edges],
-            "changed_node_ids": [n.id for n in self.changed_nodes],
+            "changed_memory_ids": [n.id for n in self.changed_nodes],
         }
 
 
@@ -103,7 +105,7 @@ def create_nodes(
     for one node, else ``new_content`` (a text, or a function of the count). The result
     holds the nodes when they came as a list (a stream is not kept).
     """
-    guard.refuse_secrets(
+    secrets.refuse_secrets(
         {"reason": reason, "new_content": new_content if isinstance(new_content, str) else ""}, "the create"
     )
     patch_id = new_id("patch")
@@ -218,10 +220,10 @@ def apply_patch(
     the lattice does not let the operation move, and content that is missing
     where the operation needs it or given where it has no use.
     """
-    rule = rule_for(operation)
+    spec = operation_spec(operation)
     contents = [c for c in (contents or [])]
     _check_request(operation, reason, contents, source, scope)
-    _check_shape(operation, rule, target_ids, contents)
+    _check_shape(operation, spec, target_ids, contents)
     valid_from, valid_until = validity(valid_from, valid_until)
     if (valid_from or valid_until) and not contents:
         raise UsageError(f"{operation} writes no new memory: a validity window applies to new memories only")
@@ -233,10 +235,8 @@ def apply_patch(
         patch_id = new_id("patch")
         inherited = inherited_labels(targets[0], labels, max_trust)
         kept = kept_fields(targets, confidence=confidence, valid_from=valid_from, valid_until=valid_until)
-        new_nodes = [
-            _replacement(targets, rule, index, content, patch_id, stamp, kept, reason, source, inherited)
-            for index, content in enumerate(contents)
-        ]
+        replacing = _Replacing(targets, spec, patch_id, stamp, kept, reason, source, inherited)
+        new_nodes = [replacing.new_node(index, content) for index, content in enumerate(contents)]
         for node in new_nodes:  # the scope the caller gave, else the first target's
             node.scope = scope or node.scope
         patch = MemoryPatch(
@@ -255,14 +255,14 @@ def apply_patch(
         )
         edges = [
             MemoryEdge(
-                id=new_id("edge"), from_id=n.id, to_id=t.id, type=rule.edge, created_at=stamp, source_patch_id=patch.id
+                id=new_id("edge"), from_id=n.id, to_id=t.id, type=spec.edge, created_at=stamp, source_patch_id=patch.id
             )
             for n in new_nodes
             for t in targets
-            if rule.edge
+            if spec.edge
         ]
-        assert rule.target_status is not None
-        write_retiring_patch(store, patch, new_nodes, edges, targets, rule.target_status)
+        assert spec.target_status is not None
+        write_retiring_patch(store, patch, new_nodes, edges, targets, spec.target_status)
     return PatchResult(patch=patch, new_nodes=new_nodes, edges=edges, changed_nodes=targets)
 
 
@@ -280,7 +280,7 @@ def _check_request(
     if scope is not None and not contents:
         raise UsageError(f"{operation} writes no new memory: a scope applies to new memories only")
     given = {"reason": reason, "content": contents, "source": source.to_dict() if source else {}}
-    guard.refuse_secrets({**given, "scope": scope.to_dict() if scope else {}}, "the patch")
+    secrets.refuse_secrets({**given, "scope": scope.to_dict() if scope else {}}, "the patch")
 
 
 def _check_targets(operation: str, targets: list[MemoryNode], scope: Scope | None = None) -> None:
@@ -299,13 +299,13 @@ def _check_targets(operation: str, targets: list[MemoryNode], scope: Scope | Non
 
 def inherited_labels(first: MemoryNode, labels: dict[str, str] | None, max_trust: str) -> dict[str, str]:
     """The labels a patch's new nodes get: the first target's, changed by ``labels``, within the ceiling
-    of a writer trusted at most ``max_trust`` (``guard.capped_labels``). The one place a new memory
+    of a writer trusted at most ``max_trust`` (``cclg.labels.capped_labels``). The one place a new memory
     inherits labels, so an MCP caller's or a distilled text never inherits trust or a pin, whatever
     the operation."""
-    trust, sensitivity, retention = guard.labels(first.metadata)
+    trust, sensitivity, retention = labels_of(first.metadata)
     chosen = {"trust": trust, "sensitivity": sensitivity, "retention": retention, **(labels or {})}
-    guard.check_labels(**chosen)
-    return guard.capped_labels(chosen, max_trust)
+    check_labels(**chosen)
+    return capped_labels(chosen, max_trust)
 
 
 NO_END = "never"  # a valid_until that says no end (a patch's new memory otherwise keeps its target's)
@@ -353,41 +353,44 @@ def kept_fields(
     }
 
 
-def _replacement(
-    targets: list[MemoryNode],
-    rule: lattice.Rule,
-    index: int,
-    content: str,
-    patch_id: str,
-    stamp: str,
-    kept: dict[str, Any],
-    reason: str,
-    source: Source | None,
-    labels: dict[str, str],
-) -> MemoryNode:
-    """The ``index``-th new node a patch writes in place of ``targets``, with what it ``kept`` of them."""
-    first = targets[0]
-    key = first.key
-    if rule.new_nodes == "many" and key is not None:
-        key = f"{key}.{index + 1}"
-    node = new_node(
-        content,
-        type=first.type,
-        scope=first.scope,
-        key=key,
-        tags=sorted({t for target in targets for t in target.tags}),
-        source=new_node_source(patch_id, reason, source),
-        created_at=stamp,
-        status="active_session" if first.status == "active_session" else "active",
-        metadata={"created_by": "patch", "patch_id": patch_id, **labels},
-        **kept,
-    )
-    flag_instructions(node)
-    target_ids = [t.id for t in targets]
-    node.relations["supersedes"] = list(target_ids)
-    if rule.relation:
-        node.relations[rule.relation] = list(target_ids)
-    return node
+@dataclass(frozen=True)
+class _Replacing:
+    """What every new node of one patch shares: the ``targets`` it replaces, the operation's ``spec``,
+    the patch's id and time, the fields ``kept`` of the targets, the reason, source and labels."""
+
+    targets: list[MemoryNode]
+    spec: lattice.OperationSpec
+    patch_id: str
+    stamp: str
+    kept: dict[str, Any]
+    reason: str
+    source: Source | None
+    labels: dict[str, str]
+
+    def new_node(self, index: int, content: str) -> MemoryNode:
+        """The ``index``-th new node the patch writes in place of the targets, holding ``content``."""
+        first = self.targets[0]
+        key = first.key
+        if self.spec.new_nodes == "many" and key is not None:
+            key = f"{key}.{index + 1}"
+        node = new_node(
+            content,
+            type=first.type,
+            scope=first.scope,
+            key=key,
+            tags=sorted({t for target in self.targets for t in target.tags}),
+            source=new_node_source(self.patch_id, self.reason, self.source),
+            created_at=self.stamp,
+            status="active_session" if first.status == "active_session" else "active",
+            metadata={"created_by": "patch", "patch_id": self.patch_id, **self.labels},
+            **self.kept,
+        )
+        flag_instructions(node)
+        target_ids = [t.id for t in self.targets]
+        node.relations["supersedes"] = list(target_ids)
+        if self.spec.relation:
+            node.relations[self.spec.relation] = list(target_ids)
+        return node
 
 
 def write_retiring_patch(
@@ -516,7 +519,7 @@ def record_conflict(
 
 def flag_instructions(node: MemoryNode) -> None:
     """Mark (``metadata.flags``) a new node whose content reads as instructions to the model."""
-    flags = guard.instruction_flags(node.content)
+    flags = fencing.instruction_flags(node.content)
     if flags:
         node.metadata["flags"] = sorted({*node.metadata.get("flags", []), *flags})
 
@@ -586,7 +589,7 @@ def purged_contents(store: Store, index: Index | None = None) -> dict[str, Memor
     from its purge patches, and no index is built for a write. A tombstone counts only when its mark
     names a purge patch of this ledger that targets it: only a purge this store performed refuses
     content (and no import brings a mark in: ``cclg.intake.cap_imported`` drops a node's,
-    ``cclg.importing`` a foreign patch's purge rule)."""
+    ``cclg.container_import`` a foreign patch's purge rule)."""
     if index is None and not store.index_path.exists():
         candidates = [node for patch in purge_patches(store) for node in readable_nodes(store, patch.target_ids)]
     else:
@@ -666,22 +669,22 @@ def refuse_node_secrets(nodes: list[MemoryNode]) -> None:
         records = {"scope": node.scope.to_dict(), "source": node.source.to_dict()}
         data = {name: records[name] if name in records else getattr(node, name) for name in TEXT_FIELDS}
         fields[node.id if len(nodes) > 1 else "memory"] = data
-    guard.refuse_secrets(fields, "the memory" if len(nodes) == 1 else "the memories")
+    secrets.refuse_secrets(fields, "the memory" if len(nodes) == 1 else "the memories")
 
 
-def _check_shape(operation: str, rule: lattice.Rule, target_ids: list[str], contents: list[str]) -> None:
+def _check_shape(operation: str, spec: lattice.OperationSpec, target_ids: list[str], contents: list[str]) -> None:
     if len(set(target_ids)) != len(target_ids):
         raise IllegalPatchError(f"{operation}: a target is named twice")
-    if len(target_ids) < rule.min_targets:
-        raise IllegalPatchError(f"{operation} needs at least {rule.min_targets} target(s), got {len(target_ids)}")
-    if rule.max_targets is not None and len(target_ids) > rule.max_targets:
-        raise IllegalPatchError(f"{operation} takes at most {rule.max_targets} target(s), got {len(target_ids)}")
+    if len(target_ids) < spec.min_targets:
+        raise IllegalPatchError(f"{operation} needs at least {spec.min_targets} target(s), got {len(target_ids)}")
+    if spec.max_targets is not None and len(target_ids) > spec.max_targets:
+        raise IllegalPatchError(f"{operation} takes at most {spec.max_targets} target(s), got {len(target_ids)}")
     if any(not c.strip() for c in contents):
         raise IllegalPatchError(f"{operation}: new content must not be empty")
     wanted = {"none": "no new content", "one": "exactly one new content", "many": "two or more new contents"}
-    ok = {"none": not contents, "one": len(contents) == 1, "many": len(contents) >= 2}[rule.new_nodes]
+    ok = {"none": not contents, "one": len(contents) == 1, "many": len(contents) >= 2}[spec.new_nodes]
     if not ok:
-        raise IllegalPatchError(f"{operation} needs {wanted[rule.new_nodes]}, got {len(contents)}")
+        raise IllegalPatchError(f"{operation} needs {wanted[spec.new_nodes]}, got {len(contents)}")
 
 
 def read_target(store: Store, node_id: str) -> MemoryNode:

@@ -24,11 +24,11 @@ if TYPE_CHECKING:
     from cclg.records import MemoryNode, MemoryPatch
 
 
-def lineage(store: Store, node_id: str) -> dict[str, Any]:
-    """``{"memory": node_id, "steps": [...], "members": [...]}``: the patches of the chain in ledger
+def lineage(store: Store, memory_id: str) -> dict[str, Any]:
+    """``{"memory": memory_id, "steps": [...], "members": [...]}``: the patches of the chain in ledger
     order (each with its operation, reason, targets, new memories and whether it stands undone), and
     every member with its status and content, oldest first; ``dangling``, how many members the
-    patches name that the store no longer holds (skipped). ``node_id`` must be a full id, of a stored
+    patches name that the store no longer holds (skipped). ``memory_id`` must be a full id, of a stored
     memory or of one a patch names."""
     every = store.load_patches()
     patches = [p for p in every if p.operation != "rollback"]  # a rollback links no versions
@@ -37,9 +37,9 @@ def lineage(store: Store, node_id: str) -> dict[str, Any]:
     for patch in patches:
         for member in [*patch.target_ids, *patch.new_node_ids]:
             links.setdefault(member, []).append(patch)
-    if node_id not in links:
-        store.read_node(node_id)  # NotFoundError for an id neither the store nor a patch knows
-    members, chain, frontier = {node_id}, {}, [node_id]
+    if memory_id not in links:
+        store.read_node(memory_id)  # NotFoundError for an id neither the store nor a patch knows
+    members, chain, frontier = {memory_id}, {}, [memory_id]
     while frontier:
         current = frontier.pop()
         for patch in links.get(current, ()):
@@ -53,7 +53,7 @@ def lineage(store: Store, node_id: str) -> dict[str, Any]:
     steps = [_step(patch, patch.id in undone) for patch in chain.values()]
     steps.sort(key=lambda s: (s["created_at"], s["patch"]))
     found = _members(store, members)
-    return {"memory": node_id, "steps": steps, "members": found, "dangling": len(members) - len(found)}
+    return {"memory": memory_id, "steps": steps, "members": found, "dangling": len(members) - len(found)}
 
 
 def _step(patch: MemoryPatch, undone: bool) -> dict[str, Any]:

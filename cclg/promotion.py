@@ -15,7 +15,7 @@ memory and discards the copy, as for any patch.
 
 from __future__ import annotations
 
-from cclg import guard
+from cclg import secrets
 from cclg.errors import IllegalPatchError, UsageError
 from cclg.ids import new_id, now_iso
 from cclg.ledger import PatchResult, flag_instructions, new_node_source, read_target, write_retiring_patch
@@ -30,14 +30,14 @@ if TYPE_CHECKING:
 PROMOTABLE = ("active_session", "pending_promotion")
 
 
-def promote(store: Store, node_id: str, *, reason: str, source: str = "manual") -> PatchResult:
-    """Make the session memory ``node_id`` durable (see the module). An ``IllegalPatchError`` for a
+def promote(store: Store, memory_id: str, *, reason: str, source: str = "manual") -> PatchResult:
+    """Make the session memory ``memory_id`` durable (see the module). An ``IllegalPatchError`` for a
     memory that is not a session memory (or not one waiting for promotion)."""
     if not reason.strip():
         raise UsageError("a promotion needs a reason")
-    guard.refuse_secrets({"reason": reason, "source": source}, "the promotion")
+    secrets.refuse_secrets({"reason": reason, "source": source}, "the promotion")
     with store.lock():
-        target = read_target(store, node_id)
+        target = read_target(store, memory_id)
         if target.status not in PROMOTABLE:
             raise IllegalPatchError(
                 f"{target.id} is {target.status}: only a session memory ({' or '.join(PROMOTABLE)}) can be promoted"

@@ -60,7 +60,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from cclg import guard, staging
+from cclg import secrets, staging
 from cclg.errors import CclgError, IllegalPatchError, UsageError
 from cclg.fields import parse_json
 from cclg.ids import content_hash, new_id, normalize_text, now_iso
@@ -92,14 +92,14 @@ class PurgeResult(Record):
 
     def __init__(
         self,
-        node_id: str,
+        memory_id: str,
         patch_id: str,
         digest: str,
         status: str,
         files: list[dict[str, Any]] | None = None,
         held_elsewhere: list[str] | None = None,
     ) -> None:
-        self.node_id = node_id
+        self.memory_id = memory_id
         self.patch_id = patch_id
         self.content_hash = digest
         self.status = status
@@ -117,7 +117,7 @@ class PurgeResult(Record):
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "node_id": self.node_id,
+            "memory_id": self.memory_id,
             "patch_id": self.patch_id,
             "status": self.status,
             "content_hash": self.content_hash,
@@ -128,8 +128,8 @@ class PurgeResult(Record):
         }
 
 
-def purge_memory(store: Store, node_id: str, *, reason: str = DEFAULT_REASON, source: str = "manual") -> PurgeResult:
-    """``cclg purge``: erase the content of the memory ``node_id`` from every file of the store and its
+def purge_memory(store: Store, memory_id: str, *, reason: str = DEFAULT_REASON, source: str = "manual") -> PurgeResult:
+    """``cclg purge``: erase the content of the memory ``memory_id`` from every file of the store and its
     indexes, leaving a tombstone that keeps only the content's hash (see the module docstring).
 
     Run again on a memory whose purge was interrupted, it finishes it; on a purged memory, it does
@@ -137,10 +137,10 @@ def purge_memory(store: Store, node_id: str, *, reason: str = DEFAULT_REASON, so
     is written; ``reason`` goes into the purge patch (secrets are refused, as in every patch)."""
     if not reason.strip():
         raise UsageError("a purge needs a reason")
-    guard.refuse_secrets({"reason": reason, "source": source}, "the purge")
+    secrets.refuse_secrets({"reason": reason, "source": source}, "the purge")
     with store.lock():
         staging.finish(store)  # an import a crash interrupted: its records are the store's too
-        node = store.read_node(node_id)
+        node = store.read_node(memory_id)
         patch = _standing_purge(store, node)
         kept = purged_hash(node)
         if patch is not None and kept is not None and patch.id in _completed(store):

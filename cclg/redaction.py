@@ -2,9 +2,9 @@
 from a store (``cclg scan --store --redact``); and the rewrite of a whole store that
 removal runs on, which ``cclg purge`` (``cclg.purge``) shares.
 
-Writes refuse secrets before they reach disk (``cclg.guard``); this module is for
+Writes refuse secrets before they reach disk (``cclg.secrets``); this module is for
 what got there anyway: files a user wants checked, and stores written before a
-rule existed or by another tool. Both use the one detector of ``cclg.guard``, so
+rule existed or by another tool. Both use the one detector of ``cclg.secrets``, so
 what ``scan`` reports is what ``--redact`` removes and what a write would refuse.
 
 ``rewrite_store`` takes something out of every file of a store that holds it, through
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cclg import format as fmt
-from cclg import guard
+from cclg import secrets
 from cclg.errors import UsageError, ValidationError
 from cclg.fields import parse_json
 from cclg.files import read_regular
@@ -50,7 +50,7 @@ def scan_secrets(paths: list[Path]) -> list[dict[str, Any]]:
                 data = read_regular(file)
             except OSError as exc:
                 raise UsageError(f"cannot read {file}: {exc.strerror or exc}") from None
-            for line, match in guard.scan_bytes(data):
+            for line, match in secrets.scan_bytes(data):
                 found.append({"path": str(file), "line": line, "rule": match.rule, "preview": match.preview})
     return found
 
@@ -300,19 +300,19 @@ def redact_store(store: Store) -> list[dict[str, Any]]:
 
 
 class _Redaction:
-    """The secrets of ``cclg.guard``, replaced by ``[REDACTED:rule]``, in content only."""
+    """The secrets of ``cclg.secrets``, replaced by ``[REDACTED:rule]``, in content only."""
 
     verb = "redacted"
 
     def found(self, data: bytes) -> dict[str, Any] | None:
-        hits = guard.scan_bytes(data)
+        hits = secrets.scan_bytes(data)
         return {"rules": sorted({m.rule for _, m in hits}), "secrets": len(hits)} if hits else None
 
     def text(self, data: bytes) -> bytes:
-        return guard.redact_bytes(data)[0]
+        return secrets.redact_bytes(data)[0]
 
     def strings(self, value: Any) -> Any:
-        return guard.redact_value(value)[0]  # a key read with its value, as every write reads it
+        return secrets.redact_value(value)[0]  # a key read with its value, as every write reads it
 
     def record(self, relative: str, value: Any) -> Any:
         new = content_only(value, self.strings(value))

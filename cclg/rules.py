@@ -6,7 +6,7 @@ the user labels it (``cclg label``), keyed ``rule.<hash>`` of its command and er
 Its lesson is stated from the evidence, in cclg's words: what failed, how often, and
 what came between the last failure and the success (the files edited, the commands
 run); what the tools printed or named is quoted by the one renderer
-(``cclg.guard.quote_outside``: capped, revealed, marked when it reads as instructions).
+(``cclg.fencing.quote_outside``: capped, revealed, marked when it reads as instructions).
 The format's node types are closed, so a rule is a ``warning`` with that key.
 
 Evidence goes to an append-only log, ``audit/rule_evidence.jsonl``, one line each:
@@ -29,9 +29,10 @@ itself while it reads as instructions, only once the user accepts the rule
 from __future__ import annotations
 
 from cclg.errors import ConcurrencyError, NotFoundError
+from cclg.fencing import instruction_flags, quote_outside
 from cclg.files import read_jsonl
-from cclg.guard import instruction_flags, labels, quote_outside
 from cclg.ids import now_iso, sha256_hex
+from cclg.labels import labels_of
 from cclg.repository import ProjectKeys, project_keys
 from cclg.sessions import Digest, digest
 from cclg.store import Store
@@ -153,7 +154,7 @@ NAME_CHARS = 80  # of a command or a file named in it
 def _lesson(command: str, signature: str, failures: int, edited: list[str], ran: list[str]) -> str:
     """What a rule says, in cclg's words: each thing the tools printed or named (the command, its error
     line, the files edited, the commands run) is a quoted excerpt, capped and revealed by the one
-    renderer (``cclg.guard.quote_outside``), marked when it reads as instructions. Text derived from
+    renderer (``cclg.fencing.quote_outside``), marked when it reads as instructions. Text derived from
     tool output stays data in the rule too."""
 
     def names(found: list[str], most: int) -> str:
@@ -214,7 +215,7 @@ def session_start(node: MemoryNode) -> str | None:
     (the user labelled it trusted: ``cclg rules --accept``, ``cclg label``) or ``"clean"`` (untrusted, and
     nothing in its text or in the tool output it quotes reads as instructions); None when it is held
     back (instruction-like, or quarantined). Text derived from tool output never opens a session by itself."""
-    trust = labels(node.metadata)[0]
+    trust = labels_of(node.metadata)[0]
     if trust == "trusted":
         return "accepted"
     if trust == "quarantined" or "instruction_like" in node.metadata.get("flags", ()):
@@ -235,7 +236,7 @@ def accept(store: Store, node: MemoryNode) -> Any:
 
 
 def line(node: MemoryNode, rule: Rule) -> str:
-    accepted = labels(node.metadata)[0] == "trusted"
+    accepted = labels_of(node.metadata)[0] == "trusted"
     trust = "accepted by the user" if accepted else "untrusted until the user accepts it"
     seen = f"{rule.counts['detection'] + 1} failure(s) seen, {rule.counts['suppression']} session(s) without it"
     flagged = "instruction_like" in node.metadata.get("flags", ()) or None  # what its excerpt was, before the cap
@@ -245,7 +246,7 @@ def line(node: MemoryNode, rule: Rule) -> str:
 def near(store: Store, step: dict[str, Any], project: ProjectKeys, given: set[str]) -> list[tuple[Rule, MemoryNode]]:
     """The rules of ``project`` whose trigger ``step`` comes near and that this session was not given."""
     rules = [r for r in read_rules(store).values() if r.key not in given and r.near(step)]
-    return [(r, node) for r, node in _current_in(store, rules, project) if labels(node.metadata)[0] != "quarantined"]
+    return [(r, node) for r, node in _current_in(store, rules, project) if labels_of(node.metadata)[0] != "quarantined"]
 
 
 def strong(store: Store, project: ProjectKeys) -> list[tuple[Rule, MemoryNode]]:

@@ -34,10 +34,11 @@ A new pack option is a field of ``PackRequest`` (or ``Budget``) and the code tha
 
 from __future__ import annotations
 
+from cclg import fencing, semantic, usage_prior
 from cclg import format as fmt
-from cclg import guard, semantic, usage_prior
 from cclg.ids import now_iso
 from cclg.index import Index, read_fresh
+from cclg.labels import labels_of
 from cclg.query import Hit, View, Where
 from cclg.records import MemoryNode, Record
 from cclg.relevance import Evidence, relevant
@@ -195,13 +196,13 @@ def _entry(node: MemoryNode, content: str, score: float | None, pinned: bool) ->
         "status": node.status,
         "key": node.key,
         "scope": node.scope.level,
-        "source": guard.reveal(node.source.label or ""),
-        "trust": guard.labels(node.metadata)[0],
+        "source": fencing.reveal(node.source.label or ""),
+        "trust": labels_of(node.metadata)[0],
         "content": content,
     }
     # Flagged when written; checked again here for memories written elsewhere (imports, old stores).
     stored = [f for f in node.metadata.get("flags", []) if isinstance(f, str)]
-    flags = sorted({*stored, *guard.instruction_flags(node.content)})
+    flags = sorted({*stored, *fencing.instruction_flags(node.content)})
     if flags:
         entry["flags"] = flags
     if pinned:
@@ -349,7 +350,7 @@ def fill(
         entry["why"] = why(hit)
         if hit.evidence is not None:
             entry["evidence"] = hit.evidence.to_dict()
-        content = budget.fit(hit.id, guard.reveal(hit.node.content), _with_content(entry, shown))
+        content = budget.fit(hit.id, fencing.reveal(hit.node.content), _with_content(entry, shown))
         if content is None:
             budget.omitted += 1
             continue
@@ -378,7 +379,7 @@ def _retired_entries(
             "replaced_by": selection.replaced_by.get(node.id, []),
         }
         show = _with_content(entry, shown)
-        prefix = guard.reveal(node.content[:SUPPRESSED_PREFIX_CHARS])
+        prefix = fencing.reveal(node.content[:SUPPRESSED_PREFIX_CHARS])
         fitted = budget.fit(node.id, prefix, show) if len(show(prefix)) <= budget.room()[0] else None
         if fitted is None:
             break
@@ -433,7 +434,7 @@ def explain_pack(store: Store, request: PackRequest) -> dict[str, Any]:
         {
             "id": hit.id,
             "status": hit.node.status,
-            "content": guard.reveal(hit.node.content[:SUPPRESSED_PREFIX_CHARS]),
+            "content": fencing.reveal(hit.node.content[:SUPPRESSED_PREFIX_CHARS]),
             "why_not": evidence.reason(),
             "evidence": evidence.to_dict(),
         }
@@ -444,7 +445,7 @@ def explain_pack(store: Store, request: PackRequest) -> dict[str, Any]:
 
 
 def _may_pack(node: MemoryNode, include_confidential: bool) -> bool:
-    trust, sensitivity, _ = guard.labels(node.metadata)
+    trust, sensitivity, _ = labels_of(node.metadata)
     if trust == "quarantined" or sensitivity == "restricted":
         return False
     return sensitivity != "confidential" or include_confidential

@@ -250,27 +250,28 @@ def log_refusal(store: Store, refused: Untrusted, outcome: str = "no prompt was 
     from cclg.ids import now_iso
 
     error = f"semantic recall refused its runtime ({outcome}): {refused}"
-    if _logged_lately(store.semantic_refusals_path, error):
+    if not _mark_logged_now(store.semantic_refusals_path, error):
         return
     store.append(store.hook_failures_path, [{"event": "semantic", "error": error, "created_at": now_iso()}])
 
 
-def _logged_lately(marker: Path, error: str) -> bool:
-    """Whether ``error`` was logged less than ``REFUSAL_EVERY`` ago, by the small JSON ``marker`` (error:
-    epoch); if not, notes it as logged now. Best effort: a marker that cannot be read or written logs."""
+def _mark_logged_now(marker: Path, error: str) -> bool:
+    """Note in the small JSON ``marker`` (error: epoch) that ``error`` is logged now, unless it was less
+    than ``REFUSAL_EVERY`` ago; whether it is due (noted now). Best effort: a marker that cannot be read
+    or written logs."""
     from cclg.files import atomic_write, private_folders, read_json_object
 
     now = time.time()
     logged = read_json_object(marker)
     when = logged.pop(error, None)
     if isinstance(when, int | float) and 0 <= now - when < REFUSAL_EVERY:
-        return True
+        return False
     logged[error] = now
     kept = dict(list(logged.items())[-REFUSALS_KEPT:])
     with contextlib.suppress(OSError):
         private_folders(marker.parent)
         atomic_write(marker, json.dumps(kept, indent=1).encode("utf-8"), durable=False)
-    return False
+    return True
 
 
 # ---------------------------------------------------------------- the client

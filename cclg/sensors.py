@@ -30,8 +30,9 @@ import re
 import time
 
 from cclg.config import SENSORS
+from cclg.fencing import quote_outside
 from cclg.fields import parse_json
-from cclg.guard import quote_outside
+from cclg.hook_events import POST_COMPACT, POST_TOOL_FAILURE, PRE_COMPACT, SESSION_START, USER_PROMPT, logged
 from cclg.ids import sha256_hex
 from cclg.text import estimate_tokens
 
@@ -118,7 +119,7 @@ def observe(event: str, payload: dict[str, Any], cwd: str | None) -> dict[str, A
 
 
 def _output_text(event: str, payload: dict[str, Any]) -> str:
-    if event == "post-tool-failure":
+    if event == POST_TOOL_FAILURE:
         return str(payload.get("error") or "")
     response = payload.get("tool_response")
     if isinstance(response, str):
@@ -209,7 +210,7 @@ def _relative(path: str, cwd: str | None) -> str:
 def _failure(event: str, payload: dict[str, Any], output: str) -> str | None:
     """The failure's signature, or None when the call did not fail. Claude Code reports a failed
     command as ``post-tool-failure``; Codex only in the output's text, read for error lines."""
-    if event == "post-tool-failure":
+    if event == POST_TOOL_FAILURE:
         if payload.get("is_interrupt"):
             return None
         return signature(output) or "failed"
@@ -275,11 +276,14 @@ def _step(event: dict[str, Any]) -> dict[str, Any] | None:
     return step if isinstance(step, dict) and isinstance(step.get("input"), str) else None
 
 
+_COMPACTION = (logged(PRE_COMPACT), logged(POST_COMPACT))
+
+
 def _is_fresh_context(event: dict[str, Any]) -> bool:
     summary = event.get("summary")
     source = summary.get("source") if isinstance(summary, dict) else None
-    return event.get("event") in ("pre_compact", "post_compact") or (
-        event.get("event") == "session_start" and source in ("compact", "clear")
+    return event.get("event") in _COMPACTION or (
+        event.get("event") == logged(SESSION_START) and source in ("compact", "clear")
     )
 
 
@@ -289,7 +293,8 @@ class Window:
 
     def __init__(self, events: list[dict[str, Any]]) -> None:
         context_start = max((i + 1 for i, e in enumerate(events) if _is_fresh_context(e)), default=0)
-        prompt_at = max((i for i, e in enumerate(events) if e.get("event") == "user_prompt"), default=-1)
+        asked = logged(USER_PROMPT)
+        prompt_at = max((i for i, e in enumerate(events) if e.get("event") == asked), default=-1)
         self.steps = [s for e in events if (s := _step(e)) is not None]
         self.context_steps = [s for e in events[context_start:] if (s := _step(e)) is not None]
         self.context_prompt_tokens = sum(_prompt_tokens(e) for e in events[context_start:])

@@ -16,6 +16,7 @@ import json
 from cclg.errors import NotFoundError
 from cclg.fields import parse_json
 from cclg.files import private_folders
+from cclg.hook_events import POST_COMPACT, PRE_COMPACT, SESSION_START, USER_PROMPT, logged
 from cclg.ids import now_iso
 from cclg.records import Record, Session
 from cclg.store import Store, audit_record
@@ -193,7 +194,8 @@ def _parsed(line: bytes) -> dict[str, Any] | None:
 
 def recent_prompts(events: list[dict[str, Any]], count: int) -> list[str]:
     """The last ``count`` prompts among ``events``, oldest first."""
-    prompts = [e.get("summary", {}).get("prompt") for e in events if e.get("event") == "user_prompt"]
+    prompt = logged(USER_PROMPT)
+    prompts = [e.get("summary", {}).get("prompt") for e in events if e.get("event") == prompt]
     return [p for p in prompts if isinstance(p, str) and p][-count:]
 
 
@@ -295,11 +297,11 @@ def _fold(found: Digest, line: bytes, offset: int) -> None:
     name = event.get("event")
     summary = event.get("summary")
     summary = summary if isinstance(summary, dict) else {}
-    fresh = name == "session_start" and summary.get("source") in FRESH_CONTEXT_SOURCES
-    if fresh or (name == "post_compact" and found.compacting):
+    fresh = name == logged(SESSION_START) and summary.get("source") in FRESH_CONTEXT_SOURCES
+    if fresh or (name == logged(POST_COMPACT) and found.compacting):
         found.in_context.clear()
-    found.compacting = name == "pre_compact" or (found.compacting and not fresh and name != "post_compact")
-    if name in ("user_prompt", "session_start"):
+    found.compacting = name == logged(PRE_COMPACT) or (found.compacting and not fresh and name != logged(POST_COMPACT))
+    if name in (logged(USER_PROMPT), logged(SESSION_START)):
         ids = summary.get("loaded_memory_ids")
         given = [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
         found.in_context.update(dict.fromkeys(given))

@@ -23,8 +23,10 @@ to stem), ``code_words`` (a task's plain lower-cased words), ``code_names`` (the
 names a task spells like code) and ``subject_components`` /
 ``without_component_prefix`` (a commit-style ``area: ...`` prefix).
 
-``estimate_tokens`` is the one token estimate every budget uses, and ``json_literal``
-fences a string so that Markdown cannot read it as markup.
+``estimate_tokens`` is the one token estimate every budget uses, ``json_literal``
+fences a string so that Markdown cannot read it as markup, and ``lazy_regex`` compiles a
+regular expression on its first use (for the secret detector and the fencing, which the hook
+imports).
 """
 
 from __future__ import annotations
@@ -34,6 +36,16 @@ import json
 import math
 import re
 import unicodedata
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+
+def lazy_regex(source: str) -> Callable[[], re.Pattern[str]]:
+    """A regular expression compiled on first use (compiling them all costs the hook ~10 ms)."""
+    return functools.cache(lambda: re.compile(source))
+
 
 # Runs of word characters joined by the connectors that hold identifiers, paths
 # and versions together.

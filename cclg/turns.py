@@ -32,10 +32,11 @@ import json
 import os
 from pathlib import Path
 
-from cclg import guard
+from cclg import fencing, secrets
 from cclg.errors import NotFoundError, UsageError
 from cclg.fields import parse_json
 from cclg.files import open_regular, private_folders
+from cclg.hook_events import USER_PROMPT, logged
 from cclg.ids import is_valid_session_id, now_iso, sha256_hex
 from cclg.sessions import event_payload
 from cclg.store import Store
@@ -142,7 +143,7 @@ def own_session(store: Store, session_id: str | None, folder: str | None = None)
     _path(store, session_id)  # a UsageError for what is no session id
     from cclg.sessions import latest_event
 
-    prompt = latest_event(store, session_id, "user_prompt") or {}
+    prompt = latest_event(store, session_id, logged(USER_PROMPT)) or {}
     summary = prompt.get("summary")
     cwd = _real(summary.get("cwd")) if isinstance(summary, dict) else None
     if cwd is None or cwd not in _folders_up(here):
@@ -177,7 +178,7 @@ def _entry(
     entry["session_id"] = session_id  # cclg's additions, left out of the CogLog form
     if isinstance(host_turn, str):
         entry["host_turn_id"] = host_turn
-    redacted, _ = guard.redact_value(entry)
+    redacted, _ = secrets.redact_value(entry)
     return dict(redacted)
 
 
@@ -201,7 +202,7 @@ def facts(payload: dict[str, Any], events: list[dict[str, Any]], store: Store) -
 def _last_prompt(events: list[dict[str, Any]], store: Store) -> str:
     """The session's last prompt, verbatim from its raw evidence (the log keeps a summary)."""
     for event in reversed(events):
-        if event.get("event") != "user_prompt":
+        if event.get("event") != logged(USER_PROMPT):
             continue
         prompt = event_payload(store, event).get("prompt")
         if isinstance(prompt, str):
@@ -291,7 +292,7 @@ def write(store: Store, fields: dict[str, Any], session_id: str | None = None) -
         raise UsageError(f"field(s) {', '.join(long)} longer than {MAX_FIELD_CHARS:,} characters")
     session_id = own_session(store, session_id)
     pending = _load(_path(store, session_id, pending=True)) or {}
-    pending.update(guard.redact_value(fields)[0])
+    pending.update(secrets.redact_value(fields)[0])
     _save(store, _path(store, session_id, pending=True), pending)
     return {"session_id": session_id, "pending_interpretation": pending}
 
@@ -313,10 +314,10 @@ def clear(store: Store, session_id: str | None = None) -> bool:
 # ---------------------------------------------------------------- the next prompt
 
 
-def compact(store: Store, session_id: str) -> str:
-    """The previous turn, compact, for the next prompt's context, once; "" when there is nothing worth
-    the tokens: no entry, an entry given already, or one the conversation still holds whole (no
-    interpretation written, and the context not emptied since)."""
+def deliver_previous_turn(store: Store, session_id: str) -> str:
+    """The previous turn, compact, for the next prompt's context, once: the entry is marked delivered.
+    "" when there is nothing worth the tokens: no entry, an entry given already, or one the
+    conversation still holds whole (no interpretation written, and the context not emptied since)."""
     path = _path(store, session_id)
     entry = _load(path)
     if entry is None or entry.get("delivered"):
@@ -327,16 +328,16 @@ def compact(store: Store, session_id: str) -> str:
     layers = entry.get("layers") or {}
     number = entry.get("turn_id")  # the entry's file is outside text too: only a number is shown as one
     lines = [f"## The previous turn (cclg turn {number if isinstance(number, int) else '?'}, CogLog's fields)"]
-    lines += [f"- {k}: {guard.quote_outside(v, limit=300)}" for k, v in interpreted]
+    lines += [f"- {k}: {fencing.quote_outside(v, limit=300)}" for k, v in interpreted]
     for fact in ("user", "assistant"):
         text = " ".join(str(layers.get(fact) or "").split())
         if text:
-            lines.append(f"- {fact}: {guard.quote_outside(text, limit=240)}")
+            lines.append(f"- {fact}: {fencing.quote_outside(text, limit=240)}")
     _save(store, path, {**entry, "delivered": True})
     return "\n".join(lines)[:COMPACT_CHARS]
 
 
-def context_emptied(store: Store, session_id: str) -> None:
+def mark_context_emptied(store: Store, session_id: str) -> None:
     """The host emptied the context (a compaction, a clear): the current entry may be given again."""
     path = _path(store, session_id)
     entry = _load(path)

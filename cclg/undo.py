@@ -11,11 +11,11 @@ would bring back nothing but the purge marker.
 
 from __future__ import annotations
 
-from cclg import guard
+from cclg import secrets
 from cclg.errors import IllegalPatchError
 from cclg.ids import new_id, now_iso
 from cclg.index import IndexChanges
-from cclg.lattice import rule_for
+from cclg.lattice import operation_spec
 from cclg.ledger import PatchResult, is_purge, link_replacements, patch_audit, read_target, set_status
 from cclg.records import MemoryNode, MemoryPatch, Source, default_resolution_policy
 from cclg.store import Store, audit_record, patch_order
@@ -30,10 +30,10 @@ def rollback(store: Store, patch_id: str, *, reason: str = "", source: Source | 
     refused when a later patch has touched the same memories (undo that one first)
     or when the patch is already undone.
     """
-    guard.refuse_secrets({"reason": reason, "source": source.to_dict() if source else {}}, "the rollback")
+    secrets.refuse_secrets({"reason": reason, "source": source.to_dict() if source else {}}, "the rollback")
     with store.lock():
         undone = store.read_patch(patch_id)
-        rule_for(undone.operation)
+        operation_spec(undone.operation)
         patches = store.load_patches()
         _check_not_purged(undone, patches)
         _check_undoable(undone, patches)

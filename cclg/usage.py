@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 
+from cclg.hook_events import POST_TOOL, POST_TOOL_FAILURE, STOP, logged
 from cclg.ids import now_iso
 from cclg.sessions import Digest, digest, event_payload, events_from
 from cclg.store import Store
@@ -36,7 +37,11 @@ TERMS = 3  # distinctive words of a memory, besides its code spans
 EVIDENCE_CHARS = 2_000_000  # of a session's later tool calls and answers read for the terms
 
 
-EVIDENCE_EVENTS = ("post_tool", "post_tool_failure", "stop")  # the events that show what the agent did
+EVIDENCE_EVENTS = (
+    logged(POST_TOOL),
+    logged(POST_TOOL_FAILURE),
+    logged(STOP),
+)  # the events that show what the agent did
 
 
 def _evidence(store: Store, event: dict[str, Any]) -> str:

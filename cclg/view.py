@@ -19,9 +19,10 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from cclg import format as fmt
-from cclg import guard, lattice
+from cclg import labels, lattice
 from cclg.ids import now_iso, parse_time
-from cclg.lattice import LIVE_STATUSES, RULES, rule_for
+from cclg.labels import labels_of
+from cclg.lattice import LIVE_STATUSES, OPERATIONS, operation_spec
 from cclg.records import MemoryNode, MemoryPatch
 from cclg.store import patch_order
 
@@ -33,7 +34,7 @@ def rank(node: MemoryNode) -> int:
     """Where ``node`` stands among current nodes sharing its key; the smaller wins. Trust comes
     first (trusted, untrusted, quarantined), then the scope: an untrusted memory, however narrow
     its scope, never shadows a trusted one. (The index keeps this number as a node's ``level``.)"""
-    return guard.TRUST.index(guard.labels(node.metadata)[0]) * len(PRECEDENCE) + PRECEDENCE[node.scope.level]
+    return labels.TRUST.index(labels_of(node.metadata)[0]) * len(PRECEDENCE) + PRECEDENCE[node.scope.level]
 
 
 def touched_ids(patch: MemoryPatch) -> set[str]:
@@ -53,11 +54,11 @@ def retired_ids(patches: Iterable[MemoryPatch]) -> dict[str, str]:
     """
     patches = list(patches)
     for patch in patches:
-        rule_for(patch.operation)
+        operation_spec(patch.operation)
     undone = undone_patch_ids(patches)
     retired: dict[str, str] = {}
     for patch in sorted(patches, key=patch_order):
-        if RULES[patch.operation].retiring and patch.id not in undone:
+        if OPERATIONS[patch.operation].retiring and patch.id not in undone:
             for node_id in patch.target_ids:
                 retired.setdefault(node_id, patch.id)
     return retired
@@ -132,7 +133,7 @@ def expected_statuses(nodes: dict[str, MemoryNode], patches: list[MemoryPatch]) 
     expected = {node_id: lattice.INITIAL_STATUSES for node_id in nodes}
     by_id = {p.id: p for p in patches}
     for patch in sorted(patches, key=patch_order):
-        rule = rule_for(patch.operation)
+        spec = operation_spec(patch.operation)
         if patch.operation == "rollback":
             undone = by_id.get(patch.rollback_of or "")
             if undone is None:
@@ -150,8 +151,8 @@ def expected_statuses(nodes: dict[str, MemoryNode], patches: list[MemoryPatch]) 
         if patch.operation == "create":  # a create with prior states flagged those nodes (record_conflict)
             for node_id in patch.prior_states:
                 expected[node_id] = frozenset({"conflict_pending"})
-        if rule.target_status is not None:
-            moved = "promoted" if is_promotion(patch) else rule.target_status
+        if spec.target_status is not None:
+            moved = "promoted" if is_promotion(patch) else spec.target_status
             for node_id in patch.target_ids:
                 expected[node_id] = frozenset({moved})
     return expected

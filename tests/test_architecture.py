@@ -26,11 +26,14 @@ LAYERS: list[list[str]] = [
         "errors",
         "format",
         "text",
+        "hook_events",
         "embed",
         "ids",
         "fields",
         "records",
-        "guard",
+        "secrets",
+        "labels",
+        "fencing",
         "files",
         "repository",
         "config",
@@ -72,7 +75,7 @@ LAYERS: list[list[str]] = [
         "turns",
     ],
     # operations
-    ["intake", "container", "importing", "redaction", "purge", "adoption", "doctor", "demo", "rules", "distill"],
+    ["intake", "container", "container_import", "redaction", "purge", "adoption", "doctor", "demo", "rules", "distill"],
     # the library: what the surfaces share, one module per area, and the package that gathers them
     [
         "api.surfaces",
@@ -162,7 +165,7 @@ SURFACES = sorted(
 )
 # The hook's own start-up-light modules: what it imports before (or besides) a handler reaches the library,
 # the payload's reading (``fields``), the token estimate (``text``) and session ids (``ids``).
-HOOK_LIGHT_MODULES = ["cclg.text", "cclg.ids", "cclg.fields"]
+HOOK_LIGHT_MODULES = ["cclg.text", "cclg.ids", "cclg.fields", "cclg.hook_events"]
 SURFACES_MAY_IMPORT = {
     "cclg",  # the package itself: its version
     "cclg.errors",
@@ -242,3 +245,41 @@ def test_the_sql_check_sees_a_query(tmp_path: Path) -> None:
         "# the nodes of the pack, from the index\n"
     )
     assert len(index_sql(sample)) == 3
+
+
+def spelled_events(source: str) -> list[str]:
+    """The hook events ``source`` spells out as string literals: the hook's own names, the names a
+    session's log gives them, the host's names. A dict key or a subscript is a field name, not an event
+    (a learned rule's ``session_start`` says whether it may open a session), and is left out."""
+    from cclg.hook import HOST_EVENTS
+    from cclg.hook_events import EVENTS, logged
+
+    names = {*EVENTS, *map(logged, EVENTS), *HOST_EVENTS.values()}
+    tree = ast.parse(source)
+    fields = {id(key) for node in ast.walk(tree) if isinstance(node, ast.Dict) for key in node.keys}
+    fields |= {id(node.slice) for node in ast.walk(tree) if isinstance(node, ast.Subscript)}
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and node.value in names and id(node) not in fields
+    ]
+
+
+@pytest.mark.parametrize("module", sorted(set(MODULES) - {"cclg.hook_events", "cclg.hook"}))
+def test_hook_events_are_named_in_one_place(module: str) -> None:
+    """Each hook event is spelled once, in ``cclg.hook_events`` (and the host's name only in
+    ``cclg.hook.HOST_EVENTS``); everywhere else reads the constants, and ``logged`` for a log's name."""
+    spelled = spelled_events(MODULES[module].read_text(encoding="utf-8"))
+    assert not spelled, f"{module} spells hook events {spelled}: use cclg.hook_events"
+
+
+def test_the_hook_spells_only_the_hosts_names() -> None:
+    from cclg.hook import HOST_EVENTS
+
+    spelled = spelled_events(MODULES["cclg.hook"].read_text(encoding="utf-8"))
+    assert sorted(spelled) == sorted(HOST_EVENTS.values()), "the hook's own tables read cclg.hook_events"
+
+
+def test_the_event_check_sees_a_spelled_event() -> None:
+    assert spelled_events('if event.get("event") == "post_compact":\n    pass\n') == ["post_compact"]
+    assert spelled_events('found = {"session_start": 1}["session_start"]\n') == []

@@ -267,12 +267,12 @@ def test_import_jsonl_short_and_full_lines(root: Path, reference_store: Store, t
     path.write_text("\n".join(lines) + "\n")
     result = run_json(root, "import-jsonl", str(path))
     assert isinstance(result, dict) and result["imported"] == 2
-    assert full["id"] in result["node_ids"]
+    assert full["id"] in result["memory_ids"]
     imported = json.loads((root / "nodes" / f"{full['id']}.json").read_text())
     assert imported["content"] == full["content"]
     assert imported["metadata"]["content_hash"].startswith("sha256:")
     patch = json.loads((root / "patches" / f"{result['patch_id']}.json").read_text())
-    assert patch["operation"] == "create" and sorted(patch["new_node_ids"]) == sorted(result["node_ids"])
+    assert patch["operation"] == "create" and sorted(patch["new_node_ids"]) == sorted(result["memory_ids"])
     assert run(root, "doctor").exit_code == 0
     # The whole import is one patch: rolling it back retires every imported memory.
     run(root, "rollback", result["patch_id"])
@@ -411,7 +411,7 @@ COMMANDS = {
     },
     "cclg.cli.inspect": {"status", "show", "log", "diff", "cite", "audit", "validate", "doctor", "scan", "rules"},
     "cclg.cli.retrieval": {"search", "grep", "recall", "pack", "reindex"},
-    "cclg.cli.containers": {"export", "open", "import"},
+    "cclg.cli.containers": {"export", "open", "import-container"},
     "cclg.cli.code": {"code-index", "code-search"},
     "cclg.cli.hosts": {"install", "uninstall", "demo-store"},
     "cclg.cli.turns": {"turn"},
@@ -475,7 +475,7 @@ def test_export_to_a_file_then_open_and_import(root: Path, tmp_path: Path) -> No
     assert piped[1] == body and json.loads(piped[0])["content_sha256"] == json.loads(header)["content_sha256"]
     described = run_json(root, "open", str(out))
     assert isinstance(described, dict)
-    report = run_json(root, "import", str(out), "--dry-run")
+    report = run_json(root, "import-container", str(out), "--dry-run")
     assert isinstance(report, dict)
 
 

@@ -27,7 +27,7 @@ RUN_AND_LIST_MODULES = (
 )
 NOT_FOR_ADD = {
     "cclg.container",
-    "cclg.importing",
+    "cclg.container_import",
     "cclg.doctor",
     "cclg.demo",
     "cclg.redaction",

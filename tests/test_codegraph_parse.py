@@ -11,7 +11,7 @@ import pytest
 import tree_sitter
 
 from cclg.codegraph import languages
-from cclg.codegraph.captures import Rules
+from cclg.codegraph.captures import CaptureSpec
 from cclg.codegraph.languages import EXTENSIONS, LANGUAGES, grammar, language_of, missing_grammars, query
 from cclg.codegraph.parse import parse_source
 from cclg.codegraph.resolve import resolve_imports
@@ -98,7 +98,7 @@ def test_every_registered_language_is_complete() -> None:
         assert record.name == name and record.problems() == [], name
         assert record.extensions and all(language_of(f"x{suffix}") == name for suffix in record.extensions)
         assert record.wheel.startswith("tree_sitter_") and record.wheel_function, name
-        assert isinstance(record.rules, Rules) and callable(record.resolver), name
+        assert isinstance(record.capture_spec, CaptureSpec) and callable(record.resolver), name
         lang = grammar(name)
         assert lang is not None, name
         for pattern in record.patterns:
@@ -124,7 +124,7 @@ def test_an_incomplete_language_is_refused_when_registered() -> None:
     with pytest.raises(ValueError, match="no tag patterns"):
         replace(python, patterns=())
     with pytest.raises(ValueError, match="no capture rules"):
-        replace(python, rules=None)
+        replace(python, capture_spec=None)
     with pytest.raises(ValueError, match="no import resolver"):
         replace(python, resolver=None)
     with pytest.raises(ValueError, match="claimed by 'python' and 'python2'"):

@@ -27,10 +27,10 @@ from cclg.container import (
     read_text,
     write_container,
 )
+from cclg.container_import import import_container
 from cclg.doctor import diagnose
 from cclg.errors import IllegalPatchError, UnknownPatchOperationError, UsageError, ValidationError
 from cclg.ids import content_hash
-from cclg.importing import import_container
 from cclg.ledger import apply_patch
 from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Scope, Session, Source, new_node
 from cclg.sessions import end_session, start_session
@@ -1169,13 +1169,13 @@ def test_cli_import_dry_run_writes_nothing(tmp_path: Path, store: Store) -> None
     path = tmp_path / "backup.cclg"
     path.write_text(export_store(source), "utf-8")
     before = files(store.root)  # taking the store lock may create the (empty) lock file: not content
-    result = run(store.root, "import", str(path), "--dry-run", "--json")
+    result = run(store.root, "import-container", str(path), "--dry-run", "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["dry_run"] is True
     assert report["added"] == {name: len(records) for name, records in store_records(source).items()}
     assert files(store.root) == before
-    done = run(store.root, "import", str(path), "--json")
+    done = run(store.root, "import-container", str(path), "--json")
     assert done.exit_code == 0, done.output
     assert store_records(store) == store_records(source)
 
@@ -1184,7 +1184,7 @@ def test_cli_import_then_conflicts(tmp_path: Path) -> None:
     store, local_id, changed = conflict_scenario(tmp_path)
     path = tmp_path / "changed.cclg"
     path.write_text(changed, "utf-8")
-    result = run(store.root, "import", str(path), "--json")
+    result = run(store.root, "import-container", str(path), "--json")
     assert result.exit_code == 0, result.output
     (conflict,) = json.loads(result.stdout)["conflicts"]
     assert conflict["local"] == local_id
@@ -1198,7 +1198,7 @@ def test_cli_import_refuses_a_damaged_file_and_writes_nothing(tmp_path: Path, st
     path = tmp_path / "cut.cclg"
     path.write_text(SAMPLE[: len(SAMPLE) // 2], "utf-8")
     before = every_file(store.root)
-    result = run(store.root, "import", str(path))
+    result = run(store.root, "import-container", str(path))
     assert result.exit_code == 4 and "truncated" in result.stderr
     assert every_file(store.root) == before
 

@@ -167,13 +167,13 @@ def test_import_skips_content_already_current_and_repeats_within_the_file(store:
     result = api.import_jsonl(
         store, jsonl("Ports: the API listens on 9090", "Logs rotate weekly", "Logs rotate weekly"), name="seed.jsonl"
     )
-    assert [store.read_node(i).content for i in result.node_ids] == ["Logs rotate weekly"]
+    assert [store.read_node(i).content for i in result.memory_ids] == ["Logs rotate weekly"]
     assert result.to_dict()["duplicates"] == [
         {"line": 1, "duplicate_of": known.id},
-        {"line": 3, "duplicate_of": result.node_ids[0]},
+        {"line": 3, "duplicate_of": result.memory_ids[0]},
     ]
     again = api.import_jsonl(store, jsonl("Logs rotate weekly"), name="seed.jsonl")
-    assert again.patch is None and again.node_ids == []
+    assert again.patch is None and again.memory_ids == []
 
 
 def test_import_of_forgotten_content_is_refused_whole_unless_forced(store: Store) -> None:
@@ -184,5 +184,5 @@ def test_import_of_forgotten_content_is_refused_whole_unless_forced(store: Store
         api.import_jsonl(store, jsonl("A new fact", "Deploys need two approvals"), name="seed.jsonl")
     assert files(store.root) == before, "all or nothing"
     forced = api.import_jsonl(store, jsonl("A new fact", "Deploys need two approvals"), name="seed.jsonl", force=True)
-    assert len(forced.node_ids) == 2
+    assert len(forced.memory_ids) == 2
     assert diagnose(store).findings == []

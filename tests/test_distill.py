@@ -77,7 +77,7 @@ def test_proposals_carry_evidence_and_correct_rather_than_duplicate(store: Store
 
 def test_accepting_writes_through_the_ledger_with_the_evidence(store: Store, session: dict[str, Any]) -> None:
     (done,) = distill.accept(store, SESSION, [1])
-    (new_id,) = done["new_node_ids"]
+    (new_id,) = done["new_memory_ids"]
     assert api.show(store, session["old"].id).status == "superseded"
     cited = api.cite(store, new_id)
     assert cited["raw_spans"][0]["text"] == "no, the staging database is on port 5433 now, not 5432"
@@ -123,7 +123,7 @@ def test_a_fact_stated_in_two_prompts_is_proposed_once(store: Store) -> None:
 def test_a_distilled_correction_of_a_pinned_memory_is_not_pinned_and_the_proposal_says_so(store: Store) -> None:
     """Issue 27, rule 7: accepting a correction of the user's pinned memory once wrote a trusted, pinned
     memory whose text was the detector's reading of a prompt, and the proposal did not say so."""
-    from cclg import guard
+    from cclg.labels import labels_of
     from cclg.selection import PackRequest, compile_pack
 
     old = api.add_memory(
@@ -140,16 +140,16 @@ def test_a_distilled_correction_of_a_pinned_memory_is_not_pinned_and_the_proposa
     assert "labels: trust untrusted, sensitivity confidential, retention preferred" in listed.output
     assert "lower than what it supersedes: trust trusted -> untrusted, retention required -> preferred" in listed.output
     (done,) = distill.accept(store, SESSION, [1])
-    (new_id,) = done["new_node_ids"]
-    assert guard.labels(api.show(store, new_id).metadata) == ("untrusted", "confidential", "preferred")
+    (new_id,) = done["new_memory_ids"]
+    assert labels_of(api.show(store, new_id).metadata) == ("untrusted", "confidential", "preferred")
     assert compile_pack(store, PackRequest(""))["memory_nodes"] == [], "not pinned into every pack"
 
 
 def test_every_proposal_shows_the_labels_acceptance_sets(store: Store, session: dict[str, Any]) -> None:
-    from cclg import guard
+    from cclg.labels import labels_of
 
     proposals = distill.propose(store, SESSION)
     for proposal, done in zip(proposals, distill.accept(store, SESSION, None), strict=True):
-        (node_id,) = done.get("new_node_ids") or [done["memory"]]
-        labels = guard.labels(api.show(store, node_id).metadata)
+        (node_id,) = done.get("new_memory_ids") or [done["memory"]]
+        labels = labels_of(api.show(store, node_id).metadata)
         assert tuple(proposal["labels"][k] for k in ("trust", "sensitivity", "retention")) == labels, proposal

@@ -28,7 +28,7 @@ def seed(store: Store, count: int, words: int = 8) -> list[str]:
         json.dumps({"content": f"memory {i}: " + " ".join(f"w{i}x{j}" for j in range(words)), "source": "test"})
         for i in range(count)
     ]
-    return import_jsonl(store, "\n".join(lines).encode()).node_ids
+    return import_jsonl(store, "\n".join(lines).encode()).memory_ids
 
 
 def edit(store: Store, node_id: str, change: Callable[[dict[str, Any]], object]) -> Path:

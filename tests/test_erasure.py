@@ -258,7 +258,7 @@ def test_purged_content_comes_back_only_when_the_user_forces_it_on_add_and_impor
 def _new_id(output: str) -> str:
     """The id of the memory an ``add --json`` or ``import-jsonl --json`` wrote."""
     data = json.loads(output)
-    return data["node"]["id"] if "node" in data else data["node_ids"][0]
+    return data["node"]["id"] if "node" in data else data["memory_ids"][0]
 
 
 def test_purged_content_is_refused_through_mcp_patch_and_a_promotion(purged: dict[str, Any]) -> None:
@@ -274,7 +274,7 @@ def test_purged_content_is_refused_through_mcp_patch_and_a_promotion(purged: dic
 def test_an_export_made_before_the_purge_does_not_bring_the_content_back(purged: dict[str, Any]) -> None:
     root = purged["root"]
     before = written(root)
-    result = cclg(root, "import", str(purged["old"]))
+    result = cclg(root, "import-container", str(purged["old"]))
     assert result.exit_code == 6 and "purged" in result.stderr, result.output
     assert written(root) == before, "nothing was imported"
 
@@ -321,7 +321,7 @@ def test_a_container_holding_a_purge_refuses_nothing_and_purges_nothing_here(tmp
     api.export_to(other, tmp_path / "purged.cclg")
     store, _ = Store.init(tmp_path / "store")
     mine = api.add_memory(store, f"Quoting it: {CHOSEN}", source="user").node
-    imported = cclg(store.root, "import", str(tmp_path / "purged.cclg"), "--json")
+    imported = cclg(store.root, "import-container", str(tmp_path / "purged.cclg"), "--json")
     assert imported.exit_code == 0, imported.output
     added = cclg(store.root, "add", "--content", CHOSEN, "--source", "user")
     assert added.exit_code == 0, added.output
@@ -333,7 +333,7 @@ def test_a_container_holding_a_purge_refuses_nothing_and_purges_nothing_here(tmp
 
 def import_as_before_the_fix(store: Store, path: Path) -> None:
     """Bring the container at ``path`` into ``store`` as the import of the code before rule 10 wrote it
-    (``cclg.importing._write`` at c890eba): every record as it came, a purge patch keeping its rule and a
+    (``cclg.container_import._write`` at c890eba): every record as it came, a purge patch keeping its rule and a
     tombstone its mark, each audited ``via: import``, then the index told."""
     from cclg.container import load_container
     from cclg.index import IndexChanges
@@ -405,7 +405,7 @@ def test_purged_content_is_refused_also_by_a_write_to_a_store_without_its_index(
 def test_redaction_rewrites_content_never_structure(template: dict[str, Any], tmp_path: Path) -> None:
     """``scan --store --redact`` runs on the same rewrite: a secret in a prompt goes, every log line keeps
     its structure, and config.json (the user's settings, never rewritten) is reported, not edited."""
-    from cclg import guard
+    from cclg import secrets
 
     root = copy_of(template, tmp_path / "store")
     secret = "Xk9mQ2vL7pR4tW8zB3nY"
@@ -432,7 +432,7 @@ def test_redaction_rewrites_content_never_structure(template: dict[str, Any], tm
     assert after["config.json"] == before["config.json"]
     name = store_relative(root, log)
     assert [structure(v) for v in parsed(name, after[name])] == [structure(v) for v in parsed(name, before[name])]
-    assert secret.encode() not in after[name] and guard.scan_bytes(after[name]) == []
+    assert secret.encode() not in after[name] and secrets.scan_bytes(after[name]) == []
     assert [f.message for f in diagnose(Store.open(root)).findings] == []
 
 

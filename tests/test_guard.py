@@ -1,4 +1,4 @@
-"""The secret guard (``cclg.guard``) and every write path it stands on.
+"""The secret guard (``cclg.secrets``) and every write path it stands on.
 
 No real key is in this file: a corpus of fake secrets in the real formats is generated from a
 seeded ``random.Random`` (``corpus``), each one embedded in ordinary prose, and so are the
@@ -39,14 +39,14 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from cclg import api, guard, search
+from cclg import api, search, secrets
 from cclg.cli import cli
 from cclg.container import write_container
 from cclg.errors import UsageError
 from cclg.files import read_jsonl
-from cclg.guard import SecretError, redact, redact_value, refuse_secrets, scan
 from cclg.ids import content_hash
 from cclg.records import Source, new_node
+from cclg.secrets import SecretError, redact, redact_value, refuse_secrets, scan
 from cclg.store import Store
 
 SEED = 20_251_130
@@ -369,7 +369,7 @@ def corpus(seed: int = SEED, per_kind: int = 1) -> list[Planted]:
 CORPUS = corpus()
 KINDS = list(SECRET_KINDS)
 BY_KIND = {p.kind: p for p in CORPUS}
-RULES = {rule.name: rule for rule in guard.RULES}
+RULES = {rule.name: rule for rule in secrets.SECRET_PATTERNS}
 
 # ---------------------------------------------------------------- look-alikes
 
@@ -894,8 +894,8 @@ def test_the_quick_flat_text_is_the_flat_text(kind: str) -> None:
     the two texts must be the same, or a secret spanning a key and its value would scan differently."""
     value = {"a": [1, 2.5, "x", {"b": None, "c": True}], "d": {}, "e": [], BY_KIND[kind].secret: {"f": "g"}}
     parts: list[str] = []
-    guard._flat_text(value, parts)
-    assert "".join(parts) == guard._Flat(value).text
+    secrets._flat_text(value, parts)
+    assert "".join(parts) == secrets._Flat(value).text
 
 
 def test_cli_import_of_a_container_holding_a_secret_writes_nothing(seeded: Store, tmp_path: Path) -> None:
@@ -910,12 +910,12 @@ def test_cli_import_of_a_container_holding_a_secret_writes_nothing(seeded: Store
         path.write_text(write_container([good, node]), encoding="utf-8")
         assert cclg(root, "open", str(path), "--json").exit_code == 0, "the container itself is well formed"
         before = snapshot(root)
-        problems += refusal_problems(cclg(root, "import", str(path)), p, before, root)
+        problems += refusal_problems(cclg(root, "import-container", str(path)), p, before, root)
     assert not problems, summary(problems)
     assert b"Wintergreen" not in b"".join(store_files(root).values()), "the good memory is not imported either"
     assert leaks(root, CORPUS) == []
     path.write_text(write_container([good]), encoding="utf-8")
-    assert cclg(root, "import", str(path)).exit_code == 0, "the good memory alone is imported"
+    assert cclg(root, "import-container", str(path)).exit_code == 0, "the good memory alone is imported"
     assert b"Wintergreen" in b"".join(store_files(root).values())
 
 
@@ -1185,7 +1185,7 @@ def _plant_the_old_way(root: Path, planted: list[Planted], monkeypatch: pytest.M
     reach the files (the guard is switched off for the writes)."""
     store = Store.open(root)
     with monkeypatch.context() as off:
-        off.setattr(guard, "refuse_secrets", lambda *_, **__: None)
+        off.setattr(secrets, "refuse_secrets", lambda *_, **__: None)
         ids = [api.add_memory(store, p.text, source="before the guard").node.id for p in planted]
         api.keep_raw(store, "\n".join(p.line for p in planted).encode(), "old-notes.txt")
     return ids
@@ -1204,7 +1204,7 @@ def test_scan_reports_secrets_in_the_store_and_redact_removes_every_byte(
     assert found.exit_code == 1, found.output
     report = json.loads(found.stdout)["secrets"]
     assert {p.rule for p in planted} <= {r["rule"] for r in report}
-    assert all(len(r["preview"]) <= guard.PREVIEW_CHARS + 1 for r in report)
+    assert all(len(r["preview"]) <= secrets.PREVIEW_CHARS + 1 for r in report)
     assert not any(p.secret[:12] in found.stdout for p in planted)
 
     fixed = CliRunner().invoke(cli, ["--root", str(root), "scan", "--store", "--redact", "--json"])
@@ -1287,8 +1287,8 @@ def test_a_write_refuses_exactly_what_scan_finds_in_the_file_it_would_write() ->
     texts += [*MORE_LOOKALIKES.values(), glued(password(random.Random(SEED), 20))]
     disagree = []
     for text in (form for t in texts for form in encoded_forms(t)):
-        refused = bool(guard.secrets_in({"memory": {"content": text}}))
-        in_file = bool(guard.scan_bytes(json.dumps({"content": text}, indent=2).encode()))
+        refused = bool(secrets.secrets_in({"memory": {"content": text}}))
+        in_file = bool(secrets.scan_bytes(json.dumps({"content": text}, indent=2).encode()))
         if not refused == in_file == bool(scan(text)):
             disagree.append(f"refused {refused}, in the file {in_file}, in the text {bool(scan(text))}: {text[:90]!r}")
     assert disagree == []
@@ -1376,16 +1376,16 @@ def test_scan_store_redact_removes_what_scan_reports_from_records_index_and_code
     repo = GitRepo(tmp_path / "repo")
     repo.commit({"settings.py": f'DATABASE = "{BY_KIND["postgres_url"].line}"\n'})
     with monkeypatch.context() as off:  # a store written before this detector: the secrets reach disk
-        off.setattr(guard, "refuse_secrets", lambda *_, **__: None)
-        off.setattr(guard, "redact_bytes", lambda data, **_: (data, 0))
+        off.setattr(secrets, "refuse_secrets", lambda *_, **__: None)
+        off.setattr(secrets, "redact_bytes", lambda data, **_: (data, 0))
         node = api.add_memory(store, glued(url_secret), source="user").node
         node_with_meta = new_node("Billing reads its password from metadata", source=Source(label="user"))
         node_with_meta.metadata["credentials"] = {"password": meta.secret}
         api.import_jsonl(store, (json.dumps(node_with_meta.to_dict()) + "\n").encode(), name="old.jsonl")
         assert cclg(root, "code-index", str(repo.root)).exit_code == 0
     build_index(root)
-    secrets = [Planted("glued", "database_url", url_secret, "", ""), meta, BY_KIND["postgres_url"]]
-    before = {finding.split(" holds ")[1].split(" ")[0] for finding in leaks(root, secrets)}
+    planted = [Planted("glued", "database_url", url_secret, "", ""), meta, BY_KIND["postgres_url"]]
+    before = {finding.split(" holds ")[1].split(" ")[0] for finding in leaks(root, planted)}
     assert before == {"glued", "letters_only", "postgres_url"}, "the old-way writes put each secret on disk"
 
     fixed = cclg(root, "scan", "--store", "--redact", "--json")
@@ -1394,7 +1394,7 @@ def test_scan_store_redact_removes_what_scan_reports_from_records_index_and_code
     assert report["remaining"] == []
     actions = {r["file"].split("/")[0]: r["action"] for r in report["redacted"]}
     assert actions["nodes"] == actions["patches"] == "redacted" and actions["active"] == "removed"
-    assert leaks(root, secrets) == []
+    assert leaks(root, planted) == []
     assert not any((root / "active" / "codegraphs").iterdir()), "the code graph holding a secret is gone"
     assert "[REDACTED:database_url]" in Store.open(root).read_node(node.id).content
     assert cclg(root, "scan", "--store").exit_code == 0
@@ -1466,7 +1466,7 @@ def backtracking_problems(pattern: re.Pattern[str]) -> list[str]:
 def test_no_pattern_of_the_detector_can_backtrack_without_bound() -> None:
     """Every rule runs in linear time: 1 MB of `-----BEGIN PRIVATE KEY-----` without END cost the hook
     10 s (a lazy repeat of 8,000), a value starting with `your` took exponential time (a nested repeat)."""
-    assert {p.pattern: backtracking_problems(p) for p in guard.patterns() if backtracking_problems(p)} == {}
+    assert {p.pattern: backtracking_problems(p) for p in secrets.patterns() if backtracking_problems(p)} == {}
     first_version = {  # the two patterns of the first scanner that stalled it: the check sees both
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:.|\n){0,8000}?(?:-----END|$)",
         r"(?i)(?:your|my|example)(?:[_-]?[a-z]+)*",
@@ -1519,16 +1519,16 @@ def test_cclg_raw_refuses_exactly_what_scan_finds_in_the_same_bytes(seeded: Stor
             refused = False
         except SecretError:
             refused = True
-        assert refused == bool(guard.scan_bytes(data)), data
-    assert [bool(guard.scan_bytes(data)) for data in cases] == [False, False, True]
+        assert refused == bool(secrets.scan_bytes(data)), data
+    assert [bool(secrets.scan_bytes(data)) for data in cases] == [False, False, True]
 
 
 def test_every_rules_literals_name_a_rule_and_read_its_text() -> None:
     """The literals that let a rule skip a text are kept beside the rules, by name: a renamed rule
     would lose its gate without a word, and a lowered rule reads lower-cased text only."""
-    by_name = {rule.name: rule for rule in guard.RULES}
-    assert set(guard._LITERALS) <= set(by_name)
-    for name, words in guard._LITERALS.items():
+    by_name = {rule.name: rule for rule in secrets.SECRET_PATTERNS}
+    assert set(secrets._LITERALS) <= set(by_name)
+    for name, words in secrets._LITERALS.items():
         assert words and all(words), name
         if by_name[name].lowered:
             assert all(word == word.lower() for word in words), name

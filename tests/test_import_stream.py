@@ -16,11 +16,11 @@ import pytest
 from cclg import api, ledger
 from cclg.doctor import diagnose
 from cclg.errors import IllegalPatchError, ValidationError
-from cclg.guard import SecretError
 from cclg.index import open_index
 from cclg.query import Where
 from cclg.records import MemoryNode
 from cclg.search import bm25
+from cclg.secrets import SecretError
 from cclg.store import Store
 from cclg.undo import rollback
 
@@ -108,7 +108,7 @@ def test_relations_may_name_a_memory_of_a_later_line_but_not_a_missing_one(store
     early.relations["depends_on"] = [late.id]
     data = "\n".join(json.dumps(n.to_dict()) for n in (early, *[api.build_node(c, source="f") for c in good()], late))
     result = api.import_jsonl(store, data.encode(), name="seed.jsonl")
-    assert early.id in result.node_ids and late.id in result.node_ids
+    assert early.id in result.memory_ids and late.id in result.memory_ids
     orphan = api.build_node("The queue is RabbitMQ", source="file")
     orphan.relations["depends_on"] = ["mem_0000000000000000000000000a"]
     with pytest.raises(ValidationError) as refused:
@@ -121,7 +121,7 @@ def test_relations_may_name_a_memory_of_a_later_line_but_not_a_missing_one(store
 
 def test_a_streamed_import_is_indexed_as_its_files_read_and_undone_whole(seeded: Store) -> None:
     result = api.import_jsonl(seeded, lines(*good(), "The last memory of the file names Kestrel"), name="seed.jsonl")
-    assert len(result.node_ids) == GOOD + 1 and result.patch is not None
+    assert len(result.memory_ids) == GOOD + 1 and result.patch is not None
     assert searchable(seeded, "kestrel") == ["The last memory of the file names Kestrel"]
     report = diagnose(seeded)
     assert report.ok and report.refreshed == [], "the index the import wrote agrees with the files as they are"

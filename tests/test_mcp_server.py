@@ -37,12 +37,13 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp_types import CallToolResult, Tool
 
-from cclg import __version__, api, doctor, guard, search
+from cclg import __version__, api, doctor, labels, search
 from cclg import format as fmt
 from cclg.api import allowed_repository
 from cclg.cli import cli
 from cclg.errors import UsageError
 from cclg.files import read_jsonl
+from cclg.labels import labels_of
 from cclg.ledger import apply_patch, create_nodes
 from cclg.mcp_server import main
 from cclg.query import Where
@@ -348,7 +349,7 @@ def test_input_schemas_carry_the_limits_and_vocabularies(served: Served) -> None
     label = schemas["cclg_label"]
     assert label["required"] == ["memory_id", "reason"]
     assert label["properties"]["trust"]["enum"] == [None, "untrusted", "quarantined"], "never trusted"
-    assert label["properties"]["sensitivity"]["enum"] == [None, *guard.SENSITIVITY]
+    assert label["properties"]["sensitivity"]["enum"] == [None, *labels.SENSITIVITY]
     assert label["properties"]["retention"]["enum"] == [None, "preferred", "optional"], "never required (pinned)"
     assert add["properties"]["retention"]["enum"] == ["preferred", "optional"]
     assert schemas["cclg_reindex"]["properties"] == {}
@@ -484,7 +485,7 @@ def test_add_writes_a_node_the_store_reads_back(served: Served) -> None:
     node = store.read_node(plain["id"])
     assert node.to_dict() == plain
     assert node.source.label == "mcp" and node.status == "active" and node.type == "memory"
-    (created,) = api.history(store, node_id=node.id)
+    (created,) = api.history(store, memory_id=node.id)
     assert created.operation == "create" and created.new_node_ids == [node.id]
     full = served.ok(
         "memory_add",
@@ -532,7 +533,7 @@ def test_patch_supersede_retires_the_target_and_rollback_restores_it(served: Ser
     assert result["patch"] == store.read_patch(patch_id).to_dict()
     assert result["patch"]["operation"] == "supersede" and result["patch"]["source"]["label"] == "mcp"
     assert result["patch"]["prior_states"] == {target: "active"}
-    assert result["changed_node_ids"] == [target]
+    assert result["changed_memory_ids"] == [target]
     (new,) = result["new_nodes"]
     assert store.read_node(new["id"]).to_dict() == new and new["status"] == "active"
     assert new["relations"]["supersedes"] == [target]
@@ -633,14 +634,14 @@ def test_label_quarantines_a_memory_and_the_pack_withholds_it(served: Served) ->
 def test_label_cannot_mark_a_memory_trusted_and_writes_nothing(served: Served) -> None:
     store = served.store
     node = api.add_memory(store, "Egret builds cache their wheels", source="mcp").node
-    assert guard.labels(node.metadata)[0] == "untrusted"
+    assert labels_of(node.metadata)[0] == "untrusted"
     before = footprint(store)
     message = served.error("cclg_label", {"memory_id": node.id, "trust": "trusted", "reason": "trust me"})
     assert "cannot mark a memory trusted" in message
     assert footprint(store) == before, "a refused label writes nothing"
     assert store.read_node(node.id).to_dict() == node.to_dict()
     relabelled = served.ok("cclg_label", {"memory_id": node.id, "sensitivity": "confidential", "reason": "internal"})
-    assert guard.labels(relabelled["new_nodes"][0]["metadata"]) == ("untrusted", "confidential", "optional")
+    assert labels_of(relabelled["new_nodes"][0]["metadata"]) == ("untrusted", "confidential", "optional")
 
 
 def test_an_mcp_rollback_cannot_undo_the_users_quarantine(served: Served) -> None:
@@ -855,7 +856,7 @@ def test_cli_and_mcp_add_write_the_same_records(served: Served, tmp_path: Path) 
         "node_written",
         "patch_written",
     ]
-    patches = [api.history(s, node_id=n["id"])[0].to_dict() for s, n in ((store, through_mcp), (twin, through_cli))]
+    patches = [api.history(s, memory_id=n["id"])[0].to_dict() for s, n in ((store, through_mcp), (twin, through_cli))]
     assert normalise(patches[0]) == normalise(patches[1])
 
 

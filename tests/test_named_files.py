@@ -38,11 +38,11 @@ def not_a_file(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("command", ["raw", "import-jsonl", "import", "open", "scan"])
+@pytest.mark.parametrize("command", ["raw", "import-jsonl", "import-container", "open", "scan"])
 def test_a_command_reading_a_named_file_refuses_what_is_not_a_regular_file(
     store: Store, not_a_file: Path, command: str
 ) -> None:
-    """``cclg import`` and ``cclg open`` waited on a FIFO for ever and read /dev/zero until MemoryError;
+    """``cclg import-container`` and ``cclg open`` waited on a FIFO for ever and read /dev/zero until MemoryError;
     ``raw`` and ``import-jsonl`` called one "no such file"; ``scan`` scanned nothing and said so with 0."""
     done = _cclg(store, command, str(not_a_file))
     assert done.returncode == 2, done.stderr

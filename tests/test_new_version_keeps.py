@@ -120,7 +120,7 @@ def test_promotion_and_distill_keep_the_window(store: Store) -> None:
     (proposal,) = distill.propose(store, SESSION)
     assert proposal["keeps"] == {"valid_until": UNTIL, "confidence": 0.8, "priority": "normal"}, "the proposal says so"
     (done,) = distill.accept(store, SESSION, None)
-    (new_id,) = done["new_node_ids"]
+    (new_id,) = done["new_memory_ids"]
     new = api.show(store, new_id)
     assert (new.effective_from, new.effective_until, new.confidence) == (old.effective_from, UNTIL, 0.8)
 

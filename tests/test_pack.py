@@ -24,14 +24,15 @@ import cclg.selection
 from cclg.api import add_memory
 from cclg.cli import cli
 from cclg.errors import UsageError
+from cclg.fencing import reveal
 from cclg.files import read_jsonl
-from cclg.guard import SecretError, reveal
 from cclg.index import open_index
 from cclg.ledger import apply_patch, create_nodes
 from cclg.query import Where
 from cclg.records import Scope, Source, dumps, new_node
 from cclg.rendering import prompt_markdown, prompt_toml, render
 from cclg.search import bm25
+from cclg.secrets import SecretError
 from cclg.selection import SUPPRESSED_PREFIX_CHARS, Budget, PackRequest, Spending, compile_pack
 from cclg.store import Store
 from cclg.text import estimate_tokens, json_literal

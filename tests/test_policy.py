@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cclg import api, guard
+from cclg import api
 from cclg.cli import cli
 from cclg.errors import UsageError
+from cclg.labels import labels_of
 from cclg.ledger import apply_patch
 from cclg.rendering import render
 from cclg.selection import Budget, PackRequest, compile_pack
@@ -30,7 +31,7 @@ def packed(store: Store, query: str, **options: object) -> list[str]:
 
 def test_library_and_import_defaults_are_untrusted_internal_optional(store: Store) -> None:
     node = api.add_memory(store, "Defaults apply here", source="test").node
-    assert guard.labels(node.metadata) == ("untrusted", "internal", "optional")
+    assert labels_of(node.metadata) == ("untrusted", "internal", "optional")
     assert {k: node.metadata[k] for k in ("trust", "sensitivity", "retention")} == {
         "trust": "untrusted",
         "sensitivity": "internal",
@@ -40,7 +41,7 @@ def test_library_and_import_defaults_are_untrusted_internal_optional(store: Stor
     short = {"content": "An imported short line", "source": "file"}
     lines = "\n".join(json.dumps(r) for r in (record, short)).encode()
     result = api.import_jsonl(store, lines, name="seed.jsonl")
-    assert [guard.labels(store.read_node(i).metadata)[0] for i in result.node_ids] == ["untrusted", "untrusted"]
+    assert [labels_of(store.read_node(i).metadata)[0] for i in result.memory_ids] == ["untrusted", "untrusted"]
 
 
 def test_cli_add_is_trusted_by_default_and_takes_labels(tmp_path: Path) -> None:
@@ -64,18 +65,18 @@ def test_cli_add_is_trusted_by_default_and_takes_labels(tmp_path: Path) -> None:
 def test_unknown_labels_are_refused_and_hand_edited_ones_read_cautiously(store: Store) -> None:
     with pytest.raises(UsageError, match="sensitivity"):
         api.add_memory(store, "x", source="test", sensitivity="secret")
-    assert guard.labels({"trust": "very", "sensitivity": "top secret"}) == ("quarantined", "restricted", "optional")
+    assert labels_of({"trust": "very", "sensitivity": "top secret"}) == ("quarantined", "restricted", "optional")
 
 
 def test_a_patch_inherits_labels_and_cannot_raise_trust(store: Store) -> None:
     old = add(store, "The VPN config lives in ops/vpn", trust="untrusted", sensitivity="confidential")
     new = apply_patch(store, "refine", [old], reason="moved", contents=["The VPN config lives in ops/net/vpn"])
-    assert guard.labels(new.new_nodes[0].metadata) == ("untrusted", "confidential", "optional")
+    assert labels_of(new.new_nodes[0].metadata) == ("untrusted", "confidential", "optional")
     trusted = add(store, "Releases are cut on Mondays", trust="trusted")
     capped = apply_patch(
         store, "refine", [trusted], reason="r", contents=["Releases are cut on Monday mornings"], max_trust="untrusted"
     )
-    assert guard.labels(capped.new_nodes[0].metadata)[0] == "untrusted"
+    assert labels_of(capped.new_nodes[0].metadata)[0] == "untrusted"
 
 
 # ---------------------------------------------------------------- what the pack does
@@ -145,7 +146,7 @@ def test_the_user_relabels_a_memory_through_the_ledger(tmp_path: Path) -> None:
     root = tmp_path / "store"
     store, _ = Store.init(root)
     agent_wrote = api.add_memory(store, "Curlew builds run on the arm64 runners", source="mcp").node
-    assert guard.labels(agent_wrote.metadata)[0] == "untrusted"
+    assert labels_of(agent_wrote.metadata)[0] == "untrusted"
     runner = CliRunner()
     result = runner.invoke(
         cli,

@@ -273,7 +273,7 @@ def test_a_project_scope_travels_in_a_container_to_a_clone_on_another_machine(st
     exported = subprocess.run([CLI, "--root", str(store.root), "export", str(container)], capture_output=True)
     assert exported.returncode == 0, exported.stderr
     other, _ = Store.init(tmp_path / "other-store")
-    cclg(other, tmp_path, "import", str(container))
+    cclg(other, tmp_path, "import-container", str(container))
     desktop = tmp_path / "desktop" / "service"  # another machine's clone, in a folder of another name
     desktop.parent.mkdir()
     git(tmp_path, "clone", "-q", str(laptop), str(desktop))

@@ -18,12 +18,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from cclg import api, doctor, guard, ledger
+from cclg import api, doctor, ledger
 from cclg.cli import cli
 from cclg.container import load_container, write_container
+from cclg.container_import import ContainerImportReport, import_container
 from cclg.errors import NotFoundError, UsageError, ValidationError
 from cclg.ids import new_id, now_iso
-from cclg.importing import ImportReport, import_container
+from cclg.labels import labels_of
 from cclg.query import Where
 from cclg.records import MemoryNode, MemoryPatch, Scope, Source, default_resolution_policy, new_node
 from cclg.search import search
@@ -41,7 +42,7 @@ def current(store: Store) -> set[str]:
     return {n.id for n in effective_view(store.load_nodes().values(), store.load_patches())}
 
 
-def bring(store: Store, text: str) -> ImportReport:
+def bring(store: Store, text: str) -> ContainerImportReport:
     return import_container(store, load_container(text))
 
 
@@ -100,7 +101,7 @@ def test_a_container_node_claiming_trust_and_a_pin_arrives_untrusted_and_unpinne
     patches = [foreign_patch("create", [], new_node_ids=[node.id], new_content=node.content, prior_states={})]
     report = bring(store, write_container([node], patches if with_create_patch else []))
     stored = store.read_node(node.id)
-    assert guard.labels(stored.metadata) == ("untrusted", "internal", "preferred")
+    assert labels_of(stored.metadata) == ("untrusted", "internal", "preferred")
     assert "pinned" not in stored.metadata
     assert any(node.id in note and "trust trusted -> untrusted" in note for note in report.notes)
     assert compile_pack(store, PackRequest(""))["memory_nodes"] == [], "not pinned into every pack"
@@ -122,7 +123,7 @@ def test_only_the_user_raises_an_imported_memory(store: Store) -> None:
 def test_cli_import_of_a_boastful_container_then_pack(tmp_path: Path, store: Store) -> None:
     path = tmp_path / "boast.cclg"
     path.write_text(write_container([boastful()]), "utf-8")
-    result = cclg(store.root, "import", str(path), "--json")
+    result = cclg(store.root, "import-container", str(path), "--json")
     assert result.exit_code == 0, result.output
     assert any("claimed more than an import may" in note for note in json.loads(result.stdout)["notes"])
     packed = cclg(store.root, "pack", "--format", "json")
@@ -133,9 +134,9 @@ def test_cli_import_of_a_boastful_container_then_pack(tmp_path: Path, store: Sto
 def test_a_full_record_line_cannot_pin_or_require_itself(store: Store) -> None:
     record = boastful("Pin me into every prompt").to_dict()
     result = api.import_jsonl(store, json.dumps(record).encode(), name="seed.jsonl")
-    (node_id,) = result.node_ids
+    (node_id,) = result.memory_ids
     stored = store.read_node(node_id)
-    assert guard.labels(stored.metadata) == ("untrusted", "internal", "preferred") and "pinned" not in stored.metadata
+    assert labels_of(stored.metadata) == ("untrusted", "internal", "preferred") and "pinned" not in stored.metadata
     assert compile_pack(store, PackRequest(""))["memory_nodes"] == []
 
 
@@ -233,7 +234,7 @@ def test_a_limited_caller_only_makes_labels_stricter(store: Store) -> None:
     stricter = api.label(
         store, plain.id, sensitivity="confidential", trust="quarantined", reason="r", max_trust="untrusted"
     )
-    assert guard.labels(stricter.new_nodes[0].metadata)[:2] == ("quarantined", "confidential")
+    assert labels_of(stricter.new_nodes[0].metadata)[:2] == ("quarantined", "confidential")
     with pytest.raises(UsageError, match="cannot pin a memory"):
         api.add_memory(store, "Pin this forever", source="mcp", retention="required", max_trust="untrusted")
 
@@ -249,7 +250,7 @@ def test_a_foreign_forget_of_a_local_memory_is_refused_and_waits_as_a_conflict(t
         forget = foreign_patch("forget", [local.id])
         path = tmp_path / f"{forget.id}.cclg"
         path.write_text(write_container([copy], [forget]), "utf-8")
-        result = cclg(store.root, "import", str(path), "--json")
+        result = cclg(store.root, "import-container", str(path), "--json")
         assert result.exit_code == 0, result.output
         report = json.loads(result.stdout)
         (refused,) = report["refused"]
@@ -259,7 +260,7 @@ def test_a_foreign_forget_of_a_local_memory_is_refused_and_waits_as_a_conflict(t
         assert store.read_node(local.id) == local and local.id in current(store)
         note = store.read_node(refused["kept_as"])
         assert note.status == "conflict_pending" and note.relations["contradicts"] == [local.id]
-        assert forget.id in note.content and guard.labels(note.metadata)[0] == "untrusted"
+        assert forget.id in note.content and labels_of(note.metadata)[0] == "untrusted"
         listed = json.loads(cclg(store.root, "conflicts", "--json").stdout)
         assert (note.id, [local.id]) in [(e["node"]["id"], e["contradicted_by"]) for e in listed]
         assert cclg(store.root, "doctor").exit_code == 0
@@ -274,7 +275,7 @@ def test_a_foreign_forget_of_a_local_memory_is_refused_and_waits_as_a_conflict(t
 
 def test_a_foreign_rollback_of_a_local_patch_is_refused_and_repair_keeps_the_memory(store: Store) -> None:
     local = user_memory(store, "The API listens on port 8080")
-    (created,) = api.history(store, node_id=local.id)
+    (created,) = api.history(store, memory_id=local.id)
     undo = foreign_patch("rollback", [local.id], rollback_of=created.id, prior_states={local.id: "active"})
     report = bring(store, write_container([copy_of(local)], [created, undo]))
     assert [(r["patch"], r["would_change"]) for r in report.refused] == [(undo.id, [local.id])]
@@ -395,7 +396,7 @@ def test_a_limited_callers_patch_of_a_pinned_trusted_memory_inherits_neither_pin
     result = ledger.apply_patch(store, operation, targets, contents=contents, reason="r", max_trust="untrusted")
     assert len(result.new_nodes) == len(PATCH_CONTENTS[operation])
     for node in result.new_nodes:
-        assert guard.labels(store.read_node(node.id).metadata) == ("untrusted", "confidential", "preferred"), operation
+        assert labels_of(store.read_node(node.id).metadata) == ("untrusted", "confidential", "preferred"), operation
     assert compile_pack(store, PackRequest(""))["memory_nodes"] == [], "the caller's text is not pinned into every pack"
     assert findings(store) == []
 
@@ -405,7 +406,7 @@ def test_the_users_own_patch_of_a_pinned_memory_keeps_the_pin(store: Store, oper
     """The ceiling is the writer's: the user (no ceiling) still carries pin and trust forward."""
     pinned = user_memory(store, "Never push to main", retention="required")
     result = api.patch(store, operation, [pinned.id], contents=PATCH_CONTENTS[operation], reason="r")
-    assert {guard.labels(n.metadata) for n in result.new_nodes} == {("trusted", "internal", "required")}
+    assert {labels_of(n.metadata) for n in result.new_nodes} == {("trusted", "internal", "required")}
     assert {e["id"] for e in compile_pack(store, PackRequest(""))["memory_nodes"]} == {n.id for n in result.new_nodes}
 
 

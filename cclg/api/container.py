@@ -1,6 +1,6 @@
 """The container: moving memory between stores as one ``.cclg`` file (export, load, import).
 
-The file's format is ``cclg.container``'s, bringing one into a store ``cclg.importing``'s; both are
+The file's format is ``cclg.container``'s, bringing one into a store ``cclg.container_import``'s; both are
 imported on first use (``_LAZY``).
 """
 
@@ -16,12 +16,12 @@ from cclg.store import Store
 
 _LAZY = {  # module -> the public names it serves, imported on first use
     "cclg.container": "Container ContainerError export_store load_container read_text",
-    "cclg.importing": "ImportReport import_container",
+    "cclg.container_import": "ContainerImportReport import_container",
 }
 
 if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
     from cclg.container import Container, ContainerError, export_store, load_container, read_text
-    from cclg.importing import ImportReport, import_container
+    from cclg.container_import import ContainerImportReport, import_container
 else:
 
     def __getattr__(name: str) -> Any:
@@ -36,7 +36,7 @@ else:
 __all__ = [
     "Container",
     "ContainerError",
-    "ImportReport",
+    "ContainerImportReport",
     "export_store",
     "export_to",
     "import_container",

@@ -45,13 +45,14 @@ __all__ = [
     "awareness",
     "clear_turn",
     "close_session",
+    "deliver_previous_turn",
     "distill_accept",
     "distill_review",
     "learn_from_step",
     "list_rules",
     "log_hook_failure",
+    "mark_turn_context_emptied",
     "note_prompt",
-    "previous_turn",
     "read_turn",
     "recent_prompts",
     "record_event",
@@ -65,7 +66,6 @@ __all__ = [
     "session_store",
     "start_session",
     "tool_window",
-    "turn_context_emptied",
     "usage_report",
     "write_turn",
 ]
@@ -83,10 +83,10 @@ def session_store(root: str | None) -> Store:
 
 
 def redact_payload(payload: dict[str, Any]) -> dict[str, Any]:
-    """A hook payload with its secrets redacted, before anything of it reaches disk (``cclg.guard``)."""
-    from cclg import guard
+    """A hook payload with its secrets redacted, before anything of it reaches disk (``cclg.secrets``)."""
+    from cclg import secrets
 
-    redacted, _ = guard.redact_value(payload)
+    redacted, _ = secrets.redact_value(payload)
     return redacted  # type: ignore[no-any-return]
 
 
@@ -266,18 +266,18 @@ def note_prompt(store: Store, session_id: str, cwd: object) -> None:
     turns.note_prompt(store, session_id, cwd)
 
 
-def previous_turn(store: Store, session_id: str) -> str:
-    """The previous turn's entry, compact, for the next prompt's context (``cclg.turns.compact``)."""
+def deliver_previous_turn(store: Store, session_id: str) -> str:
+    """The previous turn's entry, compact, for the next prompt's context (``cclg.turns.deliver_previous_turn``)."""
     from cclg import turns
 
-    return turns.compact(store, session_id)
+    return turns.deliver_previous_turn(store, session_id)
 
 
-def turn_context_emptied(store: Store, session_id: str) -> None:
+def mark_turn_context_emptied(store: Store, session_id: str) -> None:
     """The host's context was emptied (a compaction, a clear): the entry is given again (``cclg.turns``)."""
     from cclg import turns
 
-    turns.context_emptied(store, session_id)
+    turns.mark_context_emptied(store, session_id)
 
 
 def seal_turn(store: Store, session_id: str, payload: dict[str, Any]) -> dict[str, Any]:

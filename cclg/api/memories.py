@@ -3,7 +3,7 @@
 Each function takes an open ``Store`` and plain values, does one job, and returns
 records or plain dicts; the surfaces only parse and print. Ids are resolved here,
 in one place: wherever a memory or patch id is taken, a unique prefix of it is
-accepted (``resolve_node_id``, ``resolve_patch_id``). A caller that is not the user
+accepted (``resolve_memory_id``, ``resolve_patch_id``). A caller that is not the user
 (MCP: ``max_trust="untrusted"``) is held to what it may change here too.
 
 The work itself lives in the modules named after it (``intake`` for new memories,
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cclg import format as fmt
-from cclg import guard, ledger
+from cclg import ledger, secrets
 from cclg.errors import (
     CclgError,
     ConcurrencyError,
@@ -37,14 +37,15 @@ from cclg.errors import (
     ValidationError,
 )
 from cclg.files import read_jsonl
-from cclg.guard import SecretError
 from cclg.ids import is_valid_id, parse_moment
 from cclg.index import rebuild_index
 from cclg.intake import AddResult, ImportResult, add_memory, build_node, import_jsonl, parse_scope, scope_for
+from cclg.labels import SENSITIVITY, check_labels, labels_of, least_trusted
 from cclg.lattice import LIVE_STATUSES
 from cclg.ledger import PatchResult
 from cclg.records import MemoryNode, MemoryPatch, Source
 from cclg.repository import project_of
+from cclg.secrets import SecretError
 from cclg.staging import finish
 from cclg.store import Store
 from cclg.view import effective_view
@@ -106,7 +107,7 @@ __all__ = [
     "keep_raw",
     "label",
     "memory_lineage",
-    "named_node_id",
+    "named_memory_id",
     "open_store",
     "parse_moment",
     "parse_scope",
@@ -119,7 +120,7 @@ __all__ = [
     "reindex",
     "repair",
     "resolve",
-    "resolve_node_id",
+    "resolve_memory_id",
     "resolve_patch_id",
     "rollback",
     "scan_secrets",
@@ -148,7 +149,7 @@ def init_store(root: str | Path | None = None) -> tuple[Store, bool]:
 # ---------------------------------------------------------------- ids
 
 
-def resolve_node_id(store: Store, text: str, *, least: int = 0) -> str:
+def resolve_memory_id(store: Store, text: str, *, least: int = 0) -> str:
     """Accept a full memory id, or a unique prefix of one (``mem_01jq`` style) holding at least ``least``
     characters after ``mem_`` (``PURGE_ID_CHARS`` for a purge, which cannot be undone)."""
     return _resolve_id(store, text, "mem", "nodes", "memory", "memories", least)
@@ -159,12 +160,12 @@ def resolve_node_id(store: Store, text: str, *, least: int = 0) -> str:
 PURGE_ID_CHARS = 8
 
 
-def named_node_id(store: Store, text: str) -> str:
+def named_memory_id(store: Store, text: str) -> str:
     """A memory id for a view of what the logs and the ledger name: a stored memory's id or unique
     prefix, else a full id the store no longer holds (moved to ``recovered/``, deleted by a sync),
     which its log lines and patches may still name."""
     try:
-        return resolve_node_id(store, text)
+        return resolve_memory_id(store, text)
     except NotFoundError:
         if is_valid_id(text, "mem"):
             return text
@@ -196,7 +197,7 @@ def _resolve_id(store: Store, text: str, prefix: str, folder: str, noun: str, pl
 
 def show(store: Store, memory_id: str) -> MemoryNode:
     """One memory record (by id or unique prefix), whatever its status."""
-    return store.read_node(resolve_node_id(store, memory_id))
+    return store.read_node(resolve_memory_id(store, memory_id))
 
 
 def status(store: Store, folder: Path | None = None) -> dict[str, Any]:
@@ -225,18 +226,20 @@ def status(store: Store, folder: Path | None = None) -> dict[str, Any]:
     return report
 
 
-def history(store: Store, *, node_id: str | None = None, limit: int | None = None) -> list[MemoryPatch]:
-    """Patches newest first, optionally only those touching the memory ``node_id`` (id or prefix, or
-    the full id of a memory the store no longer holds: ``named_node_id``)."""
-    if node_id is not None:
-        node_id = named_node_id(store, node_id)
+def history(store: Store, *, memory_id: str | None = None, limit: int | None = None) -> list[MemoryPatch]:
+    """Patches newest first, optionally only those touching the memory ``memory_id`` (id or prefix, or
+    the full id of a memory the store no longer holds: ``named_memory_id``)."""
+    if memory_id is not None:
+        memory_id = named_memory_id(store, memory_id)
     patches = store.load_patches()
-    if node_id is not None:
+    if memory_id is not None:
         patches = [
-            p for p in patches if node_id in p.target_ids or node_id in p.new_node_ids or node_id in p.prior_states
+            p
+            for p in patches
+            if memory_id in p.target_ids or memory_id in p.new_node_ids or memory_id in p.prior_states
         ]
-        if not patches and not store.node_path(node_id).exists():
-            raise NotFoundError(f"no memory {node_id} in {store.root}, and no patch names it")
+        if not patches and not store.node_path(memory_id).exists():
+            raise NotFoundError(f"no memory {memory_id} in {store.root}, and no patch names it")
     patches.reverse()
     return patches[:limit] if limit else patches
 
@@ -253,7 +256,7 @@ def memory_lineage(store: Store, memory_id: str) -> dict[str, Any]:
     (``cclg.lineage``); ``memory_id`` may also be the full id of a memory the store no longer holds."""
     from cclg.lineage import lineage as chain
 
-    return chain(store, named_node_id(store, memory_id))
+    return chain(store, named_memory_id(store, memory_id))
 
 
 def _read_optional(store: Store, node_id: str) -> MemoryNode | None:
@@ -281,8 +284,8 @@ def cite(store: Store, memory_id: str) -> dict[str, Any]:
         "content": node.content,
         "source": node.source.to_dict(),
         "raw_spans": spans,
-        "created_by_patch": next((p.id for p in history(store, node_id=node_id) if node_id in p.new_node_ids), None),
-        "patches": [p.id for p in history(store, node_id=node_id)],
+        "created_by_patch": next((p.id for p in history(store, memory_id=node_id) if node_id in p.new_node_ids), None),
+        "patches": [p.id for p in history(store, memory_id=node_id)],
         "relations": {k: v for k, v in node.relations.items() if v},
     }
 
@@ -321,7 +324,7 @@ def patch(
         if added.patch is None:
             raise UsageError(f"{added.duplicate_of} already holds this content; nothing was written")
         return PatchResult(patch=added.patch, new_nodes=added.new_nodes)
-    ids = [resolve_node_id(store, t) for t in targets]
+    ids = [resolve_memory_id(store, t) for t in targets]
     with store.lock():
         if max_trust != "trusted":
             command = f"cclg patch {operation} " + " ".join(f"--target {i}" for i in ids)
@@ -342,7 +345,7 @@ def patch(
 
 def forget(store: Store, memory_id: str, *, reason: str = "forgotten at the user's request") -> PatchResult:
     """``cclg forget``: retire a memory for good (a ``forget`` patch; a rollback undoes it)."""
-    return ledger.apply_patch(store, "forget", [resolve_node_id(store, memory_id)], reason=reason)
+    return ledger.apply_patch(store, "forget", [resolve_memory_id(store, memory_id)], reason=reason)
 
 
 def rollback(
@@ -375,8 +378,8 @@ def _check_caller_rollback(store: Store, undone: MemoryPatch, max_trust: str) ->
         if node is None or (status in LIVE_STATUSES) == (node.status in LIVE_STATUSES):
             continue
         _check_caller_pins([node], command)
-        trust = guard.labels(node.metadata)[0]
-        if status in LIVE_STATUSES and guard.least_trusted(trust, max_trust) != trust:
+        trust = labels_of(node.metadata)[0]
+        if status in LIVE_STATUSES and least_trusted(trust, max_trust) != trust:
             raise UsageError(
                 f"rolling back {undone.id} would bring back {node_id}, a {trust} memory; this caller cannot, "
                 f"the user can: `{command}`"
@@ -392,7 +395,7 @@ def _check_caller_relabel_undo(store: Store, undone: MemoryPatch) -> None:
         root = store.read_patch(root.rollback_of)
     first = _read_optional(store, root.target_ids[0]) if root.target_ids else None
     for new in (_read_optional(store, i) for i in root.new_node_ids):
-        if first is not None and new is not None and guard.labels(new.metadata) != guard.labels(first.metadata):
+        if first is not None and new is not None and labels_of(new.metadata) != labels_of(first.metadata):
             raise UsageError(
                 f"{root.id} changed the labels of {first.id}; this caller cannot undo or redo that, "
                 f"the user can: `cclg rollback {undone.id}`"
@@ -403,7 +406,7 @@ def _check_caller_pins(nodes: list[MemoryNode], command: str) -> None:
     """``UsageError`` for a pinned memory (retention required) among ``nodes``, which a limited caller's
     change would retire or bring back: what stands in every pack is the user's call, as pinning is."""
     for node in nodes:
-        if guard.labels(node.metadata)[2] == "required":
+        if labels_of(node.metadata)[2] == "required":
             raise UsageError(
                 f"{node.id} is pinned (retention required): only the user decides whether it is in effect, "
                 f"this caller cannot retire it or bring it back; the user can: `{command}`"
@@ -425,7 +428,7 @@ def adopt_project(
     MCP tool's: nothing records which repository of that name a memory came from."""
     from cclg.adoption import adopt_project as adopt
 
-    ids = [resolve_node_id(store, text) for text in memory_ids or []]
+    ids = [resolve_memory_id(store, text) for text in memory_ids or []]
     return adopt(store, folder, name, memory_ids=ids, dry_run=dry_run, reason=reason)
 
 
@@ -445,8 +448,8 @@ def label(
     chosen = {k: v for k, v in (("trust", trust), ("sensitivity", sensitivity), ("retention", retention)) if v}
     if not chosen:
         raise UsageError("give at least one of trust, sensitivity, retention")
-    guard.check_labels(trust, sensitivity, retention)
-    if trust is not None and guard.least_trusted(trust, max_trust) != trust:
+    check_labels(trust, sensitivity, retention)
+    if trust is not None and least_trusted(trust, max_trust) != trust:
         raise UsageError(f"this caller cannot mark a memory {trust}; the user can, with `cclg label --trust {trust}`")
     node = show(store, memory_id)
     if max_trust != "trusted":
@@ -459,7 +462,7 @@ def label(
 def _check_caller_label(node: MemoryNode, chosen: dict[str, str], max_trust: str) -> None:
     """``UsageError`` when a limited caller's labels would loosen ``node``'s, or pin or unpin it: the
     labels it asks for, and those its new version would carry (within its ceiling: never pinned)."""
-    current = dict(zip(("trust", "sensitivity", "retention"), guard.labels(node.metadata), strict=True))
+    current = dict(zip(("trust", "sensitivity", "retention"), labels_of(node.metadata), strict=True))
     written = ledger.inherited_labels(node, chosen, max_trust)
     looser = list(dict.fromkeys(c for labels in ({**current, **chosen}, written) for c in _loosened(current, labels)))
     if looser:
@@ -474,9 +477,9 @@ def _loosened(current: dict[str, str], labels: dict[str, str]) -> list[str]:
     trust, sensitivity, retention = current["trust"], current["sensitivity"], current["retention"]
     new_trust, new_sensitivity, new_retention = labels["trust"], labels["sensitivity"], labels["retention"]
     looser = []
-    if guard.least_trusted(new_trust, trust) != new_trust:
+    if least_trusted(new_trust, trust) != new_trust:
         looser.append(f"trust {trust} -> {new_trust}")
-    if guard.SENSITIVITY.index(new_sensitivity) < guard.SENSITIVITY.index(sensitivity):
+    if SENSITIVITY.index(new_sensitivity) < SENSITIVITY.index(sensitivity):
         looser.append(f"sensitivity {sensitivity} -> {new_sensitivity}")
     if new_retention != retention and "required" in (retention, new_retention):
         looser.append(f"retention {retention} -> {new_retention}")
@@ -494,7 +497,7 @@ def keep_raw(store: Store, data: bytes, name: str) -> dict[str, Any]:
         )
     # Read as `cclg scan` reads a file (UTF-8, other bytes one character each): one detector, one reading.
     text = data.decode("utf-8", "surrogateescape")
-    guard.refuse_secrets({"raw": text, "name": name}, f"keeping {guard.redact(name)[0]}")
+    secrets.refuse_secrets({"raw": text, "name": name}, f"keeping {secrets.redact(name)[0]}")
     stored, written = store.write_raw(data, name)
     return {"path": stored, "bytes": len(data), "written": written}
 
@@ -551,10 +554,10 @@ def audit_log(
     store: Store, *, limit: int = 50, event: str | None = None, memory_id: str | None = None
 ) -> list[dict[str, Any]]:
     """The audit log, newest first, optionally one event kind or the records naming one memory (also
-    one the store no longer holds: ``named_node_id``)."""
+    one the store no longer holds: ``named_memory_id``)."""
     if event is not None and event not in fmt.AUDIT_EVENTS:
         raise UsageError(f"unknown audit event {event!r}; use one of {', '.join(fmt.AUDIT_EVENTS)}")
-    node_id = named_node_id(store, memory_id) if memory_id else None
+    node_id = named_memory_id(store, memory_id) if memory_id else None
     records = []
     for record in reversed(read_jsonl(store.audit_path).records):
         if event is not None and record.get("event") != event:
@@ -579,7 +582,7 @@ def promote(
     becomes active and the session memory is marked promoted (a rollback undoes it)."""
     from cclg.promotion import promote as promote_memory
 
-    return promote_memory(store, resolve_node_id(store, memory_id), reason=reason)
+    return promote_memory(store, resolve_memory_id(store, memory_id), reason=reason)
 
 
 def purge_preview(store: Store, memory_id: str) -> tuple[MemoryNode, str]:
@@ -587,7 +590,7 @@ def purge_preview(store: Store, memory_id: str) -> tuple[MemoryNode, str]:
     ``mem_``) would erase, with the start of its content on one line: what a confirmation shows."""
     from cclg.purge import preview
 
-    node = store.read_node(resolve_node_id(store, memory_id, least=PURGE_ID_CHARS))
+    node = store.read_node(resolve_memory_id(store, memory_id, least=PURGE_ID_CHARS))
     return node, preview(node)
 
 
@@ -604,7 +607,7 @@ def purge_memory(
     that must repeat the full id (MCP) passes it as ``confirm_id``, and nothing is erased unless it matches."""
     from cclg import purge
 
-    node_id = resolve_node_id(store, memory_id, least=PURGE_ID_CHARS)
+    node_id = resolve_memory_id(store, memory_id, least=PURGE_ID_CHARS)
     if confirm_id is not None and confirm_id != node_id:
         raise UsageError(f"confirm_id must be the memory's full id, {node_id}: nothing was erased")
     return purge.purge_memory(store, node_id, reason=reason, source=source)

@@ -10,16 +10,9 @@ the operations and their records.
 
 from __future__ import annotations
 
+from cclg.fencing import escape_invisible, terminal_text
 from cclg.files import read_regular
-from cclg.guard import (
-    DEFAULT_RETENTION,
-    DEFAULT_SENSITIVITY,
-    RETENTION,
-    SENSITIVITY,
-    TRUST,
-    escape_invisible,
-    terminal_text,
-)
+from cclg.labels import DEFAULT_RETENTION, DEFAULT_SENSITIVITY, RETENTION, SENSITIVITY, TRUST
 from cclg.repository import project_filter
 
 __all__ = [

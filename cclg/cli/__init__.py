@@ -38,7 +38,7 @@ COMMAND_MODULES = {  # module of cclg.cli -> the commands it defines (in its COM
     ],
     "inspect": ["status", "show", "log", "diff", "cite", "audit", "validate", "doctor", "scan", "rules"],
     "retrieval": ["search", "grep", "recall", "pack", "reindex"],
-    "containers": ["export", "open", "import"],
+    "containers": ["export", "open", "import-container"],
     "code": ["code-index", "code-search"],
     "hosts": ["install", "uninstall", "demo-store"],
     "turns": ["turn"],

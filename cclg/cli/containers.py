@@ -51,12 +51,12 @@ def open_command(file: str, session_id: str | None, no_validate: bool, as_json: 
         click.echo(f"warning: {shown(warning)}", err=True)
 
 
-@click.command("import")
+@click.command("import-container")
 @click.argument("file")
 @click.option("--dry-run", is_flag=True, help="Report what would happen; write nothing.")
 @json_option
 @click.pass_context
-def import_command(ctx: click.Context, file: str, dry_run: bool, as_json: bool) -> None:
+def import_container_command(ctx: click.Context, file: str, dry_run: bool, as_json: bool) -> None:
     """Bring a .cclg container's records into the store ('-' reads stdin), all or nothing.
 
     Known records are skipped. A container never changes your memories: a known
@@ -66,7 +66,7 @@ def import_command(ctx: click.Context, file: str, dry_run: bool, as_json: bool) 
     with `cclg resolve`). Imported memories are untrusted and never pinned until
     you `cclg label` them. The file is checked in full before anything is written.
 
-    Example: cclg import backup.cclg --dry-run
+    Example: cclg import-container backup.cclg --dry-run
     """
     container = api.load_container(api.read_text(file))
     report = api.import_container(store_of(ctx), container, dry_run=dry_run)
@@ -75,4 +75,4 @@ def import_command(ctx: click.Context, file: str, dry_run: bool, as_json: bool) 
     emit(report.to_dict(), as_json)
 
 
-COMMANDS = [export_command, open_command, import_command]
+COMMANDS = [export_command, open_command, import_container_command]

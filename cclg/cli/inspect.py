@@ -53,7 +53,7 @@ def log(ctx: click.Context, memory_id: str | None, lineage_id: str | None, limit
     if lineage_id is not None:
         _lineage(store_of(ctx), lineage_id, as_json)
         return
-    patches = api.history(store_of(ctx), node_id=memory_id, limit=limit)
+    patches = api.history(store_of(ctx), memory_id=memory_id, limit=limit)
     if as_json:
         emit([p.to_dict() for p in patches], True)
         return

@@ -10,7 +10,7 @@ One job per module; imports point down this list:
   ``resolve``: import specs -> repository files;
 - ``languages``: one ``Language`` record per language, in one table, and the
   grammar and tag-query loading; the parts each record names: ``tags`` (tag
-  queries), ``captures`` (capture rules and import readers), ``resolvers``
+  queries), ``captures`` (capture specs and import readers), ``resolvers``
   (import resolvers);
 - ``rank``: ranking files for a task, and rendering the CodeGraphPack;
   ``search_index``: the SQLite index the ranking reads (schema and writer);

@@ -21,7 +21,7 @@ symbolic link, tracked or not, nothing under a linked folder, no FIFO or device)
 without following a link or waiting (``cclg.files.open_regular``) and read no further than its size.
 
 The repository itself is never written to, and no secret in it is copied into the store:
-each file is read with its secrets redacted (``cclg.guard.redact_bytes``, line breaks kept so
+each file is read with its secrets redacted (``cclg.secrets.redact_bytes``, line breaks kept so
 that line numbers hold) before it is parsed or indexed.
 """
 
@@ -41,7 +41,7 @@ from fnmatch import fnmatch
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from cclg import guard
+from cclg import secrets
 from cclg.codegraph.history import CHURN_COMMITS, LOG_FORMAT, Churn, read_saved, saved_bytes, saved_key, tally
 from cclg.codegraph.languages import language_of, missing_grammars, query
 from cclg.codegraph.parse import parse_source
@@ -298,7 +298,7 @@ def _line_count(data: bytes) -> int:
 
 
 def _without_secrets(data: bytes) -> bytes:
-    return guard.redact_bytes(data, keep_lines=True)[0]
+    return secrets.redact_bytes(data, keep_lines=True)[0]
 
 
 def _minified(data: bytes, lines: int) -> bool:

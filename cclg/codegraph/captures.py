@@ -4,7 +4,7 @@ The per-language parts that ``cclg.codegraph.parse`` applies to what a language'
 tag query (``cclg.codegraph.tags``) captured, named by that language's
 ``Language`` record (``cclg.codegraph.languages``):
 
-- ``Rules``: which syntax nodes are function bodies (a definition inside one is
+- ``CaptureSpec``: which syntax nodes are function bodies (a definition inside one is
   local and dropped) and class-like bodies (a function inside one is a method,
   and a constant in one is kept only where the language has class constants),
   the keywords that are never references, and an optional ``refine`` that
@@ -33,7 +33,7 @@ ImportReader = Callable[[Node], list[str]]
 
 
 @dataclass(frozen=True, slots=True)
-class Rules:
+class CaptureSpec:
     """How to read one language's captures."""
 
     function_scopes: frozenset[str]  # a definition inside one of these bodies is local
@@ -260,7 +260,7 @@ def bash_source(node: Node) -> list[str]:
 
 
 # ---------------------------------------------------------------------------
-# Per-language rules.
+# Per-language capture specs.
 
 
 def _words(text: str) -> frozenset[str]:
@@ -293,7 +293,7 @@ _CPP_KEYWORDS = _C_KEYWORDS | _words(
     """
 )
 
-PYTHON_RULES = Rules(
+PYTHON_CAPTURES = CaptureSpec(
     function_scopes=_words("function_definition lambda"),
     class_scopes=_words("class_definition"),
     class_constants=False,
@@ -301,7 +301,7 @@ PYTHON_RULES = Rules(
     refine=_refine_python,
 )
 
-JAVASCRIPT_RULES = Rules(
+JAVASCRIPT_CAPTURES = CaptureSpec(
     function_scopes=_words(
         "function_declaration generator_function_declaration function_expression function generator_function"
         " arrow_function method_definition"
@@ -312,15 +312,15 @@ JAVASCRIPT_RULES = Rules(
     refine=_refine_js,
 )
 
-TYPESCRIPT_RULES = Rules(
-    function_scopes=JAVASCRIPT_RULES.function_scopes,
-    class_scopes=JAVASCRIPT_RULES.class_scopes | _words("abstract_class_declaration interface_declaration"),
+TYPESCRIPT_CAPTURES = CaptureSpec(
+    function_scopes=JAVASCRIPT_CAPTURES.function_scopes,
+    class_scopes=JAVASCRIPT_CAPTURES.class_scopes | _words("abstract_class_declaration interface_declaration"),
     class_constants=False,
     keywords=_JS_KEYWORDS | _words("any unknown never"),
     refine=_refine_js,
 )
 
-GO_RULES = Rules(
+GO_CAPTURES = CaptureSpec(
     function_scopes=_words("function_declaration method_declaration func_literal"),
     class_scopes=frozenset(),
     class_constants=False,
@@ -335,7 +335,7 @@ GO_RULES = Rules(
     refine=_refine_go,
 )
 
-RUST_RULES = Rules(
+RUST_CAPTURES = CaptureSpec(
     function_scopes=_words("function_item closure_expression"),
     class_scopes=_words("impl_item trait_item"),
     class_constants=False,
@@ -348,7 +348,7 @@ RUST_RULES = Rules(
     ),
 )
 
-JAVA_RULES = Rules(
+JAVA_CAPTURES = CaptureSpec(
     function_scopes=_words(
         "method_declaration constructor_declaration compact_constructor_declaration lambda_expression"
     ),
@@ -367,21 +367,21 @@ JAVA_RULES = Rules(
     refine=_refine_java,
 )
 
-C_RULES = Rules(
+C_CAPTURES = CaptureSpec(
     function_scopes=_words("function_definition"),
     class_scopes=_words("struct_specifier union_specifier"),
     class_constants=False,
     keywords=_C_KEYWORDS,
 )
 
-CPP_RULES = Rules(
+CPP_CAPTURES = CaptureSpec(
     function_scopes=_words("function_definition lambda_expression"),
     class_scopes=_words("class_specifier struct_specifier union_specifier"),
     class_constants=False,
     keywords=_CPP_KEYWORDS,
 )
 
-RUBY_RULES = Rules(
+RUBY_CAPTURES = CaptureSpec(
     function_scopes=_words("method singleton_method lambda"),
     class_scopes=_words("class module singleton_class"),
     class_constants=True,
@@ -394,7 +394,7 @@ RUBY_RULES = Rules(
     ),
 )
 
-CSHARP_RULES = Rules(
+CSHARP_CAPTURES = CaptureSpec(
     function_scopes=_words(
         "method_declaration constructor_declaration destructor_declaration local_function_statement"
         " lambda_expression anonymous_method_expression accessor_declaration operator_declaration"
@@ -413,7 +413,7 @@ CSHARP_RULES = Rules(
     ),
 )
 
-PHP_RULES = Rules(
+PHP_CAPTURES = CaptureSpec(
     function_scopes=_words(
         "function_definition method_declaration anonymous_function anonymous_function_creation_expression"
         " arrow_function"
@@ -432,7 +432,7 @@ PHP_RULES = Rules(
     ),
 )
 
-BASH_RULES = Rules(
+BASH_CAPTURES = CaptureSpec(
     function_scopes=frozenset(),
     class_scopes=frozenset(),
     class_constants=False,

@@ -36,7 +36,7 @@ import time
 from cclg.codegraph.rank import SearchIndexDamage, rank_files, render_pack
 from cclg.codegraph.search_index import TEXT_SCHEMA, index_schema
 from cclg.codegraph.stored import graph_path, repository_root, search_index_path
-from cclg.guard import quote_outside
+from cclg.fencing import quote_outside
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from cclg import guard
+from cclg import secrets
 
 CHURN_COMMITS = 5_000  # how far back one `git log` looks
 CO_CHANGE_MAX_FILES = 30  # commits touching more files (mass renames, reformatting) say nothing
@@ -55,7 +55,7 @@ def tally(log: str) -> Churn:
         files = sorted({n for n in names.split("\n") if n})
         if 1 <= len(files) <= HISTORY_MAX_FILES and subject.strip():
             message = f"{subject.strip()}\n{body.strip()[:HISTORY_BODY_CHARS]}".strip()
-            history.append((guard.redact(message)[0], files))  # a message is text of the repository too
+            history.append((secrets.redact(message)[0], files))  # a message is text of the repository too
         commits += 1
         when = int(stamp) if stamp.isdigit() else 0
         for name in files:

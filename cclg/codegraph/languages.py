@@ -2,7 +2,7 @@
 
 A ``Language`` holds everything the code graph needs to know of a language: its
 file suffixes, the wheel and function giving its tree-sitter grammar, its tag
-query (``cclg.codegraph.tags``), the rules for reading its captures and its
+query (``cclg.codegraph.tags``), the capture spec for reading its captures and its
 import readers (``cclg.codegraph.captures``) and its import resolver
 (``cclg.codegraph.resolvers``). Adding a language means adding one record to
 ``LANGUAGES``; a record with a part missing (no suffix, no wheel, no pattern, an
@@ -37,7 +37,7 @@ from pathlib import PurePosixPath
 import tree_sitter
 
 from cclg.codegraph import captures, resolvers, tags
-from cclg.codegraph.captures import ImportReader, Rules
+from cclg.codegraph.captures import CaptureSpec, ImportReader
 from cclg.codegraph.resolvers import Resolver
 
 _IMPORT_CAPTURE = re.compile(r"@import\.(\w+)")
@@ -52,7 +52,7 @@ class Language:
     wheel: str  # the module holding the tree-sitter grammar
     wheel_function: str  # its function returning the language pointer
     patterns: tuple[str, ...]  # the tag query, one string per pattern
-    rules: Rules  # how the captures are read
+    capture_spec: CaptureSpec  # how the captures are read
     import_readers: Mapping[str, ImportReader]  # capture style (import.<style>) -> reader
     resolver: Resolver  # import spec -> repository files
 
@@ -72,7 +72,7 @@ class Language:
             problems.append("no grammar wheel or function")
         if not self.patterns or not all(isinstance(p, str) and p.strip() for p in self.patterns):
             problems.append("no tag patterns (or an empty one)")
-        if not isinstance(self.rules, Rules):
+        if not isinstance(self.capture_spec, CaptureSpec):
             problems.append("no capture rules")
         styles = {style for pattern in self.patterns for style in _IMPORT_CAPTURE.findall(pattern)}
         if not styles:
@@ -113,7 +113,7 @@ LANGUAGES: dict[str, Language] = _table(
         wheel="tree_sitter_python",
         wheel_function="language",
         patterns=tags.PYTHON,
-        rules=captures.PYTHON_RULES,
+        capture_spec=captures.PYTHON_CAPTURES,
         import_readers={"python": captures.python_import},
         resolver=resolvers.resolve_python,
     ),
@@ -123,7 +123,7 @@ LANGUAGES: dict[str, Language] = _table(
         wheel="tree_sitter_javascript",
         wheel_function="language",
         patterns=tags.JAVASCRIPT,
-        rules=captures.JAVASCRIPT_RULES,
+        capture_spec=captures.JAVASCRIPT_CAPTURES,
         import_readers=_STRING_IMPORTS,
         resolver=resolvers.resolve_js,
     ),
@@ -133,7 +133,7 @@ LANGUAGES: dict[str, Language] = _table(
         wheel="tree_sitter_typescript",
         wheel_function="language_typescript",
         patterns=tags.TYPESCRIPT,
-        rules=captures.TYPESCRIPT_RULES,
+        capture_spec=captures.TYPESCRIPT_CAPTURES,
         import_readers=_STRING_IMPORTS,
         resolver=resolvers.resolve_js,
     ),
@@ -143,7 +143,7 @@ LANGUAGES: dict[str, Language] = _table(
         wheel="tree_sitter_typescript",
         wheel_function="language_tsx",
         patterns=tags.TYPESCRIPT,
-        rules=captures.TYPESCRIPT_RULES,
+        capture_spec=captures.TYPESCRIPT_CAPTURES,
         import_readers=_STRING_IMPORTS,
         resolver=resolvers.resolve_js,
     ),
@@ -153,7 +153,7 @@ LANGUAGES: dict[str, Language] = _table(
         wheel="tree_sitter_go",
         wheel_function="language",
         patterns=tags.GO,
-        rules=captures.GO_RULES,
+        capture_spec=captures.GO_CAPTURES,
         import_readers=_STRING_IMPORTS,
         resolver=resolvers.resolve_go,
     ),
@@ -163,7 +163,7 @@ LANGUAGES: dict[str, Language] = _table(
         wheel="tree_sitter_rust",
         wheel_function="language",
         patterns=tags.RUST,
-        rules=captures.RUST_RULES,
+        capture_spec=captures.RUST_CAPTURES,
         import_readers={"rust_use": captures.rust_use, "rust_mod": captures.rust_mod},
         resolver=resolvers.resolve_rust,
     ),
@@ -173,7 +173,7 @@ LANGUAGES: dict[str, Language] = _table(
         wheel="tree_sitter_java",
         wheel_function="language",
         patterns=tags.JAVA,
-        rules=captures.JAVA_RULES,
+        capture_spec=captures.JAVA_CAPTURES,
         import_readers={"java": captures.java_import},
         resolver=resolvers.resolve_java,
     ),
@@ -183,7 +183,7 @@ LANGUAGES: dict[str, Language] = _table(
         wheel="tree_sitter_c",
         wheel_function="language",
         patterns=tags.C,
-        rules=captures.C_RULES,
+        capture_spec=captures.C_CAPTURES,
         import_readers=_STRING_IMPORTS,
         resolver=resolvers.resolve_c,
     ),
@@ -193,7 +193,7 @@ LANGUAGES: dict[str, Language] = _table(
         wheel="tree_sitter_cpp",
         wheel_function="language",
         patterns=tags.CPP,
-        rules=captures.CPP_RULES,
+        capture_spec=captures.CPP_CAPTURES,
         import_readers=_STRING_IMPORTS,
         resolver=resolvers.resolve_c,
     ),
@@ -203,7 +203,7 @@ LANGUAGES: dict[str, Language] = _table(
         wheel="tree_sitter_ruby",
         wheel_function="language",
         patterns=tags.RUBY,
-        rules=captures.RUBY_RULES,
+        capture_spec=captures.RUBY_CAPTURES,
         import_readers={"str": captures.import_string, "ruby_relative": captures.ruby_relative},
         resolver=resolvers.resolve_ruby,
     ),
@@ -213,7 +213,7 @@ LANGUAGES: dict[str, Language] = _table(
         wheel="tree_sitter_c_sharp",
         wheel_function="language",
         patterns=tags.CSHARP,
-        rules=captures.CSHARP_RULES,
+        capture_spec=captures.CSHARP_CAPTURES,
         import_readers={"csharp": captures.csharp_using},
         resolver=resolvers.resolve_csharp,
     ),
@@ -223,7 +223,7 @@ LANGUAGES: dict[str, Language] = _table(
         wheel="tree_sitter_php",
         wheel_function="language_php",
         patterns=tags.PHP,
-        rules=captures.PHP_RULES,
+        capture_spec=captures.PHP_CAPTURES,
         import_readers={"php_use": captures.php_use, "php_require": captures.php_require},
         resolver=resolvers.resolve_php,
     ),
@@ -233,7 +233,7 @@ LANGUAGES: dict[str, Language] = _table(
         wheel="tree_sitter_bash",
         wheel_function="language",
         patterns=tags.BASH,
-        rules=captures.BASH_RULES,
+        capture_spec=captures.BASH_CAPTURES,
         import_readers={"bash": captures.bash_source},
         resolver=resolvers.resolve_bash,
     ),

@@ -2,7 +2,7 @@
 
 ``parse_source`` parses the bytes with the language's tree-sitter grammar and
 runs the language's tag query once over the tree, then reads the captured nodes
-(never the whole tree) with the language's rules and import readers; all three
+(never the whole tree) with the language's capture spec and import readers; all three
 come from the language's record (``cclg.codegraph.languages``):
 
 - definitions: the captured names, in source order. A definition inside a
@@ -29,7 +29,7 @@ from typing import Any
 import tree_sitter
 from tree_sitter import Node, Parser, Query, QueryCursor
 
-from cclg.codegraph.captures import Rules, node_text
+from cclg.codegraph.captures import CaptureSpec, node_text
 from cclg.codegraph.languages import LANGUAGES, Language, grammar, query
 
 SIGNATURE_CHARS = 200
@@ -82,8 +82,8 @@ def _parser(language: str, lang: tree_sitter.Language) -> Parser:
 def _extract(parser: Parser, tag_query: Query, language: Language, source: bytes) -> dict[str, Any]:
     tree = parser.parse(source)
     captured = QueryCursor(tag_query).captures(tree.root_node)
-    rules = language.rules
-    found = _definitions(captured, rules)
+    spec = language.capture_spec
+    found = _definitions(captured, spec)
     definitions = [
         {"name": name, "kind": kind, "line": node.start_point[0] + 1, "signature": _signature(source, node)}
         for _, (name, kind, node) in sorted(found.items())
@@ -93,12 +93,12 @@ def _extract(parser: Parser, tag_query: Query, language: Language, source: bytes
     references = sorted(
         name
         for name in (raw.decode("utf-8", "replace") for raw in raw_references if len(raw) >= MIN_REFERENCE_CHARS)
-        if len(name) >= MIN_REFERENCE_CHARS and name not in own and name not in rules.keywords
+        if len(name) >= MIN_REFERENCE_CHARS and name not in own and name not in spec.keywords
     )
     return {"definitions": definitions, "references": references, "imports": _imports(captured, language)}
 
 
-def _definitions(captured: dict[str, list[Node]], rules: Rules) -> dict[int, tuple[str, str, Node]]:
+def _definitions(captured: dict[str, list[Node]], spec: CaptureSpec) -> dict[int, tuple[str, str, Node]]:
     """The definitions captured: name start byte -> (name, kind, name node).
 
     The first capture of a node wins. A prototype (``name.proto``) counts only where
@@ -113,7 +113,7 @@ def _definitions(captured: dict[str, list[Node]], rules: Rules) -> dict[int, tup
         for node in nodes:
             if node.start_byte in found or node.start_byte in prototypes:
                 continue
-            definition = _definition(node, base_kind, rules)
+            definition = _definition(node, base_kind, spec)
             if definition is None:
                 continue
             name, kind = definition
@@ -147,37 +147,37 @@ def _imports(captured: dict[str, list[Node]], language: Language) -> list[str]:
     return ordered
 
 
-def _definition(node: Node, kind: str, rules: Rules) -> tuple[str, str] | None:
+def _definition(node: Node, kind: str, spec: CaptureSpec) -> tuple[str, str] | None:
     name = node_text(node)
     if not name or name == "_":
         return None
-    if rules.refine is not None:
-        refined = rules.refine(kind, node, name)
+    if spec.refine is not None:
+        refined = spec.refine(kind, node, name)
         if refined is None:
             return None
         kind = refined
     if kind == "proto":
         kind = "function"
-    context = _context(node, rules)
+    context = _context(node, spec)
     if context == "local":
         return None
     if context == "class":
         if kind == "function":
             kind = "method"
-        elif kind == "constant" and not rules.class_constants:
+        elif kind == "constant" and not spec.class_constants:
             return None
     return name, kind
 
 
-def _context(node: Node, rules: Rules) -> str:
+def _context(node: Node, spec: CaptureSpec) -> str:
     """Where a definition's name sits: "local" (in a function body), "class" (in a class-like body) or "top"."""
     position = node.start_byte
     context = "top"
     parent = node.parent
     while parent is not None:
         kind = parent.type
-        in_function = kind in rules.function_scopes
-        if in_function or kind in rules.class_scopes:
+        in_function = kind in spec.function_scopes
+        if in_function or kind in spec.class_scopes:
             body = parent.child_by_field_name("body")
             if body is not None and body.start_byte <= position < body.end_byte:
                 if in_function:

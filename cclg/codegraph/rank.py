@@ -26,7 +26,7 @@ ranking's result records (path, why, symbols), which are defined here, and every
 caller that shows a ranking to an agent (the hook, the MCP server) imports both.
 
 Light on purpose: the hook imports this module (stdlib, ``cclg.text`` and
-``cclg.guard`` only; never gitpython or tree-sitter).
+``cclg.fencing`` only; never gitpython or tree-sitter).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from pathlib import Path
 
 from cclg.codegraph.search_index import remove_with_journals
 from cclg.errors import UsageError
-from cclg.guard import quote_outside as quoted
+from cclg.fencing import quote_outside as quoted
 from cclg.text import code_names, code_words, estimate_tokens, subject_components, without_component_prefix
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway

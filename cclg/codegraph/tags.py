@@ -7,7 +7,7 @@ One query per language finds, in a single pass over the syntax tree, everything
   ...); ``parse`` decides from the enclosing scopes whether a function is a
   method, and drops definitions local to a function body. ``name.proto`` is a
   C/C++ function prototype, ``name.gotype`` a Go type spec, refined by the
-  language's rules (``cclg.codegraph.captures``).
+  language's capture spec (``cclg.codegraph.captures``).
 - ``import.<style>``: an import, either its module string (``import.str``) or a
   node that the language's import reader for that style reads
   (``cclg.codegraph.captures``); every style a language's patterns capture must
@@ -41,7 +41,7 @@ _JS_COMMON = (
     "(generator_function_declaration name: (identifier) @name.function)",
     "(class_declaration name: (_) @name.class)",
     "(class_body (method_definition name: [(property_identifier) (private_property_identifier)] @name.method))",
-    # Top-level declarations: functions bound to a name, or constants (refined by the JavaScript rules).
+    # Top-level declarations: functions bound to a name, or constants (refined by the JavaScript capture spec).
     "(program [(lexical_declaration (variable_declarator name: (identifier) @name.constant))"
     " (variable_declaration (variable_declarator name: (identifier) @name.constant))])",
     "(program (export_statement declaration:"

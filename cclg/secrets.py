@@ -1,13 +1,5 @@
-"""Guards on what enters the store and what leaves it in a pack.
-
-- Secrets (below): found on every write, refused or redacted.
-- Platform auth fields (``FORBIDDEN_KEYS``): never inside records or containers.
-- Trust, sensitivity, retention (``labels``): the vocabulary, the defaults, and
-  the cautious reading of a value outside it.
-- Outside text is data: ``instruction_flags`` marks text that talks to the model,
-  ``reveal`` shows invisible characters, and ``quote_outside`` (the one renderer every
-  block of a model's context uses for text cclg did not word itself) does both and
-  quotes it; ``terminal_text`` and ``escape_invisible`` do the same for a terminal.
+"""Secrets: found on every write, refused or redacted; and the platform auth fields
+(``FORBIDDEN_KEYS``) that never sit inside records or containers.
 
 One secret detector (``scan``) serves every path: explicit writes are refused
 (``refuse_secrets``: a ``SecretError`` naming the rule and the field, showing four characters),
@@ -23,19 +15,18 @@ checks), so a scan is linear in the text. The hook imports this module: standard
 from __future__ import annotations
 
 import binascii
-import functools
 import json
 import math
-import re
 from bisect import bisect_right
 from collections import Counter
 from itertools import accumulate
 
-from cclg.errors import UsageError, ValidationError
-from cclg.text import json_literal
+from cclg.errors import ValidationError
+from cclg.text import lazy_regex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import re
     from collections.abc import Callable, Iterator
     from typing import Any
 
@@ -50,15 +41,10 @@ class SecretError(ValidationError):
     """A write refused because it holds a secret (exit code 4)."""
 
 
-def _lazy(source: str) -> Callable[[], re.Pattern[str]]:
-    """A regular expression compiled on first use (compiling them all costs the hook ~10 ms)."""
-    return functools.cache(lambda: re.compile(source))
-
-
-class Rule:
+class SecretPattern:
     """One kind of secret: a pattern (group ``secret`` is the part to hide, else the whole match), what
     the text before it must end with (``preceded_by``: by default a word boundary, or nothing for a
-    ``lowered`` rule, which reads the text lower-cased to find names in any case, inside longer ones
+    ``lowered`` pattern, which reads the text lower-cased to find names in any case, inside longer ones
     too), and what lets look-alikes through: entropy, how many of lower case, upper case and digits
     a secret mixes, a ``harmless`` check."""
 
@@ -75,9 +61,9 @@ class Rule:
         harmless: Callable[[str, re.Match[str], str], bool] | None = None,
     ) -> None:
         self.name, self.description = name, description
-        self.regex = _lazy(pattern)
+        self.regex = lazy_regex(pattern)
         preceded_by = (None if lowered else _WORD) if preceded_by == "" else preceded_by
-        self.before = _lazy(f"(?:{preceded_by})\\Z") if preceded_by else None
+        self.before = lazy_regex(f"(?:{preceded_by})\\Z") if preceded_by else None
         self.lowered, self.min_entropy, self.min_classes, self.harmless = lowered, min_entropy, min_classes, harmless
 
     def accepts(self, text: str, hit: re.Match[str], secret: str) -> bool:
@@ -110,21 +96,21 @@ _VOCABULARY = (  # what follows the first word of a placeholder (a word before a
     "passwords?|passwd|passphrase|pass|pwd|secrets?|tokens?|apikey|api|keys?|access|auth|client|private|app"
     "|database|db|username|user|name|values?|here|string|goes|own|real|actual|new|account|service|bot|id"
 )
-_PLACEHOLDER = _lazy(
+_PLACEHOLDER = lazy_regex(
     r"(?i)\$\{[^{}]*+\}|\$[A-Za-z_][A-Za-z0-9_]*+|%\(?+[A-Za-z_]*+\)?+s|\{\{[^{}]*+\}\}|\{[^{}]*+\}"
     r"|<[^<>]*+>|\[REDACTED[^\]]*+\]|x++|\*++|\.++|-++|_++|\#++"
     r"|(?:your|my|example|sample|dummy|fake|test|changeme|replace(?:me)?|placeholder|redacted)"
     rf"(?>[_-]?+(?:{_VOCABULARY}))*+"
     r"|none|null|nil|true|false|undefined|password|secret|token|string|str|bytes|int"
 )
-_GIT_SHA = _lazy(r"[0-9a-f]{40}")  # a commit id, whatever it is called
-_UUID = _lazy(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_LOWER_PATH = _lazy(r"[a-z0-9_.-]++(?:/[a-z0-9_.-]*+)++")  # kv/data/prod/payments: where a secret lives
-_URL = _lazy(r"[a-z][a-z0-9+.-]*+://[^@\s]*+")  # a URL without credentials
+_GIT_SHA = lazy_regex(r"[0-9a-f]{40}")  # a commit id, whatever it is called
+_UUID = lazy_regex(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_LOWER_PATH = lazy_regex(r"[a-z0-9_.-]++(?:/[a-z0-9_.-]*+)++")  # kv/data/prod/payments: where a secret lives
+_URL = lazy_regex(r"[a-z][a-z0-9+.-]*+://[^@\s]*+")  # a URL without credentials
 # Code computing a value (a call or a subscript: ``getpass.getpass()``, ``request.form[``) or naming
 # one (an identifier or a chain of them: ``self._authkey)``, ``settings.API_TOKEN``).
-_CALL = _lazy(r"\(*+[A-Za-z_][A-Za-z0-9_.]*+[(\[]")
-_CHAIN = _lazy(r"\(*+([A-Za-z_][A-Za-z0-9_]*+(?:\.[A-Za-z_][A-Za-z0-9_]*+)*+)[)\]]*+")
+_CALL = lazy_regex(r"\(*+[A-Za-z_][A-Za-z0-9_.]*+[(\[]")
+_CHAIN = lazy_regex(r"\(*+([A-Za-z_][A-Za-z0-9_]*+(?:\.[A-Za-z_][A-Za-z0-9_]*+)*+)[)\]]*+")
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 
 
@@ -178,7 +164,7 @@ def _not_basic(text: str, hit: re.Match[str], value: str) -> bool:
         return True
 
 
-# ---------------------------------------------------------------- the rules
+# ---------------------------------------------------------------- the patterns
 
 _PEM_LABEL = r"[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
 _PRIVATE_KEY = (  # to its END line (within 64K characters, before another BEGIN), else its base64 lines
@@ -213,36 +199,40 @@ _WEB = r"(?<![A-Za-z0-9+.-])(?i:https?|ftps?|sftp|ssh|git|smtps?|ldaps?)"
 _SLACK_WEBHOOK = r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/_-]{20,}+"
 _GITHUB = r"(?:gh[pousr]_[A-Za-z0-9]{36,255}+|github_pat_[A-Za-z0-9_]{60,255}+)(?![A-Za-z0-9_])"
 
-RULES: tuple[Rule, ...] = (
-    Rule("private_key", "a private key block", _PRIVATE_KEY, preceded_by=None),
-    Rule("aws_access_key_id", "an AWS access key id", r"(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}+(?![0-9A-Za-z])"),
-    Rule("aws_secret_access_key", "an AWS secret access key", _AWS_SECRET, lowered=True),
-    Rule("github_token", "a GitHub token", _GITHUB),
-    Rule("gitlab_token", "a GitLab token", r"gl(?:pat|dt|ptt|rt|cbt|oas)-[A-Za-z0-9_-]{20,}+"),
-    Rule("slack_token", "a Slack token", r"xox[abposr]-[A-Za-z0-9-]{10,}+"),
-    Rule("slack_webhook", "a Slack webhook URL", _SLACK_WEBHOOK, preceded_by=None),
-    Rule("stripe_key", "a Stripe key", r"[srp]k_(?:live|test)_[A-Za-z0-9]{20,}+"),
-    Rule("anthropic_key", "an Anthropic API key", r"sk-ant-[a-z]{3,10}[0-9]{2}-[A-Za-z0-9_-]{80,}+"),
-    Rule("openai_key", "an OpenAI API key", r"sk-(?!ant-)[A-Za-z0-9_-]{20,}+", harmless=_not_openai),
-    Rule("google_api_key", "a Google API key", r"AIza[0-9A-Za-z_-]{35}+(?![0-9A-Za-z_-])"),
-    Rule("jwt", "a JSON Web Token", r"eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+"),
-    Rule("npm_token", "an npm token", r"npm_[A-Za-z0-9]{36}+(?![A-Za-z0-9])"),
-    Rule("pypi_token", "a PyPI token", r"pypi-Ag[A-Za-z0-9_-]{50,}+"),
-    Rule("huggingface_token", "a Hugging Face token", r"hf_[A-Za-z]{34}+(?![A-Za-z0-9_])", min_classes=2),
-    Rule("twilio_key", "a Twilio API key", r"SK[0-9a-fA-F]{32}+(?![0-9A-Za-z])", min_classes=2),
-    Rule("sendgrid_key", "a SendGrid API key", r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}+(?![A-Za-z0-9_-])"),
-    Rule("discord_token", "a Discord bot token", _DISCORD, preceded_by=r"(?<![\w.+/=-])", min_classes=3),
-    Rule("azure_key", "an Azure account key", _AZURE, preceded_by="Account|SharedAccess", min_entropy=3.0),
-    Rule("basic_auth", "HTTP basic credentials", _BASIC, lowered=True, harmless=_not_basic),
-    Rule("bearer_token", "a bearer token", _BEARER, lowered=True, preceded_by=_WORD, min_entropy=3.0),
-    Rule("curl_password", "a password given to curl", _CURL, harmless=_placeholder),
-    Rule("mysql_password", "a password given to mysql", _MYSQL, harmless=_placeholder),
-    Rule("database_url", "a database URL with a password", _USERINFO, preceded_by=_DB, harmless=_placeholder),
-    Rule("url_password", "a URL with a password", _USERINFO8, preceded_by=_WEB, min_entropy=3, harmless=_placeholder),
-    Rule("generic_secret", "a password, secret or token assignment", _ASSIGNMENT, lowered=True, harmless=_not_assigned),
+SECRET_PATTERNS: tuple[SecretPattern, ...] = (
+    SecretPattern("private_key", "a private key block", _PRIVATE_KEY, preceded_by=None),
+    SecretPattern("aws_access_key_id", "an AWS access key id", r"(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}+(?![0-9A-Za-z])"),
+    SecretPattern("aws_secret_access_key", "an AWS secret access key", _AWS_SECRET, lowered=True),
+    SecretPattern("github_token", "a GitHub token", _GITHUB),
+    SecretPattern("gitlab_token", "a GitLab token", r"gl(?:pat|dt|ptt|rt|cbt|oas)-[A-Za-z0-9_-]{20,}+"),
+    SecretPattern("slack_token", "a Slack token", r"xox[abposr]-[A-Za-z0-9-]{10,}+"),
+    SecretPattern("slack_webhook", "a Slack webhook URL", _SLACK_WEBHOOK, preceded_by=None),
+    SecretPattern("stripe_key", "a Stripe key", r"[srp]k_(?:live|test)_[A-Za-z0-9]{20,}+"),
+    SecretPattern("anthropic_key", "an Anthropic API key", r"sk-ant-[a-z]{3,10}[0-9]{2}-[A-Za-z0-9_-]{80,}+"),
+    SecretPattern("openai_key", "an OpenAI API key", r"sk-(?!ant-)[A-Za-z0-9_-]{20,}+", harmless=_not_openai),
+    SecretPattern("google_api_key", "a Google API key", r"AIza[0-9A-Za-z_-]{35}+(?![0-9A-Za-z_-])"),
+    SecretPattern("jwt", "a JSON Web Token", r"eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+"),
+    SecretPattern("npm_token", "an npm token", r"npm_[A-Za-z0-9]{36}+(?![A-Za-z0-9])"),
+    SecretPattern("pypi_token", "a PyPI token", r"pypi-Ag[A-Za-z0-9_-]{50,}+"),
+    SecretPattern("huggingface_token", "a Hugging Face token", r"hf_[A-Za-z]{34}+(?![A-Za-z0-9_])", min_classes=2),
+    SecretPattern("twilio_key", "a Twilio API key", r"SK[0-9a-fA-F]{32}+(?![0-9A-Za-z])", min_classes=2),
+    SecretPattern("sendgrid_key", "a SendGrid API key", r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}+(?![A-Za-z0-9_-])"),
+    SecretPattern("discord_token", "a Discord bot token", _DISCORD, preceded_by=r"(?<![\w.+/=-])", min_classes=3),
+    SecretPattern("azure_key", "an Azure account key", _AZURE, preceded_by="Account|SharedAccess", min_entropy=3.0),
+    SecretPattern("basic_auth", "HTTP basic credentials", _BASIC, lowered=True, harmless=_not_basic),
+    SecretPattern("bearer_token", "a bearer token", _BEARER, lowered=True, preceded_by=_WORD, min_entropy=3.0),
+    SecretPattern("curl_password", "a password given to curl", _CURL, harmless=_placeholder),
+    SecretPattern("mysql_password", "a password given to mysql", _MYSQL, harmless=_placeholder),
+    SecretPattern("database_url", "a database URL with a password", _USERINFO, preceded_by=_DB, harmless=_placeholder),
+    SecretPattern(
+        "url_password", "a URL with a password", _USERINFO8, preceded_by=_WEB, min_entropy=3, harmless=_placeholder
+    ),
+    SecretPattern(
+        "generic_secret", "a password, secret or token assignment", _ASSIGNMENT, lowered=True, harmless=_not_assigned
+    ),
 )
 
-# What every match of a rule holds (lower-case for a rule that reads the lower-cased text); a rule absent
+# What every match of a pattern holds (lower-case for a pattern that reads the lower-cased text); one absent
 # here (discord_token) always runs.
 _LITERALS: dict[str, tuple[str, ...]] = {
     "private_key": ("-----BEGIN",),
@@ -276,14 +266,14 @@ _LITERALS: dict[str, tuple[str, ...]] = {
 def patterns() -> list[re.Pattern[str]]:
     """The detector's regular expressions, compiled (a test checks that none can backtrack without bound)."""
     lazies = [_PLACEHOLDER, _GIT_SHA, _UUID, _LOWER_PATH, _URL, _CALL, _CHAIN, _ESCAPE]
-    lazies += [lazy for rule in RULES for lazy in (rule.regex, rule.before) if lazy is not None]
+    lazies += [lazy for pattern in SECRET_PATTERNS for lazy in (pattern.regex, pattern.before) if lazy is not None]
     return [lazy() for lazy in lazies]
 
 
 # ---------------------------------------------------------------- one normalised text
 
 # A run of backslashes and what it escapes: \n, \", \u0041, \\n (a JSON file of a text holding \n)...
-_ESCAPE = _lazy(r"(\\(?:\\*+(?:u[0-9a-fA-F]{4}|[nrtbf\"'/])|\\++))")
+_ESCAPE = lazy_regex(r"(\\(?:\\*+(?:u[0-9a-fA-F]{4}|[nrtbf\"'/])|\\++))")
 _DECODED = {"n": "\n", "r": "\r", "t": "\t", "b": " ", "f": " ", '"': '"', "'": "'", "/": "/", "": "\\"}
 # Where each decoded escape is: its offset in the normalised text, its start and end in the text as given.
 Marks = tuple[list[int], list[int], list[int]]
@@ -320,38 +310,40 @@ def _origin(marks: Marks, at: int, after: bool) -> int:
 class Match:
     """A secret found in a text: the rule, where the secret part is, and a safe preview."""
 
-    def __init__(self, rule: Rule, start: int, end: int, text: str) -> None:
-        self.rule, self.description = rule.name, rule.description
+    def __init__(self, pattern: SecretPattern, start: int, end: int, text: str) -> None:
+        self.rule, self.description = pattern.name, pattern.description
         self.start, self.end = start, end
         self.preview = text[start : start + PREVIEW_CHARS].encode("utf-8", "replace").decode() + "…"  # (bytes read)
 
 
-def _find(text: str) -> list[tuple[Rule, int, int]]:
-    """(rule, start, end) of each secret in a normalised text, in order, none overlapping."""
+def _find(text: str) -> list[tuple[SecretPattern, int, int]]:
+    """(pattern, start, end) of each secret in a normalised text, in order, none overlapping."""
     lowered = text.replace("\u0130", "i").lower()  # offsets kept: İ is the one letter that lower-cases to two
-    found: dict[tuple[int, int], Rule] = {}
-    for rule in RULES:
-        # A rule none of whose literals is in the text cannot match: its pattern is neither compiled (about
+    found: dict[tuple[int, int], SecretPattern] = {}
+    for pattern in SECRET_PATTERNS:
+        # A pattern none of whose literals is in the text cannot match: its regex is neither compiled (about
         # 0.3 ms each, in every hook process) nor run.
-        needed = _LITERALS.get(rule.name, ())
-        if needed and not any(word in (lowered if rule.lowered else text) for word in needed):
+        needed = _LITERALS.get(pattern.name, ())
+        if needed and not any(word in (lowered if pattern.lowered else text) for word in needed):
             continue
-        grouped = "secret" in rule.regex().groupindex
-        for hit in rule.regex().finditer(lowered if rule.lowered else text):
+        grouped = "secret" in pattern.regex().groupindex
+        for hit in pattern.regex().finditer(lowered if pattern.lowered else text):
             start, end = hit.span("secret") if grouped and hit.start("secret") >= 0 else hit.span()
-            if (start, end) not in found and rule.accepts(text, hit, text[start:end]):
-                found[(start, end)] = rule
-    kept: list[tuple[Rule, int, int]] = []
-    for (start, end), rule in sorted(found.items(), key=lambda item: (item[0][0], -item[0][1])):
+            if (start, end) not in found and pattern.accepts(text, hit, text[start:end]):
+                found[(start, end)] = pattern
+    kept: list[tuple[SecretPattern, int, int]] = []
+    for (start, end), pattern in sorted(found.items(), key=lambda item: (item[0][0], -item[0][1])):
         if not kept or start >= kept[-1][2]:  # the first, longest match wins
-            kept.append((rule, start, end))
+            kept.append((pattern, start, end))
     return kept
 
 
 def scan(text: str) -> list[Match]:
     """Every secret in ``text``, in order of position, none overlapping (offsets in ``text``)."""
     norm, marks = _normalised(text)
-    return [Match(rule, _origin(marks, s, False), _origin(marks, e - 1, True), text) for rule, s, e in _find(norm)]
+    return [
+        Match(pattern, _origin(marks, s, False), _origin(marks, e - 1, True), text) for pattern, s, e in _find(norm)
+    ]
 
 
 def _spliced(text: str, cuts: list[tuple[int, int, str]], keep_lines: bool = False) -> str:
@@ -526,171 +518,3 @@ def auth_keys(value: Any) -> set[str]:
     if isinstance(value, dict):
         return {key for key in value if key in FORBIDDEN_KEYS}.union(*map(auth_keys, value.values()))
     return set().union(*map(auth_keys, value)) if isinstance(value, list) else set()
-
-
-# ---------------------------------------------------------------- trust, sensitivity, retention
-
-# Kept in a node's metadata (where the format allows extra data), from most to least trusted /
-# least to most sensitive / most to least kept.
-TRUST = ("trusted", "untrusted", "quarantined")
-SENSITIVITY = ("public", "internal", "confidential", "restricted")
-RETENTION = ("required", "preferred", "optional")
-# A memory nobody vouched for is untrusted: only the user (the CLI) says "trusted".
-DEFAULT_TRUST = "untrusted"
-DEFAULT_SENSITIVITY = "internal"
-DEFAULT_RETENTION = "optional"
-
-
-def labels(metadata: dict[str, Any]) -> tuple[str, str, str]:
-    """(trust, sensitivity, retention) of a node's metadata, defaults filled in. A value outside
-    the vocabulary (a hand edit) is read the cautious way: quarantined, restricted."""
-    trust = metadata.get("trust", DEFAULT_TRUST)
-    sensitivity = metadata.get("sensitivity", DEFAULT_SENSITIVITY)
-    retention = metadata.get("retention", DEFAULT_RETENTION)
-    return (
-        trust if trust in TRUST else "quarantined",
-        sensitivity if sensitivity in SENSITIVITY else "restricted",
-        retention if retention in RETENTION else DEFAULT_RETENTION,
-    )
-
-
-def least_trusted(*levels: str) -> str:
-    return max(levels, key=TRUST.index)
-
-
-# A writer's ceiling is the most trust it may give (``max_trust``): trusted for the user (the CLI),
-# untrusted for an MCP caller, a container, an import, the hook and a distilled proposal. Any writer
-# but the user also never pins: retention required (in every pack) becomes preferred.
-UNPINNED_RETENTION = "preferred"
-
-
-def capped_labels(chosen: dict[str, str], max_trust: str) -> dict[str, str]:
-    """``chosen`` (trust, sensitivity, retention, all in their vocabularies) within the ceiling of a
-    writer trusted at most ``max_trust``; what a new memory of that writer may carry."""
-    capped = {**chosen, "trust": least_trusted(chosen["trust"], max_trust)}
-    if max_trust != "trusted" and capped["retention"] == "required":
-        capped["retention"] = UNPINNED_RETENTION
-    return capped
-
-
-def lowered_labels(before: dict[str, str], after: dict[str, str]) -> list[str]:
-    """What ``after`` changed of ``before`` (``"trust trusted -> untrusted"``), label by label."""
-    return [f"{name} {value} -> {after[name]}" for name, value in before.items() if after.get(name, value) != value]
-
-
-def check_labels(trust: str | None = None, sensitivity: str | None = None, retention: str | None = None) -> None:
-    """``UsageError`` for a value outside its vocabulary."""
-    for name, value, allowed in (
-        ("trust", trust, TRUST),
-        ("sensitivity", sensitivity, SENSITIVITY),
-        ("retention", retention, RETENTION),
-    ):
-        if value is not None and value not in allowed:
-            raise UsageError(f"unknown {name} {value!r}; use one of {', '.join(allowed)}")
-
-
-# ---------------------------------------------------------------- stored text is data
-
-# Text that talks to the model instead of stating a fact. Flagged on write, labelled in packs.
-_INSTRUCTION_LIKE = _lazy(
-    r"(?i)\b(?:ignore|disregard|forget|override)\s+(?:(?:all|any|the|your|every|of)\s+)*"
-    r"(?:previous|prior|above|earlier|preceding|system|original|other)\s+"
-    r"(?:instructions?|prompts?|messages?|rules?|directions?|guidelines?)"
-    r"|\byou\s+are\s+now\b|\bfrom\s+now\s+on,?\s+you\b|\bnew\s+(?:system\s+)?instructions?\s*:"
-    r"|\b(?:reveal|print|show|repeat)\s+(?:your|the)\s+(?:system|developer)\s+prompt\b"
-    r"|\bdo\s+not\s+(?:tell|inform|alert)\s+the\s+user\b"
-    r"|<\s*/?\s*(?:system|instructions?|memory|assistant)\s*>|\[/?(?:system|inst)\]"
-)
-
-
-def instruction_flags(text: str) -> list[str]:
-    """``["instruction_like"]`` when ``text`` reads as instructions to the model, also once seen through
-    what hides words from the pattern: tag characters read as the ASCII they smuggle, other invisible
-    characters dropped (``ig\u200bnore``), compatibility forms folded (full-width letters)."""
-    if _INSTRUCTION_LIKE().search(text):
-        return ["instruction_like"]
-    if text.isascii() and not _INVISIBLE().search(text):
-        return []
-    import unicodedata
-
-    seen = _TAG_RUN().sub(_smuggled, unicodedata.normalize("NFKC", text))
-    return ["instruction_like"] if _INSTRUCTION_LIKE().search(_INVISIBLE().sub("", seen)) else []
-
-
-_TAG_RUN = _lazy("[\U000e0000-\U000e007f]+")
-
-
-def _smuggled(run: re.Match[str]) -> str:
-    """The ASCII a run of tag characters smuggles, as words of its own."""
-    return " " + "".join(chr(ord(c) - 0xE0000) for c in run.group() if 0xE0020 <= ord(c) <= 0xE007E) + " "
-
-
-# Characters that do not show: controls (not tab, newline or carriage return), format characters (zero-width,
-# bidirectional overrides and isolates, the BOM, soft hyphen), line and paragraph separators,
-# and the tag block that can smuggle invisible ASCII.
-_INVISIBLE = _lazy(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f"
-    "\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
-)
-
-
-def reveal(text: str) -> str:
-    """``text`` with each invisible character shown as ``[U+XXXX]``: what a pack hands the
-    model is what a person reading the pack sees."""
-    return _INVISIBLE().sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
-
-
-# ---------------------------------------------------------------- outside text, shown
-
-INSTRUCTION_LIKE_MARK = "(instruction-like)"
-_CUT_REVEALED = _lazy(r"\[U\+[0-9A-F]{0,5}$")  # a revealed character cut in two by a limit
-
-
-def quote_outside(text: str, *, limit: int | None = None, flagged: bool | None = None) -> str:
-    """The one renderer of outside text for a model's context: anything cclg did not word itself (a
-    memory's content, a file, symbol or folder name, a commit subject, a tool's output, a turn, a
-    rule's excerpt, the prompt echoed back). Every block the hook emits shows outside text only
-    through this.
-
-    The text's invisible characters are revealed (``reveal``); it is cut to ``limit`` characters
-    (then ``…``); it becomes a JSON string literal in which Markdown sees no markup
-    (``cclg.text.json_literal``: no line break, no tag to open or close a block, no link); and when
-    it reads as instructions (``instruction_flags``, or ``flagged`` when the caller knows better, as
-    the pack does from stored flags) `` (instruction-like)`` follows it.
-    """
-    shown = reveal(text)
-    if limit is not None and len(shown) > limit:
-        shown = _CUT_REVEALED().sub("", shown[:limit]) + "…"
-    literal = json_literal(shown)
-    if flagged is None:
-        flagged = bool(instruction_flags(text))
-    return f"{literal} {INSTRUCTION_LIKE_MARK}" if flagged else literal
-
-
-def terminal_text(text: str, *, lines: bool = False) -> str:
-    """Outside text for a terminal (the plain-text output of the command line): every control character
-    (ESC included), invisible mark and tag character shown as ``[U+XXXX]``, and so are line breaks and
-    tabs, so no field can move the cursor, restyle the screen or start a line of its own. ``lines``:
-    a whole message of several lines, whose line breaks stay."""
-    shown = reveal(text)
-    if lines:
-        return shown.replace("\r", "[U+000D]")
-    return shown.replace("\r", "[U+000D]").replace("\n", "[U+000A]").replace("\t", "[U+0009]")
-
-
-def escape_invisible(encoded: str, *, toml: bool = False) -> str:
-    """JSON or TOML text with every invisible character its encoder left raw (C1 controls, DEL,
-    bidirectional marks, tag characters) written as an escape: the same value for a parser, nothing
-    hidden or active on a terminal. They occur only inside strings, where both formats read
-    ``\\uXXXX`` (``\\UXXXXXXXX`` in TOML; a surrogate pair in JSON)."""
-
-    def escaped(match: re.Match[str]) -> str:
-        code = ord(match.group())
-        if code <= 0xFFFF:
-            return f"\\u{code:04x}"
-        if toml:
-            return f"\\U{code:08x}"
-        code -= 0x10000
-        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
-
-    return _INVISIBLE().sub(escaped, encoded)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cclg import guard, ledger, view
+from cclg import ledger, secrets, view
 from cclg.container import SECTIONS, SINGULAR, Container
 from cclg.ids import new_id, now_iso
 from cclg.intake import cap_imported
@@ -42,7 +42,7 @@ from cclg.staging import Stage, finish
 from cclg.store import Store, audit_record, patch_order
 
 
-class ImportReport(Record):
+class ContainerImportReport(Record):
     """What ``import_container`` did (or, for a dry run, would do)."""
 
     def __init__(self, dry_run: bool) -> None:
@@ -69,7 +69,7 @@ class ImportReport(Record):
         }
 
 
-def import_container(store: Store, container: Container, *, dry_run: bool = False) -> ImportReport:
+def import_container(store: Store, container: Container, *, dry_run: bool = False) -> ContainerImportReport:
     """Bring a loaded container's records into the store, by the rules of the module docstring.
 
     Records new here are written, known ones skipped; foreign patches that would change a local
@@ -77,8 +77,8 @@ def import_container(store: Store, container: Container, *, dry_run: bool = Fals
     is, the incoming version beside it. A container holding a secret anywhere is refused whole,
     first. Everything is written all or nothing and audited; a dry run writes nothing.
     """
-    report = ImportReport(dry_run)
-    guard.refuse_secrets(
+    report = ContainerImportReport(dry_run)
+    secrets.refuse_secrets(
         {f"@{name} {record.id}": record.to_dict() for name in SECTIONS for record in getattr(container, name)},
         "the import",
     )
@@ -101,7 +101,7 @@ class _Plan(Record):
         self.edges: list[MemoryEdge] = []  # from each kept version or note to the local memory it contradicts
 
 
-def _plan(store: Store, container: Container, report: ImportReport) -> _Plan:
+def _plan(store: Store, container: Container, report: ContainerImportReport) -> _Plan:
     """Decide everything an import does (reads the store, writes nothing)."""
     plan = _Plan()
     local_nodes = store.load_nodes()
@@ -167,7 +167,7 @@ def _own_patch(plan: _Plan, local_ids: set[str], review: bool) -> MemoryPatch:
 
 
 def _sort_nodes(
-    container: Container, report: ImportReport, local_nodes: dict[str, MemoryNode]
+    container: Container, report: ContainerImportReport, local_nodes: dict[str, MemoryNode]
 ) -> tuple[dict[str, MemoryNode], list[tuple[MemoryNode, MemoryNode]]]:
     """(copies of the memories new here by id, (local, incoming) pairs whose content differs);
     what is known already goes to the report as skipped."""
@@ -187,7 +187,7 @@ def _sort_nodes(
 
 
 def _sort_known(
-    store: Store, container: Container, report: ImportReport, local_patches: dict[str, MemoryPatch]
+    store: Store, container: Container, report: ContainerImportReport, local_patches: dict[str, MemoryPatch]
 ) -> dict[str, list[Any]]:
     """The patches, edges and sessions new here; known ones go to the report as skipped, with a
     note where they differ."""
@@ -251,7 +251,10 @@ def screen_patches(
 
 
 def _settle_statuses(
-    report: ImportReport, arriving: dict[str, MemoryNode], patches: list[MemoryPatch], tainted: dict[str, set[str]]
+    report: ContainerImportReport,
+    arriving: dict[str, MemoryNode],
+    patches: list[MemoryPatch],
+    tainted: dict[str, set[str]],
 ) -> None:
     """Give each arriving memory the status the ledger settles (an arriving memory takes the ledger's
     word as it is); one that a refused patch created waits in conflict_pending, contradicting
@@ -304,7 +307,7 @@ def _refusal(patch: MemoryPatch, harmed: set[str], tainted: dict[str, set[str]],
     return entry
 
 
-def _write(store: Store, plan: _Plan, report: ImportReport) -> None:
+def _write(store: Store, plan: _Plan, report: ContainerImportReport) -> None:
     """Write the plan through one stage, audited (under the store lock)."""
     ledger.refuse_oversized(store, [*plan.fresh["nodes"], *plan.created])
     ledger.refuse_purged(store, [*plan.fresh["nodes"], *plan.created])  # an export made before a purge
@@ -337,7 +340,7 @@ def _creation_patch(
 ) -> MemoryPatch:
     """The ``create`` patch naming ``nodes`` (the ledger's ``create_nodes`` writes the same shape);
     ``review`` marks one whose memories wait for the user (imported conflicts)."""
-    guard.refuse_secrets({"reason": reason, "new_content": new_content}, "the create")
+    secrets.refuse_secrets({"reason": reason, "new_content": new_content}, "the create")
     stamp = now_iso()
     policy = {"rule": "import_conflict", "auto_applied": False, "requires_review": True}
     return MemoryPatch(
