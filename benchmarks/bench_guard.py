@@ -1,4 +1,4 @@
-"""Benchmark: what the secret detector (`cclg.secrets`) finds, what it lets through, whether every
+"""Benchmark: what the secret detector (`cclg.core.secrets`) finds, what it lets through, whether every
 path agrees, and how fast it reads, adversarial input included.
 
 Run by hand (not part of the test suite):
@@ -56,7 +56,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository, for tests.test_guard
 
-from cclg import __version__, secrets
+from cclg import __version__
+from cclg.core import secrets
 from tests.test_guard import (  # the corpora live with the tests
     LOOKALIKE_KINDS,
     MORE_LOOKALIKES,
@@ -262,8 +263,7 @@ def print_linear_time(args: argparse.Namespace) -> None:
     print(
         f"    {'the re module (grep before UserPattern)':<44} {timed_case('user regex under re', 0, args.timeout):>20}"
     )
-    from cclg import search
-
+    from cclg.retrieval import search
     if not hasattr(search, "UserPattern"):
         print(f"    {'search.UserPattern':<44} {'n/a':>20}")
     else:

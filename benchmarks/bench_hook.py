@@ -42,8 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synth
 from bench_pack import build_store
 
-from cclg.index import open_index
-from cclg.store import Store
+from cclg.core.store import Store
+from cclg.ledger.index import open_index
 
 HOOK = str(Path(sys.executable).parent / "cclg-hook")
 FLOOR = "import json, sqlite3; print('{}')"  # the floor of issue 17's targets (and the hook's empty answer)

@@ -44,8 +44,8 @@ from bench_pack import build_store, percentile
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import get_default_environment
 
-from cclg.index import open_index
-from cclg.store import Store
+from cclg.core.store import Store
+from cclg.ledger.index import open_index
 
 MCP = str(Path(sys.executable).parent / "cclg-mcp")
 ENV = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")}

@@ -53,9 +53,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synth
 
 from cclg import api
-from cclg.ledger import apply_patch
-from cclg.selection import PackRequest, compile_pack
-from cclg.store import Store
+from cclg.core.store import Store
+from cclg.ledger.writer import apply_patch
+from cclg.retrieval.selection import PackRequest, compile_pack
 
 CCLG = [sys.executable, "-m", "cclg"]
 TARGETS_MS = {10_000: 20.0, 100_000: 100.0}

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from bench_ledger import seed_lines
 
-from cclg import fields
-from cclg import store as store_module
-from cclg.store import Store
+from cclg.core import fields
+from cclg.core import store as store_module
+from cclg.core.store import Store
 
 
 def main() -> None:

@@ -102,7 +102,7 @@ from cclg.codegraph.build import build_graph
 from cclg.codegraph.languages import language_of
 from cclg.codegraph.rank import rank_files
 from cclg.codegraph.search_index import MAX_TEXT_CHARS
-from cclg.store import Store
+from cclg.core.store import Store
 
 RANKERS = ("cclg", "bm25", "path")
 SPLITS = ("tune", "held_out")

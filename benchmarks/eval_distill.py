@@ -1,4 +1,4 @@
-"""Evaluation of the correction and decision detector (``cclg.distill.detect``, issue 19).
+"""Evaluation of the correction and decision detector (``cclg.learning.distill.detect``, issue 19).
 
 Run by hand:
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cclg.distill import detect
+from cclg.learning.distill import detect
 
 CASES = Path(__file__).resolve().parent / "distill_cases.json"
 

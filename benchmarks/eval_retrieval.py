@@ -69,7 +69,7 @@ styles, English, Korean and Japanese, many made-up projects, about 10% retired
 by supersede, forget, deprecate or expire), never naming a case project or any
 identifier, command, path or person of a case fact. Case facts and distractors
 are imported with ``cclg.api.import_jsonl`` (distractors in batches of 5,000),
-then corrections and retirements go through ``cclg.ledger.apply_patch``; the
+then corrections and retirements go through ``cclg.ledger.writer.apply_patch``; the
 index follows every write, as in normal use, and is checked once at the end.
 On the two-core development machine the 100,000 store took 2.5 to 5 minutes
 to build (the import about 2.5, the distractor retirements 0.5 to 2, with the
@@ -99,7 +99,7 @@ counts and every prompt's outcome (what was packed, with scores).
 ``--verbose`` lists every miss: the query, the expected label with its BM25
 rank and the relevance decision's evidence for it, and what was packed (label or
 distractor, with score). ``--set NAME=VALUE`` overrides a constant of
-``cclg.relevance`` for the run (``--set LEAD=2 --set RELATIVE=0.5``);
+``cclg.retrieval.relevance`` for the run (``--set LEAD=2 --set RELATIVE=0.5``);
 ``--sweep NAME=V1,V2,...`` prints recall and off-topic injections on the tune
 half for each value of one constant.
 """
@@ -127,10 +127,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import distractors
 
-from cclg import api, relevance, selection, semantic
-from cclg.ledger import apply_patch
-from cclg.store import Store
-from cclg.text import STOPWORDS
+from cclg import api
+from cclg.core.store import Store
+from cclg.core.text import STOPWORDS
+from cclg.ledger.writer import apply_patch
+from cclg.retrieval import relevance, selection, semantic
 
 HERE = Path(__file__).resolve().parent
 SPLITS = ("tune", "held_out")
@@ -606,7 +607,7 @@ def build(root: Path, spec: Spec, cases: Cases, reserved: list[str]) -> World:
 
 
 def _open_index(store: Store) -> Any:
-    from cclg.index import open_index
+    from cclg.ledger.index import open_index
 
     return open_index(store)
 
@@ -673,10 +674,10 @@ def run_prompt(world: World, case: dict[str, Any], cases: Cases) -> Outcome:
 def diagnose(world: World, text: str, project: str | None, label: str) -> str:
     """Where the expected memory stands in plain BM25, and the relevance decision's evidence for it."""
     try:
-        from cclg import relevance
-        from cclg.index import open_index
-        from cclg.query import Where
-        from cclg.search import bm25
+        from cclg.ledger.index import open_index
+        from cclg.retrieval import relevance
+        from cclg.retrieval.query import Where
+        from cclg.retrieval.search import bm25
 
         index = open_index(world.store)
         try:
@@ -906,13 +907,15 @@ def main() -> None:
     parser.add_argument("--fresh", action="store_true", help="rebuild the stores even when cached")
     parser.add_argument("--check", action="store_true", help="check the cases and print their counts; build nothing")
     parser.add_argument(
-        "--set", action="append", default=[], metavar="NAME=VALUE", help="override a cclg.relevance constant"
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="override a cclg.retrieval.relevance constant"
     )
     parser.add_argument(
-        "--sweep", metavar="NAME=V1,V2,...", help="one cclg.relevance constant's values on the tune half"
+        "--sweep", metavar="NAME=V1,V2,...", help="one cclg.retrieval.relevance constant's values on the tune half"
     )
     parser.add_argument(
-        "--semantic", action="store_true", help="semantic recall with the model loaded in this process (cclg.semantic)"
+        "--semantic",
+        action="store_true",
+        help="semantic recall with the model loaded in this process (cclg.retrieval.semantic)",
     )
     args = parser.parse_args()
     if args.semantic:
@@ -990,7 +993,7 @@ def main() -> None:
 
 def _override(name: str, value: float) -> None:
     if not isinstance(getattr(relevance, name, None), float | int):
-        raise SystemExit(f"cclg.relevance has no constant {name}")
+        raise SystemExit(f"cclg.retrieval.relevance has no constant {name}")
     setattr(relevance, name, type(getattr(relevance, name))(value))
 
 

@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from cclg.codegraph.build import build_graph
+from cclg.core.store import Store
 from cclg.hook import handle
-from cclg.store import Store
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@x"}
 SESSIONS_FILE = Path(__file__).resolve().parent / "sensor_sessions.jsonl.gz"  # 23 MB as text: the runaway outputs

@@ -24,8 +24,8 @@ import tempfile
 from pathlib import Path
 
 from cclg import api
+from cclg.core.store import Store
 from cclg.hook import handle
-from cclg.store import Store
 
 TOOLS = [
     ("run the tests", "pytest -q", "tox -e py312"),

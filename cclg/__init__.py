@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 def _is_module(name: str) -> bool:
-    """Whether ``name`` is one of the package's own modules: ``from cclg import sessions`` asks this
+    """Whether ``name`` is one of the package's own modules: ``from cclg import ledger`` asks this
     package for the attribute before it imports the module, and the answer must not cost the library."""
     import os  # loaded at interpreter start-up already
 

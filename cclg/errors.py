@@ -10,8 +10,8 @@ class is importable from ``cclg`` (``from cclg import NotFoundError``)::
     │   └── SearchIndexDamage        2  a code graph's search index that cannot be read (cclg.codegraph.rank)
     ├── StoreNotFoundError           3  the folder is not a store
     ├── ValidationError              4  a record or input failed strict parsing
-    │   ├── SecretError              4  a write that holds a secret (cclg.secrets)
-    │   └── ContainerError           4  a .cclg file that must not be trusted (cclg.container)
+    │   ├── SecretError              4  a write that holds a secret (cclg.core.secrets)
+    │   └── ContainerError           4  a .cclg file that must not be trusted (cclg.intake.container)
     ├── NotFoundError                5  no such memory, patch or session
     ├── IllegalPatchError            6  the ledger refused the patch
     ├── UnknownPatchOperationError   6  a patch operation the contract does not name

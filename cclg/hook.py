@@ -17,14 +17,14 @@ The hook's promises, in order of importance:
 The module is an adapter: ``main`` reads the payload, ``handle`` opens the store
 and the session, and ``HANDLERS`` maps each event to one function (a test checks
 the table against the contract's events and the host templates):
-``user-prompt`` records the prompt and returns the pack for it (``cclg.rendering.fit_markdown``,
+``user-prompt`` records the prompt and returns the pack for it (``cclg.retrieval.rendering.fit_markdown``,
 which fits the host's cap in one pass); ``post-tool`` and ``post-tool-failure`` record
 the tool call (the full response is kept once, in raw/) with what the sensors make of
-it (``cclg.sensors``) and the rules it nears or teaches (``cclg.rules``); ``session-start``
+it (``cclg.learning.sensors``) and the rules it nears or teaches (``cclg.learning.rules``); ``session-start``
 opens or resumes the session and returns the pinned memories and the strong rules;
 ``pre-compact`` / ``post-compact`` keep a compact record; ``stop`` / ``session-end``
 close the session record (and count the rules it was given that held). The session
-bookkeeping lives in ``cclg.sessions``, the code graph's part in
+bookkeeping lives in ``cclg.ledger.sessions``, the code graph's part in
 ``cclg.codegraph.context``. The handlers reach them through the library's area modules
 (``cclg.api.learning``, ``retrieval``, ``code``), imported inside the handler that needs
 one, so an event loads only what its handler uses.
@@ -36,7 +36,7 @@ import json
 import sys
 import time
 
-from cclg.hook_events import (
+from cclg.core.hook_events import (
     POST_COMPACT,
     POST_TOOL,
     POST_TOOL_FAILURE,
@@ -47,7 +47,7 @@ from cclg.hook_events import (
     USER_PROMPT,
     logged,
 )
-from cclg.text import estimate_tokens
+from cclg.core.text import estimate_tokens
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -55,8 +55,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from cclg.api.memories import Store
-    from cclg.repository import Project
-    from cclg.sessions import Digest
+    from cclg.core.repository import Project
+    from cclg.ledger.sessions import Digest
 
 # The host's name of each event: the edge where the hook answers the host (``hookEventName``).
 HOST_EVENTS = {
@@ -113,7 +113,7 @@ class Call:
         self._given: Digest | None = None
 
     def given(self) -> Digest:
-        """What the session was given before this event (``cclg.sessions.digest``), read once."""
+        """What the session was given before this event (``cclg.ledger.sessions.digest``), read once."""
         from cclg.api import learning
 
         if self._given is None:
@@ -154,7 +154,7 @@ def handle(
 ) -> str | None:
     """Do the event's work; return the context for the model, or None."""
     from cclg.api import learning
-    from cclg.ids import is_valid_session_id
+    from cclg.core.ids import is_valid_session_id
 
     # Secrets in prompts and tool output are redacted before anything reaches disk, and text
     # that cannot be written as UTF-8 (lone surrogates from JSON escapes) is mended first.
@@ -199,7 +199,7 @@ def on_user_prompt(call: Call) -> str | None:
 
 
 def _deliver_previous_turn(call: Call) -> str:
-    """The previous turn's entry, compact, marked delivered (``cclg.turns.deliver_previous_turn``); ""
+    """The previous turn's entry, compact, marked delivered (``cclg.learning.turns.deliver_previous_turn``); ""
     on any failure, which is logged: the pack still goes out."""
     try:
         from cclg.api import learning
@@ -213,7 +213,7 @@ def _deliver_previous_turn(call: Call) -> str:
 
 
 def _note_prompt(call: Call) -> None:
-    """This session has the latest prompt from its folder (``cclg.turns.note_prompt``): a turn written
+    """This session has the latest prompt from its folder (``cclg.learning.turns.note_prompt``): a turn written
     there without naming a session is this one's. A failure is logged: the pack still goes out."""
     try:
         from cclg.api import learning
@@ -302,7 +302,7 @@ def on_compact(call: Call) -> None:
 
 
 def on_stop(call: Call) -> None:
-    """Record the end of a turn, with its entry (``cclg.turns``: what happened, and the agent's reading
+    """Record the end of a turn, with its entry (``cclg.learning.turns``: what happened, and the agent's reading
     of it if it wrote one), which becomes the session's current entry."""
     from cclg.api import learning
 
@@ -315,8 +315,8 @@ def on_stop(call: Call) -> None:
 
 def on_session_end(call: Call) -> None:
     """Record the end of the session and close its record with the memories it was given; each rule
-    it was given whose failure did not come gets a suppression (``cclg.rules``), and each memory it
-    was given a verdict, used or ignored (``cclg.usage``)."""
+    it was given whose failure did not come gets a suppression (``cclg.learning.rules``), and each memory it
+    was given a verdict, used or ignored (``cclg.learning.usage``)."""
     from cclg.api import learning
 
     call.record({"reason": call.payload.get("reason")})
@@ -422,7 +422,7 @@ def hook_settings(store: Store) -> dict[str, Any]:
 
     ``max_chars`` and ``max_tokens`` (positive integers) make the context smaller
     than the host's cap (never larger); ``include_codegraph`` (a boolean) is the
-    default of ``--include-codegraph``. A value of the wrong type keeps its default (``cclg.config``).
+    default of ``--include-codegraph``. A value of the wrong type keeps its default (``cclg.core.config``).
     """
     return {name: value for name, value in store.settings.section("hook").items() if value is not None}
 
@@ -507,7 +507,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_arguments(argv)
     output: dict[str, Any] = {}
     try:
-        from cclg.fields import read_json
+        from cclg.core.fields import read_json
 
         if args.event not in HANDLERS:
             raise ValueError(f"unknown hook event {args.event!r}; use one of {', '.join(HANDLERS)}")

@@ -27,7 +27,7 @@ repository the server runs in and those the store's ``config.json`` lists under
 A failing call (unknown id, illegal patch, bad argument) comes back as an MCP tool
 error carrying the library's message; the server keeps serving. Over stdio every
 message is read with the bounded reader first (``BoundedStdin``: at most
-``MAX_MESSAGE_BYTES``, nested at most ``cclg.fields.MAX_JSON_DEPTH`` levels); one it
+``MAX_MESSAGE_BYTES``, nested at most ``cclg.core.fields.MAX_JSON_DEPTH`` levels); one it
 refuses is answered with a JSON-RPC error naming why (the SDK drops a message it
 cannot parse, and the client would wait forever). Over streamable-http each request body has the
 same bounds (``BoundedBodies``), answered with an HTTP 413 or 400 carrying that error.
@@ -54,8 +54,8 @@ from mcp_types import ToolAnnotations
 
 from cclg import __version__, api
 from cclg.api.memories import Store
+from cclg.core.fields import parse_json
 from cclg.errors import CclgError, disk_refusal
-from cclg.fields import parse_json
 from cclg.mcp_tools import (
     MAX_RAW_CHARS,
     RENDERED_FORMATS,

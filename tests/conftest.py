@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cclg.store import Store
+from cclg.core.store import Store
 
 # No semantic helper started behind the tests' backs, not even by module-scoped fixtures that run
 # before the autouse one (tests/test_semantic.py turns it on for itself).

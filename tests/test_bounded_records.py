@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cclg.fields import MAX_JSON_DEPTH
-from cclg.store import Store
+from cclg.core.fields import MAX_JSON_DEPTH
+from cclg.core.store import Store
 from tests.test_hook import claude_prompt, run_hook
 
 DEEP = "[" * 100_000 + "]" * 100_000

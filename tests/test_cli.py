@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cclg.cli import cli
-from cclg.files import read_jsonl
-from cclg.store import Store
+from cclg.core.files import read_jsonl
+from cclg.core.store import Store
 
 
 def run(root: Path, *args: str, input: str | bytes | None = None) -> Result:

@@ -2,7 +2,7 @@
 
 ``cclg add`` runs in a process of its own, which then lists what it imported: the container,
 doctor, the demo, the installers (and ``subprocess`` with them), the code graph and the other
-commands' modules must not be among them. (``cclg.rendering`` is, for now: it holds ``to_toml``,
+commands' modules must not be among them. (``cclg.retrieval.rendering`` is, for now: it holds ``to_toml``,
 which prints the result.) No timings here.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from cclg.cli import COMMAND_MODULES, cli
-from cclg.store import Store
+from cclg.core.store import Store
 
 # Runs the command line with the arguments given, then prints every imported module on stderr.
 RUN_AND_LIST_MODULES = (
@@ -26,14 +26,14 @@ RUN_AND_LIST_MODULES = (
     "main()\n"
 )
 NOT_FOR_ADD = {
-    "cclg.container",
-    "cclg.container_import",
-    "cclg.doctor",
-    "cclg.demo",
-    "cclg.redaction",
-    "cclg.undo",
-    "cclg.install",
-    "cclg.codex_trust",
+    "cclg.intake.container",
+    "cclg.intake.container_import",
+    "cclg.maintenance.doctor",
+    "cclg.maintenance.demo",
+    "cclg.ledger.redaction",
+    "cclg.ledger.undo",
+    "cclg.hosts.install",
+    "cclg.hosts.codex_trust",
     "cclg.hook",
     "cclg.mcp_server",
     "cclg.cli.inspect",
@@ -56,7 +56,7 @@ def run_listing_modules(*args: str) -> tuple[subprocess.CompletedProcess[str], s
 def test_add_loads_only_what_adding_needs(store: Store) -> None:
     result, loaded = run_listing_modules("--root", str(store.root), "add", "--content", "Run pytest", "--source", "u")
     assert result.returncode == 0, result.stderr
-    assert {"cclg.cli.memory", "cclg.intake"} <= loaded  # it did add
+    assert {"cclg.cli.memory", "cclg.intake.new_memories"} <= loaded  # it did add
     unneeded = sorted(NOT_FOR_ADD & loaded) + sorted(m for m in loaded if m.startswith("cclg.codegraph"))
     assert not unneeded, f"cclg add imported {unneeded}"
 

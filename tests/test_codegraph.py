@@ -29,9 +29,9 @@ from cclg.codegraph.context import REFRESH_EVERY, prompt_context, refresh_in_bac
 from cclg.codegraph.languages import grammar
 from cclg.codegraph.rank import rank_files, render_pack
 from cclg.codegraph.stored import cache_path, graph_path, search_index_path
+from cclg.core.store import Store
+from cclg.core.text import estimate_tokens
 from cclg.errors import UsageError
-from cclg.store import Store
-from cclg.text import estimate_tokens
 
 ALICE = ("Alice", "alice@example.com")
 BOB = ("Bob", "bob@example.com")
@@ -1194,7 +1194,7 @@ def test_prompt_context_loads_no_heavy_modules(store: Store, python_repo: GitRep
     script = (
         "import sys\n"
         "from cclg.codegraph.context import prompt_context\n"
-        "from cclg.store import Store\n"
+        "from cclg.core.store import Store\n"
         f"text = prompt_context(Store.open({str(store.root)!r}), {str(python_repo.root)!r}, 'load the User model',"
         " max_tokens=400)\n"
         f"heavy = {heavy!r}\n"

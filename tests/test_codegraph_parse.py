@@ -149,7 +149,7 @@ import os.path as osp, sys
 from ..m import y as z, w
 from . import x
 from .pkg import *
-from cclg.store import Store
+from cclg.core.store import Store
 
 MAX_SIZE: int = 10
 T = TypeVar("T")
@@ -210,8 +210,8 @@ def test_python_references_and_imports() -> None:
         "..m.w",
         ".x",
         ".pkg",
-        "cclg.store",
-        "cclg.store.Store",
+        "cclg.core.store",
+        "cclg.core.store.Store",
     ]
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 
-from cclg.container import export_store, load_container
-from cclg.doctor import diagnose
-from cclg.records import Source
-from cclg.store import Store
-from cclg.view import effective_view
+from cclg.core.records import Source
+from cclg.core.store import Store
+from cclg.intake.container import export_store, load_container
+from cclg.ledger.view import effective_view
+from cclg.maintenance.doctor import diagnose
 from tests.conftest import DATA
 
 
@@ -32,7 +32,7 @@ def test_reference_store_effective_view(reference_store: Store) -> None:
 
 def test_reference_store_accepts_our_writes(reference_store: Store) -> None:
     from cclg.api import add_memory
-    from cclg.ledger import apply_patch
+    from cclg.ledger.writer import apply_patch
 
     added = add_memory(reference_store, "Written by cclg into a reference store", source="test")
     apply_patch(

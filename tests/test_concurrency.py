@@ -20,14 +20,14 @@ from typing import Any
 
 import pytest
 
-from cclg import doctor
 from cclg.api import add_memory, build_node
+from cclg.core.files import read_jsonl
+from cclg.core.store import Store
 from cclg.errors import IllegalPatchError
-from cclg.files import read_jsonl
-from cclg.ledger import apply_patch, create_nodes
-from cclg.sessions import record_event, start_session
-from cclg.store import Store
-from cclg.view import effective_view
+from cclg.ledger.sessions import record_event, start_session
+from cclg.ledger.view import effective_view
+from cclg.ledger.writer import apply_patch, create_nodes
+from cclg.maintenance import doctor
 
 SPAWN = multiprocessing.get_context("spawn")
 WORKERS = 8
@@ -239,9 +239,9 @@ KILLED_WRITER = textwrap.dedent(
     """
     import sys
     from cclg.api import add_memory
-    from cclg.ledger import apply_patch
-    from cclg.sessions import record_event
-    from cclg.store import Store
+    from cclg.ledger.writer import apply_patch
+    from cclg.ledger.sessions import record_event
+    from cclg.core.store import Store
 
     store = Store.open(sys.argv[1])
     tag = sys.argv[2]
@@ -311,8 +311,8 @@ def test_sigkill_mid_write_leaves_a_store_doctor_can_repair(store: Store) -> Non
 FILE_WRITER = textwrap.dedent(
     """
     import copy, sys
-    from cclg.ids import content_hash, new_id
-    from cclg.store import Store
+    from cclg.core.ids import content_hash, new_id
+    from cclg.core.store import Store
 
     store = Store.open(sys.argv[1])
     node = store.read_node(sys.argv[2])
@@ -387,8 +387,8 @@ CRASHING_WRITER = textwrap.dedent(
     """
     import os, signal, sys
     from cclg.api import add_memory
-    from cclg.ledger import apply_patch
-    from cclg.store import Store
+    from cclg.ledger.writer import apply_patch
+    from cclg.core.store import Store
 
     root, operation, target, kill_at = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     steps = []
@@ -602,7 +602,7 @@ def test_readers_catch_up_with_the_files_while_an_import_writes(store: Store, tm
     were two transactions: a row the importer indexed in between made the reader's insert fail
     ("UNIQUE constraint failed: nodes.id"), and the hook answered nothing. Real processes: an
     import-jsonl of 3,000 memories, and readers opening the index while it runs."""
-    from cclg.index import open_index
+    from cclg.ledger.index import open_index
 
     seed = tmp_path / "seed.jsonl"
     seed.write_text(
@@ -639,8 +639,8 @@ def test_sessions_ending_the_same_failure_streak_at_once_learn_one_rule_once(sto
     ``learned`` line) are one step under the store lock. Eight real ``cclg-hook`` processes, each a
     session at the end of the same streak, send the passing call at once: one rule, learned once,
     not eight ``learned`` lines that would make it strong at once."""
-    from cclg import rules
     from cclg.hook import handle
+    from cclg.learning import rules
 
     cwd = "/home/u/shop"
 

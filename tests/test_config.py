@@ -1,4 +1,4 @@
-"""The store's ``config.json`` is read in one place (``cclg.config``): a value of the wrong type or
+"""The store's ``config.json`` is read in one place (``cclg.core.config``): a value of the wrong type or
 shape is named by doctor and falls back to its default, and no config a user can write makes a
 surface crash."""
 
@@ -14,13 +14,15 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cclg import api, doctor, mcp_tools, sensors
+from cclg import api, mcp_tools
 from cclg import format as fmt
 from cclg.cli import cli
-from cclg.config import SECTIONS, Settings
+from cclg.core.config import SECTIONS, Settings
+from cclg.core.store import Store
 from cclg.errors import CclgError, UsageError
 from cclg.hook import handle, hook_settings, respond
-from cclg.store import Store
+from cclg.learning import sensors
+from cclg.maintenance import doctor
 from tests.test_hook import claude_prompt
 
 

@@ -18,7 +18,11 @@ from hypothesis import strategies as st
 from cclg import api
 from cclg.api import add_memory
 from cclg.cli import cli
-from cclg.container import (
+from cclg.core.ids import content_hash
+from cclg.core.records import MemoryEdge, MemoryNode, MemoryPatch, Scope, Session, Source, new_node
+from cclg.core.store import Store
+from cclg.errors import IllegalPatchError, UnknownPatchOperationError, UsageError, ValidationError
+from cclg.intake.container import (
     SECTIONS,
     Container,
     ContainerError,
@@ -27,16 +31,12 @@ from cclg.container import (
     read_text,
     write_container,
 )
-from cclg.container_import import import_container
-from cclg.doctor import diagnose
-from cclg.errors import IllegalPatchError, UnknownPatchOperationError, UsageError, ValidationError
-from cclg.ids import content_hash
-from cclg.ledger import apply_patch
-from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Scope, Session, Source, new_node
-from cclg.sessions import end_session, start_session
-from cclg.store import Store
-from cclg.undo import rollback
-from cclg.view import effective_view
+from cclg.intake.container_import import import_container
+from cclg.ledger.sessions import end_session, start_session
+from cclg.ledger.undo import rollback
+from cclg.ledger.view import effective_view
+from cclg.ledger.writer import apply_patch
+from cclg.maintenance.doctor import diagnose
 from tests.conftest import DATA
 
 CONFORMANCE = Path(__file__).parent / "conformance"

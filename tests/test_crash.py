@@ -26,12 +26,12 @@ from pathlib import Path
 
 import pytest
 
-from cclg import doctor
 from cclg.api import add_memory, build_node
-from cclg.files import read_jsonl
-from cclg.records import new_node
-from cclg.store import Store
-from cclg.view import effective_view
+from cclg.core.files import read_jsonl
+from cclg.core.records import new_node
+from cclg.core.store import Store
+from cclg.ledger.view import effective_view
+from cclg.maintenance import doctor
 
 # Killed by itself just before its Nth write primitive: an `add`, or a create of three
 # memories at once (what an import does).
@@ -39,8 +39,8 @@ STEP_WRITER = textwrap.dedent(
     """
     import os, signal, sys
     from cclg.api import add_memory, build_node
-    from cclg.ledger import create_nodes
-    from cclg.store import Store
+    from cclg.ledger.writer import create_nodes
+    from cclg.core.store import Store
 
     root, operation, kill_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
     steps = []
@@ -163,9 +163,9 @@ RANDOM_WRITER = textwrap.dedent(
     """
     import sys
     from cclg.api import add_memory, build_node
-    from cclg.ledger import apply_patch, create_nodes
-    from cclg.sessions import record_event
-    from cclg.store import Store
+    from cclg.ledger.writer import apply_patch, create_nodes
+    from cclg.ledger.sessions import record_event
+    from cclg.core.store import Store
 
     store = Store.open(sys.argv[1])
     tag = sys.argv[2]
@@ -261,7 +261,7 @@ def test_memories_accounted_for_otherwise_are_left_alone(store: Store) -> None:
 RAW_WRITER_KILLED_MID_WRITE = textwrap.dedent(
     """
     import os, signal, sys
-    from cclg.store import Store
+    from cclg.core.store import Store
 
     def die(fd):
         os.kill(os.getpid(), signal.SIGKILL)

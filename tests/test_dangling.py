@@ -17,11 +17,13 @@ from typing import Any
 
 import pytest
 
-from cclg import api, distill, mcp_tools, usage_prior
-from cclg.files import read_jsonl
+from cclg import api, mcp_tools
+from cclg.core.files import read_jsonl
+from cclg.core.records import Scope, Source, new_node
+from cclg.core.store import Store
 from cclg.hook import handle
-from cclg.records import Scope, Source, new_node
-from cclg.store import Store
+from cclg.learning import distill
+from cclg.retrieval import usage_prior
 
 CWD = "/home/u/shop"
 SESSION = "dangling-s1"
@@ -147,7 +149,7 @@ def test_log_and_lineage_with_a_lost_version_list_the_rest(store: Store) -> None
 
 
 def test_rules_list_a_rule_whose_memory_is_gone(store: Store) -> None:
-    from cclg import rules
+    from cclg.learning import rules
 
     rules.note(store, "learned", ["rule.pytest.abc"], "s1", trigger={"command": "pytest"}, project="shop")
     listed = cclg(store.root, "rules", "--json")

@@ -10,12 +10,12 @@ from click.testing import CliRunner
 
 from cclg import api
 from cclg.cli import cli
-from cclg.doctor import diagnose
+from cclg.core.records import Scope
+from cclg.core.store import Store
 from cclg.errors import IllegalPatchError
-from cclg.ledger import apply_patch
-from cclg.records import Scope
-from cclg.store import Store
-from cclg.undo import rollback
+from cclg.ledger.undo import rollback
+from cclg.ledger.writer import apply_patch
+from cclg.maintenance.doctor import diagnose
 
 
 def files(root: Path) -> dict[str, bytes]:

@@ -10,10 +10,10 @@ from click.testing import CliRunner
 
 from cclg.cli import cli
 from cclg.codegraph.stored import graph_name
-from cclg.demo import DEMO_PROJECT_HISTORY
-from cclg.doctor import diagnose
-from cclg.store import Store
-from cclg.view import effective_view
+from cclg.core.store import Store
+from cclg.ledger.view import effective_view
+from cclg.maintenance.demo import DEMO_PROJECT_HISTORY
+from cclg.maintenance.doctor import diagnose
 from tests.conftest import REPO
 
 

@@ -24,7 +24,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from cclg.store import Store
+from cclg.core.store import Store
 
 CCLG = [sys.executable, "-m", "cclg"]
 HOOK = [sys.executable, "-c", "from cclg.hook import main; main()"]

@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from cclg import api, distill
+from cclg import api
 from cclg.cli import cli
-from cclg.doctor import diagnose
+from cclg.core.store import Store
 from cclg.errors import UsageError
 from cclg.hook import handle
-from cclg.intake import parse_scope
-from cclg.store import Store
+from cclg.intake.new_memories import parse_scope
+from cclg.learning import distill
+from cclg.maintenance.doctor import diagnose
 
 SESSION = "distill-s1"
 
@@ -123,8 +124,8 @@ def test_a_fact_stated_in_two_prompts_is_proposed_once(store: Store) -> None:
 def test_a_distilled_correction_of_a_pinned_memory_is_not_pinned_and_the_proposal_says_so(store: Store) -> None:
     """Issue 27, rule 7: accepting a correction of the user's pinned memory once wrote a trusted, pinned
     memory whose text was the detector's reading of a prompt, and the proposal did not say so."""
-    from cclg.labels import labels_of
-    from cclg.selection import PackRequest, compile_pack
+    from cclg.core.labels import labels_of
+    from cclg.retrieval.selection import PackRequest, compile_pack
 
     old = api.add_memory(
         store, "The staging database listens on port 5432", source="user", trust="trusted", retention="required",
@@ -146,7 +147,7 @@ def test_a_distilled_correction_of_a_pinned_memory_is_not_pinned_and_the_proposa
 
 
 def test_every_proposal_shows_the_labels_acceptance_sets(store: Store, session: dict[str, Any]) -> None:
-    from cclg.labels import labels_of
+    from cclg.core.labels import labels_of
 
     proposals = distill.propose(store, SESSION)
     for proposal, done in zip(proposals, distill.accept(store, SESSION, None), strict=True):

@@ -16,9 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cclg import doctor, ledger
-from cclg.intake import import_jsonl
-from cclg.store import Store
+from cclg.core.store import Store
+from cclg.intake.new_memories import import_jsonl
+from cclg.ledger import writer
+from cclg.maintenance import doctor
 
 HEALTHY = 400
 
@@ -49,7 +50,7 @@ def copy_as(store: Store, node_id: str, new_id: str) -> None:
 def test_damage_among_many_healthy_memories_is_each_reported_once(store: Store) -> None:
     ids = seed(store, HEALTHY)
     old = ids[7]
-    newer = ledger.apply_patch(store, "supersede", [old], reason="newer", contents=["memory 7, corrected"])
+    newer = writer.apply_patch(store, "supersede", [old], reason="newer", contents=["memory 7, corrected"])
     replacement = newer.new_nodes[0].id
     assert doctor.diagnose(store).findings == []
 

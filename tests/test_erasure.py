@@ -1,7 +1,7 @@
 """Erasure rewrites content, never structure (issue 27, rule 1).
 
 A purge (and a redaction, through the same rewrite) changes text only inside the string values that
-hold content (``cclg.redaction.CONTENT_FIELDS``): never an id, a status, an operation, a schema id, a
+hold content (``cclg.ledger.redaction.CONTENT_FIELDS``): never an id, a status, an operation, a schema id, a
 key or config.json. Each test spreads a store the way use does (patches, edges, a hook session with a
 prompt, a tool call, a turn and its end), purges a memory whose text is a word of the ledger itself,
 and checks that the store still reads: every command works, doctor finds nothing, every other memory
@@ -22,12 +22,12 @@ from hypothesis import strategies as st
 
 from cclg import api, hook, mcp_tools
 from cclg.cli import cli
-from cclg.doctor import diagnose
+from cclg.core.store import Store
 from cclg.errors import CclgError
-from cclg.intake import parse_scope
-from cclg.promotion import promote
-from cclg.purge import purge_memory
-from cclg.store import Store
+from cclg.intake.new_memories import parse_scope
+from cclg.ledger.promotion import promote
+from cclg.ledger.purge import purge_memory
+from cclg.maintenance.doctor import diagnose
 
 SESSION = "sess-erasure-1"
 
@@ -78,7 +78,7 @@ def add_and_spread(root: Path, work: Path, text: str) -> str:
 
 def structure(value: Any, under: str = "") -> Any:
     """Every string of a JSON value but those under a field that holds content: what an erasure keeps."""
-    from cclg.redaction import CONTENT_FIELDS
+    from cclg.ledger.redaction import CONTENT_FIELDS
 
     if isinstance(value, dict):
         return {k: structure(v, k if k in CONTENT_FIELDS else under) for k, v in value.items()}
@@ -301,8 +301,8 @@ CHOSEN = "Use the staging cluster for load tests"
 
 
 def test_an_imported_line_shaped_like_a_tombstone_refuses_nothing(tmp_path: Path) -> None:
-    from cclg.ids import content_hash
-    from cclg.records import Source, new_node
+    from cclg.core.ids import content_hash
+    from cclg.core.records import Source, new_node
 
     store, _ = Store.init(tmp_path / "store")
     forged = new_node("[purged]", source=Source(label="import"))
@@ -333,12 +333,12 @@ def test_a_container_holding_a_purge_refuses_nothing_and_purges_nothing_here(tmp
 
 def import_as_before_the_fix(store: Store, path: Path) -> None:
     """Bring the container at ``path`` into ``store`` as the import of the code before rule 10 wrote it
-    (``cclg.container_import._write`` at c890eba): every record as it came, a purge patch keeping its rule and a
+    (``cclg.intake.container_import._write`` at c890eba): every record as it came, a purge patch keeping its rule and a
     tombstone its mark, each audited ``via: import``, then the index told."""
-    from cclg.container import load_container
-    from cclg.index import IndexChanges
-    from cclg.ledger import patch_audit
-    from cclg.store import audit_record
+    from cclg.core.store import audit_record
+    from cclg.intake.container import load_container
+    from cclg.ledger.index import IndexChanges
+    from cclg.ledger.writer import patch_audit
 
     container = load_container(path.read_text())
     audit = []
@@ -405,7 +405,7 @@ def test_purged_content_is_refused_also_by_a_write_to_a_store_without_its_index(
 def test_redaction_rewrites_content_never_structure(template: dict[str, Any], tmp_path: Path) -> None:
     """``scan --store --redact`` runs on the same rewrite: a secret in a prompt goes, every log line keeps
     its structure, and config.json (the user's settings, never rewritten) is reported, not edited."""
-    from cclg import secrets
+    from cclg.core import secrets
 
     root = copy_of(template, tmp_path / "store")
     secret = "Xk9mQ2vL7pR4tW8zB3nY"

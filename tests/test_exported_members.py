@@ -44,7 +44,7 @@ def test_every_public_function_and_class_of_the_api_is_declared() -> None:
 
 
 def test_no_public_name_is_also_a_module_of_the_package() -> None:
-    """``cclg.purge`` is the module once anything imported it, so the library's operation is
+    """``cclg.ledger.purge`` is the module once anything imported it, so the library's operation is
     ``purge_memory`` (as ``search_memories``): ``cclg/__init__.py`` tells the two apart by the files."""
     modules = {path.stem for path in Path(cclg.__file__).parent.iterdir()}
     assert not modules & set(cclg.__all__), sorted(modules & set(cclg.__all__))
@@ -66,7 +66,7 @@ def test_star_import_and_a_light_package_import() -> None:
         "import sys\n"
         "import cclg\n"
         "assert 'cclg.api' not in sys.modules, sorted(m for m in sys.modules if m.startswith('cclg'))\n"
-        "from cclg import text, api\n"  # a module of the package, and the library's light package
+        "from cclg import errors, api\n"  # a module of the package, and the library's light package
         "assert not [m for m in sys.modules if m.startswith('cclg.api.')], sorted(sys.modules)\n"
         "namespace = {}\n"
         "exec('from cclg import *', namespace)\n"

@@ -1,4 +1,4 @@
-"""The secret guard (``cclg.secrets``) and every write path it stands on.
+"""The secret guard (``cclg.core.secrets``) and every write path it stands on.
 
 No real key is in this file: a corpus of fake secrets in the real formats is generated from a
 seeded ``random.Random`` (``corpus``), each one embedded in ordinary prose, and so are the
@@ -39,15 +39,17 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from cclg import api, search, secrets
+from cclg import api
 from cclg.cli import cli
-from cclg.container import write_container
+from cclg.core import secrets
+from cclg.core.files import read_jsonl
+from cclg.core.ids import content_hash
+from cclg.core.records import Source, new_node
+from cclg.core.secrets import SecretError, redact, redact_value, refuse_secrets, scan
+from cclg.core.store import Store
 from cclg.errors import UsageError
-from cclg.files import read_jsonl
-from cclg.ids import content_hash
-from cclg.records import Source, new_node
-from cclg.secrets import SecretError, redact, redact_value, refuse_secrets, scan
-from cclg.store import Store
+from cclg.intake.container import write_container
+from cclg.retrieval import search
 
 SEED = 20_251_130
 
@@ -856,7 +858,7 @@ def test_every_node_field_is_either_scanned_for_secrets_or_checked_to_hold_none(
     """The secret check reads only the fields that carry text from outside; a field the format adds
     later must be put on one side or the other, or this fails."""
     from cclg import format as fmt
-    from cclg.ledger import CHECKED_FIELDS, TEXT_FIELDS
+    from cclg.ledger.writer import CHECKED_FIELDS, TEXT_FIELDS
 
     assert not set(TEXT_FIELDS) & set(CHECKED_FIELDS)
     assert set(TEXT_FIELDS) | set(CHECKED_FIELDS) == set(fmt.canonical_order("memory_node"))
@@ -1216,7 +1218,7 @@ def test_scan_reports_secrets_in_the_store_and_redact_removes_every_byte(
     assert clean.exit_code == 0, clean.output
 
     store = Store.open(root)
-    from cclg.doctor import diagnose
+    from cclg.maintenance.doctor import diagnose
 
     assert diagnose(store).findings == []
     audit = [r for r in read_jsonl(store.audit_path).records if r.get("action") == "redact_secrets"]

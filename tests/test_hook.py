@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from cclg.api import add_memory
-from cclg.files import read_jsonl
-from cclg.ledger import apply_patch
-from cclg.store import Store
+from cclg.core.files import read_jsonl
+from cclg.core.store import Store
+from cclg.ledger.writer import apply_patch
 
 HOOK = [sys.executable, "-c", "from cclg.hook import main; main()"]
 
@@ -228,7 +228,7 @@ def test_pinned_memories_come_at_session_start_once(store: Store) -> None:
 
 
 def test_the_digest_reads_only_deliveries_and_skips_a_torn_line(store: Store) -> None:
-    from cclg import sessions
+    from cclg.ledger import sessions
 
     log = store.session_events_path("s-7")
     lines = [
@@ -271,7 +271,7 @@ def test_the_store_config_makes_the_context_smaller_and_can_ask_for_the_code_gra
 
 @pytest.mark.parametrize("host", ["claude", "codex"])
 def test_a_full_pack_fits_the_host_cap_whole(store: Store, host: str) -> None:
-    from cclg.text import estimate_tokens
+    from cclg.core.text import estimate_tokens
 
     for i in range(60):
         words = " ".join(f"detail{i}x{j}" for j in range(60))
@@ -415,11 +415,11 @@ def test_corrupt_store_fails_open(store: Store) -> None:
 # container and hosts, the surfaces). The hook reaches the library through its light area modules.
 HEAVY_MODULES = ("click", "mcp", "git", "tree_sitter", "tomli_w")
 CCLG_WRITERS_AND_SURFACES = (
-    "cclg.ledger",
+    "cclg.ledger.writer",
     "cclg.api.memories",
     "cclg.api.container",
     "cclg.api.hosts",
-    "cclg.intake",
+    "cclg.intake.new_memories",
     "cclg.cli",
     "cclg.mcp_server",
 )
@@ -459,7 +459,7 @@ def test_the_hook_loads_no_heavy_modules(store: Store, memories: dict, event: st
 
 
 def test_doctor_reports_recent_hook_failures(store: Store) -> None:
-    from cclg.doctor import HOOKS, diagnose
+    from cclg.maintenance.doctor import HOOKS, diagnose
 
     assert diagnose(store).findings == []
     run_hook(store.root, "user-prompt", b"garbage")
@@ -536,7 +536,7 @@ def test_a_session_is_served_and_ended_while_another_process_holds_the_store_loc
         [
             sys.executable,
             "-c",
-            "import sys, time; from cclg.store import Store; s = Store.open(sys.argv[1])\n"
+            "import sys, time; from cclg.core.store import Store; s = Store.open(sys.argv[1])\n"
             "with s.lock():\n    print('locked', flush=True); time.sleep(120)",
             str(store.root),
         ],

@@ -20,14 +20,15 @@ from pathlib import Path
 
 import pytest
 
-from cclg import api, doctor
-from cclg.container import export_store, load_container, write_container
-from cclg.files import read_jsonl
-from cclg.ledger import apply_patch
-from cclg.records import Scope, Source, new_node
-from cclg.sessions import start_session
-from cclg.store import Store
-from cclg.view import effective_view
+from cclg import api
+from cclg.core.files import read_jsonl
+from cclg.core.records import Scope, Source, new_node
+from cclg.core.store import Store
+from cclg.intake.container import export_store, load_container, write_container
+from cclg.ledger.sessions import start_session
+from cclg.ledger.view import effective_view
+from cclg.ledger.writer import apply_patch
+from cclg.maintenance import doctor
 
 # Runs one import in a child process that SIGKILLs itself at its KILL_AT-th file write (0: never),
 # then prints how many writes it made.
@@ -36,7 +37,7 @@ CHILD = textwrap.dedent(
     import os, signal, sys
     from pathlib import Path
     from cclg import api
-    from cclg.store import Store
+    from cclg.core.store import Store
 
     root, kind, source, kill_at = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     writes = 0

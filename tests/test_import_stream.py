@@ -13,16 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from cclg import api, ledger
-from cclg.doctor import diagnose
+from cclg import api
+from cclg.core.records import MemoryNode
+from cclg.core.secrets import SecretError
+from cclg.core.store import Store
 from cclg.errors import IllegalPatchError, ValidationError
-from cclg.index import open_index
-from cclg.query import Where
-from cclg.records import MemoryNode
-from cclg.search import bm25
-from cclg.secrets import SecretError
-from cclg.store import Store
-from cclg.undo import rollback
+from cclg.ledger import writer
+from cclg.ledger.index import open_index
+from cclg.ledger.undo import rollback
+from cclg.maintenance.doctor import diagnose
+from cclg.retrieval.query import Where
+from cclg.retrieval.search import bm25
 
 CHUNK = 4
 GOOD = 3 * CHUNK + 1  # good lines before the trouble: three whole chunks staged, and one more
@@ -30,7 +31,7 @@ GOOD = 3 * CHUNK + 1  # good lines before the trouble: three whole chunks staged
 
 @pytest.fixture(autouse=True)
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ledger, "CHUNK", CHUNK)
+    monkeypatch.setattr(writer, "CHUNK", CHUNK)
 
 
 def lines(*contents: str) -> bytes:
@@ -95,7 +96,7 @@ def test_a_secret_in_a_late_chunk_leaves_nothing(seeded: Store) -> None:
 
 def test_thrown_out_content_in_a_late_chunk_refuses_the_whole_import(seeded: Store) -> None:
     node = api.add_memory(seeded, "Deploys need two approvals", source="user").node
-    ledger.apply_patch(seeded, "forget", [node.id], reason="policy changed")
+    writer.apply_patch(seeded, "forget", [node.id], reason="policy changed")
     before = files(seeded.root)
     with pytest.raises(IllegalPatchError, match=f"seed.jsonl line {GOOD + 1}"):
         api.import_jsonl(seeded, lines(*good(), "Deploys need two approvals"), name="seed.jsonl")
@@ -141,7 +142,7 @@ def test_a_failed_create_drops_its_rows_from_the_callers_index(seeded: Store) ->
     index = open_index(seeded)
     try:
         with pytest.raises(ValidationError, match="gave out"):
-            ledger.create_nodes(seeded, stream(), reason="test", new_content="streamed", index=index)
+            writer.create_nodes(seeded, stream(), reason="test", new_content="streamed", index=index)
         assert [hit.node.content for hit in bm25(index, "service listens port", Where(), limit=50)] == []
         assert index.db.execute("SELECT count(*) FROM nodes").fetchone()[0] == 1
     finally:
@@ -164,7 +165,7 @@ def test_after_a_big_import_tmp_is_made_anew_unless_another_writer_uses_it(
 ) -> None:
     """A folder keeps the size of the most entries it ever held: after an import staged its files in
     tmp/, tmp/ is swapped for a fresh one, but never while another writer has a file in it."""
-    monkeypatch.setattr(ledger, "SHRINK_AFTER", CHUNK)
+    monkeypatch.setattr(writer, "SHRINK_AFTER", CHUNK)
     tmp = store.root / "tmp"
     before = tmp.stat().st_ino
     api.import_jsonl(store, lines(*good()), name="seed.jsonl")

@@ -1,7 +1,7 @@
 """The SQLite index: built on first read, kept in step by the ledger, disposable, never the truth.
 
 Every test compares the index with what the files say, computed independently of
-``cclg.index`` (node files, patch files and ``cclg.view.effective_view``).
+``cclg.ledger.index`` (node files, patch files and ``cclg.ledger.view.effective_view``).
 """
 
 from __future__ import annotations
@@ -18,20 +18,20 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cclg import doctor
 from cclg.api import add_memory, build_node
 from cclg.cli import cli
+from cclg.core.files import read_jsonl
+from cclg.core.ids import content_hash
+from cclg.core.records import MemoryNode, Scope, Source, dumps, new_node, retrieval_for
+from cclg.core.store import INDEX_FILE, Store
 from cclg.errors import IllegalPatchError
-from cclg.files import read_jsonl
-from cclg.ids import content_hash
-from cclg.index import connect, open_index
-from cclg.ledger import apply_patch, create_nodes
-from cclg.query import Hit, View, Where
-from cclg.records import MemoryNode, Scope, Source, dumps, new_node, retrieval_for
-from cclg.search import grep, search
-from cclg.store import INDEX_FILE, Store
-from cclg.undo import rollback
-from cclg.view import effective_view, retired_ids
+from cclg.ledger.index import connect, open_index
+from cclg.ledger.undo import rollback
+from cclg.ledger.view import effective_view, retired_ids
+from cclg.ledger.writer import apply_patch, create_nodes
+from cclg.maintenance import doctor
+from cclg.retrieval.query import Hit, View, Where
+from cclg.retrieval.search import grep, search
 
 LIVE = ("active", "active_session")
 
@@ -112,7 +112,7 @@ def seeded(store: Store) -> Store:
 def test_reindex_builds_a_new_index_beside_the_old_and_swaps_it_in(seeded: Store) -> None:
     """rebuild_index writes a fresh file without a journal and renames it over the old index: a reader
     holding the old one open finishes on it, the next reader gets the new one, nothing is left beside."""
-    from cclg.index import rebuild_index
+    from cclg.ledger.index import rebuild_index
 
     old = open_index(seeded)
     try:
@@ -129,7 +129,7 @@ def test_reindex_builds_a_new_index_beside_the_old_and_swaps_it_in(seeded: Store
 
 
 def test_a_failed_reindex_leaves_the_old_index_as_it_was(seeded: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cclg import index as index_module
+    from cclg.ledger import index as index_module
 
     open_index(seeded).close()
     rows = indexed_rows(seeded)
@@ -540,8 +540,8 @@ def damage_repairs(store: Store) -> list[str]:
 def test_a_damaged_index_is_rebuilt_wherever_the_damage_shows(seeded: Store, operation: str, how: str) -> None:
     """ "database disk image is malformed" made doctor, doctor --repair, reindex and search crash, and
     the hook return nothing: the index is deleted, built again from the files, and the audit log says so."""
-    from cclg.rendering import fit_markdown
-    from cclg.selection import Budget, PackRequest
+    from cclg.retrieval.rendering import fit_markdown
+    from cclg.retrieval.selection import Budget, PackRequest
 
     damage_index(seeded, how)
     if operation == "search":
@@ -698,7 +698,7 @@ def test_index_view_equals_the_reference_effective_view(
 
 def test_an_index_that_cannot_be_written_is_built_in_memory(store: Store) -> None:
     """A store whose index file cannot be created (here: a folder in its place) still searches correctly."""
-    from cclg.search import search
+    from cclg.retrieval.search import search
 
     (store.root / "index.sqlite").mkdir()
     node = add_memory(store, "Releases are tagged from the main branch", source="test").new_nodes[0]

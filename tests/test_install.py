@@ -145,8 +145,8 @@ def test_the_installed_command_runs_and_answers_json(tmp_path: Path) -> None:
 
 
 def test_doctor_checks_installed_hooks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cclg.doctor import INSTALL, diagnose
-    from cclg.store import Store
+    from cclg.core.store import Store
+    from cclg.maintenance.doctor import INSTALL, diagnose
 
     store_root = tmp_path / "store"
     assert run("--root", str(store_root), "install", "claude").exit_code == 0  # into $HOME (a temporary folder)
@@ -159,7 +159,7 @@ def test_doctor_checks_installed_hooks(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("PATH", str(Path(sys.executable).parent))
     (store_root / "config.json").rename(store_root / "config.moved")
     settings = Path.home() / ".claude" / "settings.json"
-    from cclg.install import check_installation
+    from cclg.hosts.install import check_installation
 
     problems = check_installation()
     assert any("not a cclg store" in message for path, message in problems if path == str(settings))
@@ -212,7 +212,7 @@ def test_install_codex_adds_its_table_to_config_toml_and_keeps_the_rest_byte_for
     assert result.exit_code == 0 and "added mcp server cclg: cclg-mcp" in result.output
     text = config.read_text()
     grace, rest = text.split("\n", 1)
-    assert grace.startswith("mcp_optional_startup_grace_ms = 3000  # cclg install")  # see cclg/install.py
+    assert grace.startswith("mcp_optional_startup_grace_ms = 3000  # cclg install")  # see cclg/hosts/install.py
     assert rest.startswith(CODEX_CONFIG.rstrip("\n")) and "# keep this comment" in text
     data = tomllib.loads(text)
     assert data["mcp_optional_startup_grace_ms"] == 3000
@@ -403,7 +403,7 @@ def test_a_users_own_hook_state_is_kept(tmp_path: Path) -> None:
 def test_without_trust_recorded_install_says_how_to_trust(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_codex: Path, why: str
 ) -> None:
-    from cclg import codex_trust
+    from cclg.hosts import codex_trust
 
     args = ["install", "codex"]
     if why == "no-trust":
@@ -649,7 +649,7 @@ def _layouts() -> st.SearchStrategy[str]:
 @settings(max_examples=60, deadline=None)
 @given(original=_layouts(), host=st.sampled_from(["claude", "codex"]))
 def test_uninstall_after_install_gives_back_any_json_layout_byte_for_byte(original: str, host: str) -> None:
-    from cclg import install
+    from cclg.hosts import install
 
     with tempfile.TemporaryDirectory() as folder:
         project = Path(folder)
@@ -698,7 +698,7 @@ def test_uninstall_after_install_gives_back_any_config_toml_byte_for_byte(
 ) -> None:
     import tomllib
 
-    from cclg import codex_trust, install
+    from cclg.hosts import codex_trust, install
 
     original = ("\n".join(lines) + end).replace("\n", newline)
     try:
@@ -746,7 +746,7 @@ def test_rule15_a_settings_file_nested_too_deep_is_refused_like_broken_json(tmp_
 def test_rule15_codex_answers_are_read_with_the_bounded_reader(tmp_path: Path) -> None:
     """A line nested too deep in what Codex's app server prints is skipped like any line that is not JSON
     (a RecursionError ended the install before)."""
-    from cclg.codex_trust import untrusted_hooks
+    from cclg.hosts.codex_trust import untrusted_hooks
 
     hooks_file = tmp_path / "hooks.json"
     answer = {"id": 2, "result": {"data": [{"hooks": [{"command": "cclg-hook stop", "sourcePath": str(hooks_file),

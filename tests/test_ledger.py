@@ -1,7 +1,7 @@
 """The patch ledger: every operation, every refusal, rollback and the effective view.
 
 The expectations here are written from the ledger's contract, not read back from
-``cclg.lattice``: each operation's edge and relation, which statuses it may move,
+``cclg.ledger.lattice``: each operation's edge and relation, which statuses it may move,
 what a rollback restores. After every scenario that should succeed the store must
 pass ``cclg doctor`` with no finding.
 """
@@ -15,17 +15,17 @@ from typing import Any
 
 import pytest
 
-from cclg import doctor
 from cclg import format as fmt
 from cclg.api import add_memory
+from cclg.core.files import read_jsonl
+from cclg.core.ids import new_id, now_iso
+from cclg.core.records import MemoryNode, MemoryPatch, Scope, Source, new_node
+from cclg.core.store import Store
 from cclg.errors import IllegalPatchError, NotFoundError, UnknownPatchOperationError, UsageError
-from cclg.files import read_jsonl
-from cclg.ids import new_id, now_iso
-from cclg.ledger import apply_patch, create_nodes
-from cclg.records import MemoryNode, MemoryPatch, Scope, Source, new_node
-from cclg.store import Store
-from cclg.undo import rollback
-from cclg.view import effective_view, retired_ids, undone_patch_ids
+from cclg.ledger.undo import rollback
+from cclg.ledger.view import effective_view, retired_ids, undone_patch_ids
+from cclg.ledger.writer import apply_patch, create_nodes
+from cclg.maintenance import doctor
 
 LEDGER_CHECK = "node status agrees with the patch ledger"
 

@@ -28,14 +28,14 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from cclg import doctor
+from cclg.core.ids import new_id
+from cclg.core.records import Scope, Source, new_node
+from cclg.core.store import Store
 from cclg.errors import IllegalPatchError, UnknownPatchOperationError
-from cclg.ids import new_id
-from cclg.ledger import apply_patch, create_nodes
-from cclg.records import Scope, Source, new_node
-from cclg.store import Store
-from cclg.undo import rollback
-from cclg.view import effective_view, retired_ids, undone_patch_ids
+from cclg.ledger.undo import rollback
+from cclg.ledger.view import effective_view, retired_ids, undone_patch_ids
+from cclg.ledger.writer import apply_patch, create_nodes
+from cclg.maintenance import doctor
 
 SESSION = "sess-model"
 

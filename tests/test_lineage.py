@@ -9,10 +9,10 @@ from click.testing import CliRunner
 
 from cclg import api
 from cclg.cli import cli
-from cclg.ledger import apply_patch
-from cclg.lineage import lineage
-from cclg.store import Store
-from cclg.undo import rollback
+from cclg.core.store import Store
+from cclg.ledger.lineage import lineage
+from cclg.ledger.undo import rollback
+from cclg.ledger.writer import apply_patch
 
 
 def test_every_member_shows_the_whole_chain(store: Store) -> None:

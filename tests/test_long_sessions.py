@@ -1,5 +1,5 @@
 """Long sessions stay cheap (issue 27, rule 20): the hook never reads a session's whole event log on
-a prompt or at the session's end. Its digest (``cclg.sessions.digest``) is brought up to date with
+a prompt or at the session's end. Its digest (``cclg.ledger.sessions.digest``) is brought up to date with
 what the log gained since, and session-end reads the log line by line."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cclg import sessions
 from cclg.api import add_memory
-from cclg.store import Store
+from cclg.core.store import Store
+from cclg.ledger import sessions
 from tests.test_hook import HOOK, run_hook
 
 SESSION = "long-session"

@@ -37,18 +37,21 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp_types import CallToolResult, Tool
 
-from cclg import __version__, api, doctor, labels, search
+from cclg import __version__, api
 from cclg import format as fmt
 from cclg.api import allowed_repository
 from cclg.cli import cli
+from cclg.core import labels
+from cclg.core.files import read_jsonl
+from cclg.core.labels import labels_of
+from cclg.core.store import Store
 from cclg.errors import UsageError
-from cclg.files import read_jsonl
-from cclg.labels import labels_of
-from cclg.ledger import apply_patch, create_nodes
+from cclg.ledger.writer import apply_patch, create_nodes
+from cclg.maintenance import doctor
 from cclg.mcp_server import main
-from cclg.query import Where
-from cclg.selection import Budget, PackRequest, compile_pack
-from cclg.store import Store
+from cclg.retrieval import search
+from cclg.retrieval.query import Where
+from cclg.retrieval.selection import Budget, PackRequest, compile_pack
 
 SERVER = [sys.executable, "-m", "cclg.mcp_server"]
 VERBS = (
@@ -1046,7 +1049,7 @@ def test_concurrent_writes_through_mcp_cli_and_another_process_all_land(served: 
         """
         import sys
         from cclg.api import add_memory
-        from cclg.store import Store
+        from cclg.core.store import Store
         store = Store.open(sys.argv[1])
         print("ready", flush=True)
         for i in range(10):

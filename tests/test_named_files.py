@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cclg.store import Store
+from cclg.core.store import Store
 from tests.test_codegraph import run_capped
 from tests.test_hook import HOOK
 

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from cclg import api, distill, mcp_tools
-from cclg.intake import parse_scope
-from cclg.promotion import promote
-from cclg.store import Store
+from cclg import api, mcp_tools
+from cclg.core.store import Store
+from cclg.intake.new_memories import parse_scope
+from cclg.learning import distill
+from cclg.ledger.promotion import promote
 from tests.test_disk_refusals import cclg
 
 UNTIL = "2027-01-01T00:00:00+00:00"

@@ -19,25 +19,25 @@ from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import cclg.rendering
-import cclg.selection
+import cclg.retrieval.rendering
+import cclg.retrieval.selection
 from cclg.api import add_memory
 from cclg.cli import cli
+from cclg.core.fencing import reveal
+from cclg.core.files import read_jsonl
+from cclg.core.records import Scope, Source, dumps, new_node
+from cclg.core.secrets import SecretError
+from cclg.core.store import Store
+from cclg.core.text import estimate_tokens, json_literal
 from cclg.errors import UsageError
-from cclg.fencing import reveal
-from cclg.files import read_jsonl
-from cclg.index import open_index
-from cclg.ledger import apply_patch, create_nodes
-from cclg.query import Where
-from cclg.records import Scope, Source, dumps, new_node
-from cclg.rendering import prompt_markdown, prompt_toml, render
-from cclg.search import bm25
-from cclg.secrets import SecretError
-from cclg.selection import SUPPRESSED_PREFIX_CHARS, Budget, PackRequest, Spending, compile_pack
-from cclg.store import Store
-from cclg.text import estimate_tokens, json_literal
-from cclg.undo import rollback
-from cclg.view import effective_view
+from cclg.ledger.index import open_index
+from cclg.ledger.undo import rollback
+from cclg.ledger.view import effective_view
+from cclg.ledger.writer import apply_patch, create_nodes
+from cclg.retrieval.query import Where
+from cclg.retrieval.rendering import prompt_markdown, prompt_toml, render
+from cclg.retrieval.search import bm25
+from cclg.retrieval.selection import SUPPRESSED_PREFIX_CHARS, Budget, PackRequest, Spending, compile_pack
 
 REPO = Path(__file__).parent.parent
 CONTRACT = tomllib.loads((REPO / "cclg" / "contract" / "cclg.format.v0.1.toml").read_text(encoding="utf-8"))
@@ -480,12 +480,12 @@ def test_fitted_markdown_fits_whole_in_one_pass(
     ]
     create_nodes(store, nodes, reason="hypothesis", new_content="random memories")
     ran = []
-    real_select = cclg.rendering.select
-    monkeypatch.setattr(cclg.rendering, "select", lambda *a, **k: ran.append(1) or real_select(*a, **k))
-    result, text = cclg.rendering.fit_markdown(
+    real_select = cclg.retrieval.rendering.select
+    monkeypatch.setattr(cclg.retrieval.rendering, "select", lambda *a, **k: ran.append(1) or real_select(*a, **k))
+    result, text = cclg.retrieval.rendering.fit_markdown(
         store,
-        cclg.selection.PackRequest(
-            "zebrafish", budget=cclg.selection.Budget(max_chars=max_chars, max_tokens=max_tokens)
+        cclg.retrieval.selection.PackRequest(
+            "zebrafish", budget=cclg.retrieval.selection.Budget(max_chars=max_chars, max_tokens=max_tokens)
         ),
     )
     assert ran == [1]
@@ -726,7 +726,12 @@ def test_renderings_keep_arbitrary_text_inside_its_field(
 
 @pytest.mark.parametrize(
     "function",
-    [cclg.selection.select, cclg.selection.compile_pack, cclg.selection.explain_pack, cclg.rendering.fit_markdown],
+    [
+        cclg.retrieval.selection.select,
+        cclg.retrieval.selection.compile_pack,
+        cclg.retrieval.selection.explain_pack,
+        cclg.retrieval.rendering.fit_markdown,
+    ],
 )
 def test_a_pack_is_asked_for_with_one_request(function: Any) -> None:
     """A pack option is a field of ``PackRequest`` (or ``Budget``), never a keyword forwarded by hand."""
@@ -748,16 +753,17 @@ def test_the_pack_path_imports_nothing_heavy(tmp_path: Path) -> None:
         """
         import json, sys
         from pathlib import Path
-        import cclg.rendering
-        import cclg.selection
-        from cclg.ledger import create_nodes
-        from cclg.records import Source, new_node
-        from cclg.store import Store
+        import cclg.retrieval.rendering
+        import cclg.retrieval.selection
+        from cclg.ledger.writer import create_nodes
+        from cclg.core.records import Source, new_node
+        from cclg.core.store import Store
 
         store, _ = Store.init(Path(sys.argv[1]))
         node = new_node("The tests run with pytest", source=Source(label="user"))
         create_nodes(store, [node], reason="seed")
-        result = cclg.selection.compile_pack(store, cclg.selection.PackRequest("how do the tests run"))
+        selection = cclg.retrieval.selection
+        result = selection.compile_pack(store, selection.PackRequest("how do the tests run"))
         heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("click", "mcp", "git", "tree_sitter"))
         print(json.dumps({"ids": [e["id"] for e in result["memory_nodes"]], "heavy": heavy}))
         """
@@ -878,8 +884,8 @@ def test_cli_pack_rejects_bad_options(cli_store: Store, args: list[str]) -> None
 def rewrite_in_place(store: Store, node_id: str, **changes: Any) -> None:
     """Edit a node file in place (an editor, or `cp` of a backup over it): the folder's mtime stays,
     so nothing but a look at the file itself can tell."""
-    from cclg.ids import content_hash
-    from cclg.records import retrieval_for
+    from cclg.core.ids import content_hash
+    from cclg.core.records import retrieval_for
 
     path = store.node_path(node_id)
     folder = path.parent.stat()

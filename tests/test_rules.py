@@ -11,12 +11,12 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from cclg import rules
 from cclg.cli import cli
+from cclg.core.store import Store
 from cclg.hook import handle
-from cclg.index import open_index
-from cclg.ledger import apply_patch
-from cclg.store import Store
+from cclg.learning import rules
+from cclg.ledger.index import open_index
+from cclg.ledger.writer import apply_patch
 
 REPO = "/home/u/shop"  # the project is the folder's name: "shop"
 ERROR = "Exit code 1\nE   ModuleNotFoundError: No module named 'shop.settings'\n=== 1 failed in 0.{n}s ==="

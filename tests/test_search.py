@@ -2,7 +2,7 @@
 
 Every search answers from current truth (the effective view for the session,
 project and moment asked about) unless a status is named. The expectations are
-written from that contract and from ``cclg.view.effective_view``.
+written from that contract and from ``cclg.ledger.view.effective_view``.
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from cclg import search as search_module
 from cclg.api import add_memory, import_jsonl
 from cclg.cli import cli
+from cclg.core.ids import FixedClock, fixed_clock, parse_moment, parse_time
+from cclg.core.records import MemoryNode, Scope, dumps, new_node
+from cclg.core.store import Store
 from cclg.errors import UsageError
-from cclg.ids import FixedClock, fixed_clock, parse_moment, parse_time
-from cclg.ledger import apply_patch, create_nodes
-from cclg.query import Hit, Where
-from cclg.records import MemoryNode, Scope, dumps, new_node
-from cclg.search import MODES, grep, search
-from cclg.store import Store
-from cclg.undo import rollback
+from cclg.ledger.undo import rollback
+from cclg.ledger.writer import apply_patch, create_nodes
+from cclg.retrieval import search as search_module
+from cclg.retrieval.query import Hit, Where
+from cclg.retrieval.search import MODES, grep, search
 
 ALL_MODES = [m for m in MODES if m != "grep"]  # grep mode needs the query's exact text
 
@@ -311,7 +311,7 @@ def test_grep_a_bad_regex_is_a_usage_error(store: Store, notes: dict[str, Memory
 def test_grep_stops_a_regex_that_would_run_for_ever(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """``(a|aa)+$`` against a long run of a's backtracks exponentially: with Python's ``re`` it froze
     the command (and the MCP server with it). It now gives up after ``search.USER_PATTERN_SECONDS``."""
-    from cclg import search
+    from cclg.retrieval import search
 
     add_memory(store, "a" * 60 + "b", source="test")
     monkeypatch.setattr(search, "USER_PATTERN_SECONDS", 0.2)
@@ -640,7 +640,7 @@ def test_cli_search_of_a_folder_that_is_not_a_store(tmp_path: Path) -> None:
 def test_a_store_with_nothing_retired_skips_the_search_for_retired_memories(store: Store) -> None:
     """Every prompt also asks which retired memories match it (to list them apart); with none in the
     store that search of every match found nothing and cost 7-10 ms at 100,000 memories."""
-    from cclg.index import open_index
+    from cclg.ledger.index import open_index
 
     for content in ("Deploys run from the blue-green script", "Deploys need two approvals"):
         add_memory(store, content, source="t")

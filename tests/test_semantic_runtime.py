@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from cclg import semantic
-from cclg.intake import add_memory
-from cclg.store import Store
+from cclg.core.store import Store
+from cclg.intake.new_memories import add_memory
+from cclg.retrieval import semantic
 from tests.test_hook import HOOK
 
 PROMPT = "the quarterly numbers for the acquisition are in the board deck"
@@ -250,7 +250,7 @@ def test_a_refusal_that_stays_is_logged_once_an_hour_not_on_every_prompt(
 def test_the_helper_refuses_to_start_in_a_folder_too_open(store: Store, runtime: Path) -> None:
     os.chmod(runtime, 0o755)
     done = subprocess.run(
-        [sys.executable, "-m", "cclg.semantic", "--root", str(store.root), "--idle", "1"],
+        [sys.executable, "-m", "cclg.retrieval.semantic", "--root", str(store.root), "--idle", "1"],
         capture_output=True,
         timeout=60,
     )
@@ -336,7 +336,7 @@ def test_stale_runtime_files_are_swept_when_a_helper_starts(
 def test_a_helper_that_cannot_load_the_model_leaves_only_its_off_marker(store: Store, runtime: Path) -> None:
     """Its lock went with it (133 stale files piled up in one day of tests before)."""
     done = subprocess.run(
-        [sys.executable, "-m", "cclg.semantic", "--root", str(store.root), "--idle", "1"],
+        [sys.executable, "-m", "cclg.retrieval.semantic", "--root", str(store.root), "--idle", "1"],
         capture_output=True,
         timeout=60,
         env={**os.environ, "CCLG_SEMANTIC_TEST_UNAVAILABLE": "package missing (test)"},

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from cclg import sensors
+from cclg.core.store import Store
 from cclg.hook import handle
-from cclg.store import Store
+from cclg.learning import sensors
 
 REPO = "/home/u/shop"
 

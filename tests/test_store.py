@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from cclg.core.files import read_jsonl
+from cclg.core.store import Store, resolve_root
 from cclg.errors import StoreNotFoundError, UsageError
-from cclg.files import read_jsonl
-from cclg.store import Store, resolve_root
 
 
 def temp_files(folder: Path) -> list[Path]:
@@ -572,7 +572,7 @@ def test_files_that_are_no_records_are_ignored_and_listed(store: Store) -> None:
 
 
 def test_a_session_copy_under_another_name_is_left_out(store: Store) -> None:
-    from cclg.sessions import start_session
+    from cclg.ledger.sessions import start_session
 
     session = start_session(store, "s1", agent="claude")
     copy = store.root / "sessions" / "s1.sync-conflict-20260101-120000-ABCDEFG.json"
@@ -591,14 +591,14 @@ def all_modes(root: Path) -> dict[str, int]:
 
 def test_every_store_file_is_owners_only(tmp_path: Path) -> None:
     """index.sqlite and the code graph's SQLite files were created 0644 (the umask's default)."""
-    from cclg import semantic
     from cclg.api import add_memory, code_index
-    from cclg.doctor import repair
-    from cclg.query import Where
-    from cclg.rendering import fit_markdown
-    from cclg.search import search
-    from cclg.selection import Budget, PackRequest
-    from cclg.sessions import record_event
+    from cclg.ledger.sessions import record_event
+    from cclg.maintenance.doctor import repair
+    from cclg.retrieval import semantic
+    from cclg.retrieval.query import Where
+    from cclg.retrieval.rendering import fit_markdown
+    from cclg.retrieval.search import search
+    from cclg.retrieval.selection import Budget, PackRequest
 
     repo = git_repository(tmp_path / "repo")
     old_umask = os.umask(0o022)

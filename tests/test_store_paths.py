@@ -1,4 +1,4 @@
-"""Every path in the store comes from ``Store`` (cclg/store.py).
+"""Every path in the store comes from ``Store`` (cclg/core/store.py).
 
 The layout is written down once: ``store.py`` names each folder and file of the store and offers
 a property or method for each (``store.usage_log_path``, ``store.turns_dir``, ``store.folder``...).
@@ -14,7 +14,7 @@ import ast
 import re
 from pathlib import Path
 
-from cclg.store import LAYOUT, STAGING
+from cclg.core.store import LAYOUT, STAGING
 
 PACKAGE = Path(__file__).resolve().parent.parent / "cclg"
 FOLDERS = sorted({name.split("/")[0] for name in LAYOUT} | {STAGING})
@@ -69,12 +69,12 @@ def store_paths_built(source: str) -> list[str]:
 def test_only_the_store_module_builds_store_paths() -> None:
     offenders = {}
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path == PACKAGE / "store.py":
+        if path == PACKAGE / "core" / "store.py":
             continue
         found = store_paths_built(path.read_text(encoding="utf-8"))
         if found:
             offenders[path.relative_to(PACKAGE).as_posix()] = found
-    assert offenders == {}, f"store paths built outside cclg/store.py (give Store a property): {offenders}"
+    assert offenders == {}, f"store paths built outside cclg/core/store.py (give Store a property): {offenders}"
 
 
 def test_the_check_sees_each_way_of_building_one() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from cclg.text import (
+from cclg.core.text import (
     STOPWORDS,
     code_names,
     code_words,

@@ -18,19 +18,21 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from cclg import api, doctor, ledger
+from cclg import api
 from cclg.cli import cli
-from cclg.container import load_container, write_container
-from cclg.container_import import ContainerImportReport, import_container
+from cclg.core.ids import new_id, now_iso
+from cclg.core.labels import labels_of
+from cclg.core.records import MemoryNode, MemoryPatch, Scope, Source, default_resolution_policy, new_node
+from cclg.core.store import Store
 from cclg.errors import NotFoundError, UsageError, ValidationError
-from cclg.ids import new_id, now_iso
-from cclg.labels import labels_of
-from cclg.query import Where
-from cclg.records import MemoryNode, MemoryPatch, Scope, Source, default_resolution_policy, new_node
-from cclg.search import search
-from cclg.selection import PackRequest, compile_pack
-from cclg.store import Store
-from cclg.view import effective_view
+from cclg.intake.container import load_container, write_container
+from cclg.intake.container_import import ContainerImportReport, import_container
+from cclg.ledger import writer
+from cclg.ledger.view import effective_view
+from cclg.maintenance import doctor
+from cclg.retrieval.query import Where
+from cclg.retrieval.search import search
+from cclg.retrieval.selection import PackRequest, compile_pack
 
 
 def user_memory(store: Store, content: str, **fields: Any) -> MemoryNode:
@@ -393,7 +395,7 @@ def test_a_limited_callers_patch_of_a_pinned_trusted_memory_inherits_neither_pin
     with pytest.raises(UsageError, match=f"{pinned.id} is pinned"):
         api.patch(store, operation, targets, contents=contents, reason="r", max_trust="untrusted")
     assert (store.load_nodes(), store.load_patches()) == before
-    result = ledger.apply_patch(store, operation, targets, contents=contents, reason="r", max_trust="untrusted")
+    result = writer.apply_patch(store, operation, targets, contents=contents, reason="r", max_trust="untrusted")
     assert len(result.new_nodes) == len(PATCH_CONTENTS[operation])
     for node in result.new_nodes:
         assert labels_of(store.read_node(node.id).metadata) == ("untrusted", "confidential", "preferred"), operation

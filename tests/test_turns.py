@@ -16,11 +16,12 @@ import pydantic
 import pytest
 from click.testing import CliRunner
 
-from cclg import mcp_tools, turns
+from cclg import mcp_tools
 from cclg.cli import cli
+from cclg.core.files import read_jsonl
+from cclg.core.store import Store
 from cclg.errors import NotFoundError, UsageError
-from cclg.files import read_jsonl
-from cclg.store import Store
+from cclg.learning import turns
 from tests.test_hook import run_hook
 
 SESSION = "4f1c2e7a-turns"

@@ -8,10 +8,12 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from cclg import api, usage, usage_prior
+from cclg import api
 from cclg.cli import cli
+from cclg.core.store import Store
 from cclg.hook import handle
-from cclg.store import Store
+from cclg.learning import usage
+from cclg.retrieval import usage_prior
 
 CWD = "/home/u/shop"
 PNPM = "Install dependencies with `pnpm install --frozen-lockfile`; npm breaks the workspace links."

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from cclg import api, mcp_tools
 from cclg.cli import cli
+from cclg.core.store import Store
 from cclg.errors import UsageError
-from cclg.store import Store
 
 
 def cclg(store: Store, *args: str) -> object:

@@ -5,7 +5,9 @@
 - ``learning``: sessions, the sensors, rules, the previous turn, distilling, usage;
 - ``code``: the code graph;
 - ``hosts``: installing cclg into Claude Code and Codex;
-- ``container``: the ``.cclg`` file.
+- ``container``: the ``.cclg`` file;
+- ``surfaces``: what the surfaces share that is not an operation (showing outside text, the label
+  vocabularies, ``--project``).
 
 Each area module declares its own ``__all__``; this package's ``__all__`` (also ``cclg.__all__``,
 the public surface) is theirs together, and ``cclg.api.add_memory`` is ``cclg.api.memories.add_memory``.

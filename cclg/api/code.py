@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
     from typing import Any
 
     from cclg.codegraph.rank import SearchIndexDamage
-    from cclg.store import Store
+    from cclg.core.store import Store
 else:
 
     def __getattr__(name: str) -> Any:
@@ -76,7 +76,7 @@ def allowed_repository(store: Store, repo: str) -> Path:
     """``repo`` as a folder, when it lies in a git repository the user allowed an MCP caller to index:
     the one the server runs in, or one listed under ``"mcp": {"code_index_repos": [...]}`` in the
     store's ``config.json`` (``Store.settings``). Anything else (``/etc``, another repository) is refused."""
-    from cclg.repository import git_root
+    from cclg.core.repository import git_root
 
     folder = Path(repo).expanduser()
     if not folder.is_dir():
@@ -122,7 +122,7 @@ FILE_NAMED = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,5})(?
 def files_named(store: Store, memory_ids: Collection[str]) -> list[str]:
     """The file paths (with a folder) that the current memories among ``memory_ids`` name, in order:
     for code search's prior, the files a session's memories talk about."""
-    from cclg.index import Index, read_fresh
+    from cclg.ledger.index import Index, read_fresh
 
     if not memory_ids:
         return []

@@ -1,6 +1,6 @@
 """The container: moving memory between stores as one ``.cclg`` file (export, load, import).
 
-The file's format is ``cclg.container``'s, bringing one into a store ``cclg.container_import``'s; both are
+The file's format is ``cclg.intake.container``'s, bringing one into a store ``cclg.intake.container_import``'s; both are
 imported on first use (``_LAZY``).
 """
 
@@ -11,17 +11,17 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cclg.core.store import Store
 from cclg.errors import UsageError
-from cclg.store import Store
 
 _LAZY = {  # module -> the public names it serves, imported on first use
-    "cclg.container": "Container ContainerError export_store load_container read_text",
-    "cclg.container_import": "ContainerImportReport import_container",
+    "cclg.intake.container": "Container ContainerError export_store load_container read_text",
+    "cclg.intake.container_import": "ContainerImportReport import_container",
 }
 
 if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
-    from cclg.container import Container, ContainerError, export_store, load_container, read_text
-    from cclg.container_import import ContainerImportReport, import_container
+    from cclg.intake.container import Container, ContainerError, export_store, load_container, read_text
+    from cclg.intake.container_import import ContainerImportReport, import_container
 else:
 
     def __getattr__(name: str) -> Any:
@@ -49,7 +49,7 @@ def export_to(store: Store, out: Path, *, session_ids: list[str] | None = None, 
     """``cclg export FILE``: write the store's container to ``out``; returns the container's header."""
     if out.is_dir():
         raise UsageError(f"{out} is a folder; give a file name such as {out / 'memory.cclg'}")
-    from cclg.container import export_store
+    from cclg.intake.container import export_store
 
     text = export_store(store, session_ids or None)
     try:

@@ -1,7 +1,7 @@
 """Hosts: connecting cclg to Claude Code and Codex (``cclg install`` / ``cclg uninstall``).
 
 The policy (what is checked before anything is written, the store, the code-graph setting, Codex's
-trust) is ``cclg.install``'s; these are the library's names for it, and ``install`` (with the host
+trust) is ``cclg.hosts.install``'s; these are the library's names for it, and ``install`` (with the host
 templates and TOML editing) is imported only when a host is installed or removed.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from cclg.install import Change
+    from cclg.hosts.install import Change
 
 __all__ = ["install_host", "uninstall_host"]
 
@@ -20,14 +20,14 @@ def install_host(
     host: str, *, project: Path | None = None, root: str | None = None, dry_run: bool = False, trust: bool = True
 ) -> list[Change]:
     """``cclg install``: register cclg-hook and cclg-mcp with ``host``, creating the store if needed
-    (``cclg.install.install_host``)."""
-    from cclg import install
+    (``cclg.hosts.install.install_host``)."""
+    from cclg.hosts import install
 
     return install.install_host(host, project=project, root=root, dry_run=dry_run, trust=trust)
 
 
 def uninstall_host(host: str, *, project: Path | None = None, dry_run: bool = False) -> list[Change]:
-    """``cclg uninstall``: remove exactly what ``install_host`` added (``cclg.install.uninstall_host``)."""
-    from cclg import install
+    """``cclg uninstall``: remove exactly what ``install_host`` added (``cclg.hosts.install.uninstall_host``)."""
+    from cclg.hosts import install
 
     return install.uninstall_host(host, project=project, dry_run=dry_run)

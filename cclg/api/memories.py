@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cclg import format as fmt
-from cclg import ledger, secrets
+from cclg.core import secrets
+from cclg.core.files import read_jsonl
+from cclg.core.ids import is_valid_id, parse_moment
+from cclg.core.labels import SENSITIVITY, check_labels, labels_of, least_trusted
+from cclg.core.records import MemoryNode, MemoryPatch, Source
+from cclg.core.repository import project_of
+from cclg.core.secrets import SecretError
+from cclg.core.store import Store
 from cclg.errors import (
     CclgError,
     ConcurrencyError,
@@ -36,33 +43,35 @@ from cclg.errors import (
     UsageError,
     ValidationError,
 )
-from cclg.files import read_jsonl
-from cclg.ids import is_valid_id, parse_moment
-from cclg.index import rebuild_index
-from cclg.intake import AddResult, ImportResult, add_memory, build_node, import_jsonl, parse_scope, scope_for
-from cclg.labels import SENSITIVITY, check_labels, labels_of, least_trusted
-from cclg.lattice import LIVE_STATUSES
-from cclg.ledger import PatchResult
-from cclg.records import MemoryNode, MemoryPatch, Source
-from cclg.repository import project_of
-from cclg.secrets import SecretError
-from cclg.staging import finish
-from cclg.store import Store
-from cclg.view import effective_view
+from cclg.intake.new_memories import (
+    AddResult,
+    ImportResult,
+    add_memory,
+    build_node,
+    import_jsonl,
+    parse_scope,
+    scope_for,
+)
+from cclg.ledger import writer
+from cclg.ledger.index import rebuild_index
+from cclg.ledger.lattice import LIVE_STATUSES
+from cclg.ledger.staging import finish
+from cclg.ledger.view import effective_view
+from cclg.ledger.writer import PatchResult
 
 _LAZY = {  # module -> the public names it serves: modules only some operations need, imported on first use
-    "cclg.adoption": "Adoption",
-    "cclg.demo": "build_demo_store",
-    "cclg.doctor": "Finding Report diagnose repair validate_paths",
-    "cclg.redaction": "redact_store scan_secrets",
+    "cclg.ledger.adoption": "Adoption",
+    "cclg.maintenance.demo": "build_demo_store",
+    "cclg.maintenance.doctor": "Finding Report diagnose repair validate_paths",
+    "cclg.ledger.redaction": "redact_store scan_secrets",
 }
 
 if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
-    from cclg.adoption import Adoption
-    from cclg.demo import build_demo_store
-    from cclg.doctor import Finding, Report, diagnose, repair, validate_paths
-    from cclg.purge import PurgeResult
-    from cclg.redaction import redact_store, scan_secrets
+    from cclg.ledger.adoption import Adoption
+    from cclg.ledger.purge import PurgeResult
+    from cclg.ledger.redaction import redact_store, scan_secrets
+    from cclg.maintenance.demo import build_demo_store
+    from cclg.maintenance.doctor import Finding, Report, diagnose, repair, validate_paths
 else:
 
     def __getattr__(name: str) -> Any:
@@ -134,7 +143,7 @@ __all__ = [
 def open_store(root: str | Path | None = None) -> Store:
     """The store at ``root`` (else ``$CCLG_HOME``, else ``~/.cclg``); ``StoreNotFoundError`` if there is none.
 
-    An import that a killed process left half-moved is finished first (``cclg.staging.finish``:
+    An import that a killed process left half-moved is finished first (``cclg.ledger.staging.finish``:
     cheap when there is none, and it never waits for an import that is still running)."""
     store = Store.open(root)
     finish(store)
@@ -202,7 +211,7 @@ def show(store: Store, memory_id: str) -> MemoryNode:
 
 def status(store: Store, folder: Path | None = None) -> dict[str, Any]:
     """Counts of what the store holds; with ``folder`` inside a git repository, also its project:
-    the folder's name and the scope value memories added there hold (``cclg.repository``)."""
+    the folder's name and the scope value memories added there hold (``cclg.core.repository``)."""
     nodes = store.load_nodes()
     patches = store.load_patches()
     by_status = Counter(n.status for n in nodes.values())
@@ -245,16 +254,16 @@ def history(store: Store, *, memory_id: str | None = None, limit: int | None = N
 
 
 def patch_diff(store: Store, patch_id: str) -> dict[str, Any]:
-    """What a patch (id or prefix) changed: each target's status move and a content diff (``cclg.lineage``)."""
-    from cclg.lineage import patch_diff as diff
+    """What a patch (id or prefix) changed: each target's status move and a content diff (``cclg.ledger.lineage``)."""
+    from cclg.ledger.lineage import patch_diff as diff
 
     return diff(store, resolve_patch_id(store, patch_id))
 
 
 def memory_lineage(store: Store, memory_id: str) -> dict[str, Any]:
     """``cclg log --lineage``: a memory's chain of versions, the patches that made them and its members
-    (``cclg.lineage``); ``memory_id`` may also be the full id of a memory the store no longer holds."""
-    from cclg.lineage import lineage as chain
+    (``cclg.ledger.lineage``); ``memory_id`` may also be the full id of a memory the store no longer holds."""
+    from cclg.ledger.lineage import lineage as chain
 
     return chain(store, named_memory_id(store, memory_id))
 
@@ -329,7 +338,7 @@ def patch(
         if max_trust != "trusted":
             command = f"cclg patch {operation} " + " ".join(f"--target {i}" for i in ids)
             _check_caller_pins([store.read_node(i) for i in ids], command)
-        return ledger.apply_patch(
+        return writer.apply_patch(
             store,
             operation,
             ids,
@@ -345,7 +354,7 @@ def patch(
 
 def forget(store: Store, memory_id: str, *, reason: str = "forgotten at the user's request") -> PatchResult:
     """``cclg forget``: retire a memory for good (a ``forget`` patch; a rollback undoes it)."""
-    return ledger.apply_patch(store, "forget", [resolve_memory_id(store, memory_id)], reason=reason)
+    return writer.apply_patch(store, "forget", [resolve_memory_id(store, memory_id)], reason=reason)
 
 
 def rollback(
@@ -356,7 +365,7 @@ def rollback(
     A caller limited to ``max_trust`` (MCP: untrusted) may not bring back a memory more trusted
     than that, nor bring back or retire a pinned memory, nor undo (or redo) a change of labels: only
     the user raises trust, decides what stands in every pack or takes back their own label."""
-    from cclg.undo import rollback as rollback_patch
+    from cclg.ledger.undo import rollback as rollback_patch
 
     patch_id = resolve_patch_id(store, patch_id)
     with store.lock():
@@ -424,9 +433,9 @@ def adopt_project(
 ) -> Adoption:
     """``cclg project adopt``: give the current memories scoped by the folder name ``name`` (by default
     the name of the repository holding ``folder``) to that repository alone, one ``update`` patch each
-    (``cclg.adoption``). ``memory_ids`` (ids or unique prefixes): only these. The user's call, not an
+    (``cclg.ledger.adoption``). ``memory_ids`` (ids or unique prefixes): only these. The user's call, not an
     MCP tool's: nothing records which repository of that name a memory came from."""
-    from cclg.adoption import adopt_project as adopt
+    from cclg.ledger.adoption import adopt_project as adopt
 
     ids = [resolve_memory_id(store, text) for text in memory_ids or []]
     return adopt(store, folder, name, memory_ids=ids, dry_run=dry_run, reason=reason)
@@ -454,7 +463,7 @@ def label(
     node = show(store, memory_id)
     if max_trust != "trusted":
         _check_caller_label(node, chosen, max_trust)
-    return ledger.apply_patch(
+    return writer.apply_patch(
         store, "update", [node.id], reason=reason, contents=[node.content], labels=chosen, max_trust=max_trust
     )
 
@@ -463,7 +472,7 @@ def _check_caller_label(node: MemoryNode, chosen: dict[str, str], max_trust: str
     """``UsageError`` when a limited caller's labels would loosen ``node``'s, or pin or unpin it: the
     labels it asks for, and those its new version would carry (within its ceiling: never pinned)."""
     current = dict(zip(("trust", "sensitivity", "retention"), labels_of(node.metadata), strict=True))
-    written = ledger.inherited_labels(node, chosen, max_trust)
+    written = writer.inherited_labels(node, chosen, max_trust)
     looser = list(dict.fromkeys(c for labels in ({**current, **chosen}, written) for c in _loosened(current, labels)))
     if looser:
         raise UsageError(
@@ -489,7 +498,7 @@ def _loosened(current: dict[str, str], labels: dict[str, str]) -> list[str]:
 def keep_raw(store: Store, data: bytes, name: str) -> dict[str, Any]:
     """``cclg raw``: keep bytes verbatim as evidence (content-addressed, never overwritten), up to the
     store's ``raw_bytes`` limit."""
-    most = ledger.limit(store, "raw_bytes")
+    most = writer.limit(store, "raw_bytes")
     if len(data) > most:
         raise UsageError(
             f"{len(data):,} bytes is over the limit of {most:,} for one raw file "
@@ -578,9 +587,9 @@ def audit_log(
 def promote(
     store: Store, memory_id: str, *, reason: str = "kept beyond its session at the user's request"
 ) -> PatchResult:
-    """``cclg promote``: make a session memory durable (``cclg.promotion``): a copy without the session
+    """``cclg promote``: make a session memory durable (``cclg.ledger.promotion``): a copy without the session
     becomes active and the session memory is marked promoted (a rollback undoes it)."""
-    from cclg.promotion import promote as promote_memory
+    from cclg.ledger.promotion import promote as promote_memory
 
     return promote_memory(store, resolve_memory_id(store, memory_id), reason=reason)
 
@@ -588,7 +597,7 @@ def promote(
 def purge_preview(store: Store, memory_id: str) -> tuple[MemoryNode, str]:
     """The memory a purge of ``memory_id`` (its full id, or at least ``PURGE_ID_CHARS`` characters after
     ``mem_``) would erase, with the start of its content on one line: what a confirmation shows."""
-    from cclg.purge import preview
+    from cclg.ledger.purge import preview
 
     node = store.read_node(resolve_memory_id(store, memory_id, least=PURGE_ID_CHARS))
     return node, preview(node)
@@ -603,9 +612,9 @@ def purge_memory(
     confirm_id: str | None = None,
 ) -> PurgeResult:
     """``cclg purge``: erase a memory's content for good, from every file of the store and its indexes
-    (``cclg.purge``). ``memory_id`` needs at least ``PURGE_ID_CHARS`` characters after ``mem_``; a caller
+    (``cclg.ledger.purge``). ``memory_id`` needs at least ``PURGE_ID_CHARS`` characters after ``mem_``; a caller
     that must repeat the full id (MCP) passes it as ``confirm_id``, and nothing is erased unless it matches."""
-    from cclg import purge
+    from cclg.ledger import purge
 
     node_id = resolve_memory_id(store, memory_id, least=PURGE_ID_CHARS)
     if confirm_id is not None and confirm_id != node_id:

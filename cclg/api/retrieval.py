@@ -1,8 +1,8 @@
 """Retrieval and packs: searching memories, recalling them with their provenance, and compiling,
 explaining, fitting and rendering the memory pack.
 
-The search runs in ``cclg.search``; a pack is asked for with one ``PackRequest`` (its query, its
-``Where``, its ``Budget``), chosen in ``cclg.selection`` and shown in ``cclg.rendering``. The pack's
+The search runs in ``cclg.retrieval.search``; a pack is asked for with one ``PackRequest`` (its query, its
+``Where``, its ``Budget``), chosen in ``cclg.retrieval.selection`` and shown in ``cclg.retrieval.rendering``. The pack's
 names are imported on first use (``_LAZY``), so a command that only searches never loads the compiler.
 """
 
@@ -10,22 +10,29 @@ from __future__ import annotations
 
 import importlib
 
-from cclg.query import Hit, Where
-from cclg.search import MODES, GrepMatch, grep
-from cclg.search import search as search_memories  # the package's ``search`` attribute is the module
+from cclg.retrieval.query import Hit, Where
+from cclg.retrieval.search import MODES, GrepMatch, grep
+from cclg.retrieval.search import search as search_memories  # the package's ``search`` attribute is the module
 
 _LAZY = {  # module -> the public names it serves, imported on first use
-    "cclg.selection": "DEFAULT_MAX_CHARS DEFAULT_MAX_NODES Budget PackRequest compile_pack explain_pack",
-    "cclg.rendering": "FORMATS fit_markdown render to_toml",
+    "cclg.retrieval.selection": "DEFAULT_MAX_CHARS DEFAULT_MAX_NODES Budget PackRequest compile_pack explain_pack",
+    "cclg.retrieval.rendering": "FORMATS fit_markdown render to_toml",
 }
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
     from typing import Any
 
-    from cclg.rendering import FORMATS, fit_markdown, render, to_toml
-    from cclg.selection import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES, Budget, PackRequest, compile_pack, explain_pack
-    from cclg.store import Store
+    from cclg.core.store import Store
+    from cclg.retrieval.rendering import FORMATS, fit_markdown, render, to_toml
+    from cclg.retrieval.selection import (
+        DEFAULT_MAX_CHARS,
+        DEFAULT_MAX_NODES,
+        Budget,
+        PackRequest,
+        compile_pack,
+        explain_pack,
+    )
 else:
 
     def __getattr__(name: str) -> Any:

@@ -10,10 +10,10 @@ the operations and their records.
 
 from __future__ import annotations
 
-from cclg.fencing import escape_invisible, terminal_text
-from cclg.files import read_regular
-from cclg.labels import DEFAULT_RETENTION, DEFAULT_SENSITIVITY, RETENTION, SENSITIVITY, TRUST
-from cclg.repository import project_filter
+from cclg.core.fencing import escape_invisible, terminal_text
+from cclg.core.files import read_regular
+from cclg.core.labels import DEFAULT_RETENTION, DEFAULT_SENSITIVITY, RETENTION, SENSITIVITY, TRUST
+from cclg.core.repository import project_filter
 
 __all__ = [
     "DEFAULT_RETENTION",

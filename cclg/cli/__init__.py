@@ -7,7 +7,12 @@ stderr and an exit code in one place, ``CclgGroup.invoke``.
 Where a command lives is ``COMMAND_MODULES``; a command's module is imported only
 when the command runs (or ``cclg --help`` lists it), so ``cclg add`` loads what
 adding needs and no more. ``common`` holds what the command modules share (the
-store of the invocation, printing, options).
+store of the invocation, printing, options). The command modules: ``memory`` (init, add,
+raw, patch, purge...), ``inspect`` (status, show, log, audit, doctor, rules...),
+``retrieval`` (search, grep, recall, pack, reindex), ``containers`` (export, open,
+import-container), ``code`` (code-index, code-search), ``hosts`` (install, uninstall,
+demo-store), ``turns`` (turn), ``sessions`` (distill, stats), ``projects`` (project);
+``__main__`` runs the group.
 """
 
 from __future__ import annotations

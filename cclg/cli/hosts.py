@@ -12,7 +12,7 @@ from cclg.cli.common import emit, json_option, shown
 from cclg.errors import UsageError
 
 if TYPE_CHECKING:
-    from cclg.install import Change
+    from cclg.hosts.install import Change
 
 host_argument = click.argument("host", type=click.Choice(["claude", "codex"]))
 place_option = click.option(

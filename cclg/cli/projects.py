@@ -1,5 +1,5 @@
 """``cclg project adopt``: give the memories scoped by a folder's name to the repository they belong
-to (``cclg.adoption`` does the work)."""
+to (``cclg.ledger.adoption`` does the work)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``cclg turn``: the previous turn's entry (CogLog's fact and interpretation layers), read, written
-and cleared; ``cclg.api.learning`` does the work (``cclg.turns`` holds the entry)."""
+and cleared; ``cclg.api.learning`` does the work (``cclg.learning.turns`` holds the entry)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import click
 from cclg import api
 from cclg.api import learning
 from cclg.cli.common import emit, json_option, store_of
+from cclg.core.fields import read_json
 from cclg.errors import UsageError
-from cclg.fields import read_json
 
 session_choice = click.option(
     "--session",

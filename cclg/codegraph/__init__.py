@@ -6,6 +6,7 @@ One job per module; imports point down this list:
   repository holding the agent's folder, and the background re-index);
 - ``build``: indexing a repository (files, git churn, the parse cache) into the
   stored graph and its search index;
+- ``history``: what the graph learns from git history (churn, files changed together);
 - ``parse``: one source file -> definitions, references, import specs;
   ``resolve``: import specs -> repository files;
 - ``languages``: one ``Language`` record per language, in one table, and the
@@ -17,5 +18,5 @@ One job per module; imports point down this list:
   ``stored``: where graphs live in the store.
 
 ``context``, ``rank`` and ``stored`` are light (no gitpython, no tree-sitter):
-the hook imports them. The tokenizers are ``cclg.text``'s code-search family.
+the hook imports them. The tokenizers are ``cclg.core.text``'s code-search family.
 """

@@ -18,10 +18,10 @@ from one ``git log`` over recent history, and writes:
 
 Nothing outside the repository is read: only its own regular files (``_regular_inside``: no
 symbolic link, tracked or not, nothing under a linked folder, no FIFO or device), each opened
-without following a link or waiting (``cclg.files.open_regular``) and read no further than its size.
+without following a link or waiting (``cclg.core.files.open_regular``) and read no further than its size.
 
 The repository itself is never written to, and no secret in it is copied into the store:
-each file is read with its secrets redacted (``cclg.secrets.redact_bytes``, line breaks kept so
+each file is read with its secrets redacted (``cclg.core.secrets.redact_bytes``, line breaks kept so
 that line numbers hold) before it is parsed or indexed.
 """
 
@@ -41,7 +41,6 @@ from fnmatch import fnmatch
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from cclg import secrets
 from cclg.codegraph.history import CHURN_COMMITS, LOG_FORMAT, Churn, read_saved, saved_bytes, saved_key, tally
 from cclg.codegraph.languages import language_of, missing_grammars, query
 from cclg.codegraph.parse import parse_source
@@ -55,10 +54,11 @@ from cclg.codegraph.stored import (
     read_graph,
     search_index_path,
 )
+from cclg.core import secrets
+from cclg.core.files import flock_before, open_regular, read_open, read_regular
+from cclg.core.ids import now_iso
+from cclg.core.store import Store
 from cclg.errors import ConcurrencyError, UsageError
-from cclg.files import flock_before, open_regular, read_open, read_regular
-from cclg.ids import now_iso
-from cclg.store import Store
 
 SCHEMA = "cclg.code_graph.v0.1"
 CACHE_SCHEMA = "cclg.code_graph_cache.v0.2"  # v0.2: parsed from redacted files (older caches may hold secrets)

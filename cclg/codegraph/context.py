@@ -36,13 +36,13 @@ import time
 from cclg.codegraph.rank import SearchIndexDamage, rank_files, render_pack
 from cclg.codegraph.search_index import TEXT_SCHEMA, index_schema
 from cclg.codegraph.stored import graph_path, repository_root, search_index_path
-from cclg.fencing import quote_outside
+from cclg.core.fencing import quote_outside
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from cclg.store import Store
+    from cclg.core.store import Store
 
 REFRESH_EVERY = 600  # seconds: a re-index that has not finished by then may be started again
 # The first index starts by itself only for a repository of moderate size: git's index file holds

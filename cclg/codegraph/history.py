@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from cclg import secrets
+from cclg.core import secrets
 
 CHURN_COMMITS = 5_000  # how far back one `git log` looks
 CO_CHANGE_MAX_FILES = 30  # commits touching more files (mass renames, reformatting) say nothing

@@ -19,14 +19,14 @@ A file's score combines, for the words of the task:
 The order is deterministic: equal scores tie on the path. Everything the ranking
 reads is in the graph's search index (``cclg.codegraph.search_index`` owns its
 schema and writes it when the graph is built), so a query reads only the rows it
-needs. The task's words come from ``cclg.text``'s code-search family.
+needs. The task's words come from ``cclg.core.text``'s code-search family.
 
 ``render_pack`` stays here, beside ``rank_files``: it is the one view of the
 ranking's result records (path, why, symbols), which are defined here, and every
 caller that shows a ranking to an agent (the hook, the MCP server) imports both.
 
-Light on purpose: the hook imports this module (stdlib, ``cclg.text`` and
-``cclg.fencing`` only; never gitpython or tree-sitter).
+Light on purpose: the hook imports this module (stdlib, ``cclg.core.text`` and
+``cclg.core.fencing`` only; never gitpython or tree-sitter).
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from cclg.codegraph.search_index import remove_with_journals
+from cclg.core.fencing import quote_outside as quoted
+from cclg.core.text import code_names, code_words, estimate_tokens, subject_components, without_component_prefix
 from cclg.errors import UsageError
-from cclg.fencing import quote_outside as quoted
-from cclg.text import code_names, code_words, estimate_tokens, subject_components, without_component_prefix
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:

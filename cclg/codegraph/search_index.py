@@ -36,8 +36,8 @@ import sqlite3
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from cclg.files import create_private
-from cclg.text import code_words, split_identifiers
+from cclg.core.files import create_private
+from cclg.core.text import code_words, split_identifiers
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

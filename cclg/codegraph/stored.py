@@ -13,11 +13,11 @@ import sqlite3
 from pathlib import Path
 
 from cclg.codegraph.search_index import remove_with_journals
+from cclg.core.files import safe_name
+from cclg.core.ids import sha256_hex
+from cclg.core.repository import git_root
+from cclg.core.store import Store
 from cclg.errors import UsageError
-from cclg.files import safe_name
-from cclg.ids import sha256_hex
-from cclg.repository import git_root
-from cclg.store import Store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

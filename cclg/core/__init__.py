@@ -1,0 +1,19 @@
+"""Foundations: what every part of cclg stands on, and the store's folder itself.
+
+No module here knows memories' meaning, only their shapes; imports point down this list:
+
+- ``text``: every tokenizer (prose, CJK, code identifiers), the token estimate, Markdown fencing;
+- ``hook_events``: the name of each hook event inside cclg (the host's names are the hook's);
+- ``ids``: ids, times and content hashes;
+- ``fields``: strict field reading and the records' JSON text;
+- ``records``: the record classes (MemoryNode, MemoryPatch, MemoryEdge, Session...);
+- ``secrets``: finding and redacting secrets; ``labels``: the trust, sensitivity and retention
+  vocabulary; ``fencing``: marking outside text for a model (``quote_outside``) and a terminal
+  (``terminal_text``);
+- ``files``: atomic writes, private folders and JSON-lines logs;
+- ``repository``: the project a folder belongs to (its repository's identity);
+- ``config``: the store's settings, ``config.json``'s sections typed, with defaults;
+- ``store``: where a store lives, every path in it, locked writes, raw evidence, recovery.
+
+``text``, ``ids``, ``fields`` and ``hook_events`` are light: the hook imports them at start-up.
+"""

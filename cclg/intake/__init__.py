@@ -1,0 +1,8 @@
+"""Intake: memories coming into a store from outside.
+
+- ``new_memories``: ``cclg add`` and ``cclg import-jsonl`` (one memory or a stream of them),
+  duplicates, and content a purge erased;
+- ``container``: the portable ``.cclg`` file (written by ``cclg export``, checked when read);
+- ``container_import``: ``cclg import-container``, bringing a container's records into a store
+  (foreign records never change local memories).
+"""

@@ -1,0 +1,284 @@
+"""Which memories a prompt is about: the relevance decision, with the evidence for each.
+
+Prompts run from "which formatter?" to five thousand characters of pasted
+traceback, and stores from five memories to a hundred thousand, so no single
+share of anything decides. Each BM25 candidate gathers three kinds of evidence,
+and one is enough:
+
+- **query share**: the weight of the prompt's words the memory matches over the
+  weight of all the prompt's words (a word weighs its inverse document frequency;
+  a word the store has never seen weighs like its rarest word, not more). Alone
+  it would let one common word carry a short prompt, so with a single word
+  matched the memory must also be about the prompt (its memory share at least
+  ``QUERY_SHARE_MEMORY``) or the word carry half the prompt ("deploys and tests");
+- **memory share**: the weight of the memory's own words that the prompt
+  contains over the weight of all of them, with at least two words: what lets a
+  long pasted log find the one note it is about. It is weighed for the
+  ``MEMORY_SHARE_RANKS`` best BM25 candidates only: a short note far down the
+  ranking that a long prompt happens to contain is not the note it is about;
+- **lead**: the best match scores at least ``LEAD`` times the runner-up and
+  matches two of the prompt's words: the clear answer of a store too small for
+  shares to mean much (in five notes about one project, every word is common).
+  Current and retired memories each have their own best match.
+
+A fourth kind comes from meaning rather than words: **semantic**, the cosine
+similarity of the prompt's and the memory's sentence embeddings
+(``cclg.retrieval.semantic``, when its helper answers) at least ``SEMANTIC``. It makes a
+memory a candidate even when BM25 did not find it (a paraphrase shares no word),
+and it is judged in the same round as the lexical evidence. Below that, meaning
+still backs words: a candidate's lexical strength gains ``SEMANTIC_WEIGHT`` for
+each unit of similarity over ``SEMANTIC_FLOOR`` (a note that shares two words with
+the prompt and also means much the same passes where the words alone fall short).
+Without an answer (``similar`` is None) the decision is the lexical one alone.
+
+A candidate's strength is its best evidence over its threshold; it passes at
+strength 1 and at least ``RELATIVE`` of the strongest candidate's. Retired
+memories are judged in the same round, so a retired fact passes only where a
+current one with the same evidence would.
+
+The thresholds were chosen on the tune half of ``benchmarks/eval_retrieval.py``
+(see ``benchmarks/RESULTS.md``). Chinese and Japanese runs count as their
+bigrams (``words``); a long prompt searches with its ``MAX_SEARCH_TERMS`` rarest
+terms that the store holds.
+"""
+
+from __future__ import annotations
+
+from cclg.core.text import compound_parts, is_cjk, query_words, stem
+from cclg.retrieval.query import Hit, View, Where
+from cclg.retrieval.search import bm25, idf, rarest_terms
+
+TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from cclg.ledger.index import Index
+
+QUERY_SHARE = 0.25
+QUERY_SHARE_MEMORY = 0.2  # a single matched word also needs this memory share,
+QUERY_SHARE_SINGLE = 0.5  # or to carry this share of the prompt alone
+MEMORY_SHARE = 0.4
+LEAD = 1.5
+LEAD_WORDS = 2
+RELATIVE = 0.6
+SEMANTIC = 0.45  # cosine similarity (cclg.retrieval.embed's model) that is evidence on its own; tuned on the tune half
+SEMANTIC_FLOOR = 0.25  # similarity over this adds to the lexical strength,
+SEMANTIC_WEIGHT = 3.0  # this much per unit (0.35 adds 0.3); both tuned on the tune half
+MAX_SEARCH_TERMS = 128
+MEMORY_SHARE_RANKS = 10  # the memory share is weighed for the best BM25 candidates only
+
+
+class Evidence:
+    """Why a candidate is (or is not) about the prompt."""
+
+    __slots__ = ("lead", "matched", "memory_share", "query_share", "similarity", "strength")
+
+    def __init__(
+        self, query_share: float, memory_share: float, lead: bool, matched: list[str], similarity: float | None = None
+    ) -> None:
+        self.query_share = query_share
+        self.memory_share = memory_share
+        self.lead = lead
+        self.matched = matched  # the prompt's words it matches
+        self.similarity = similarity  # the cosine of the embeddings, when the semantic helper answered
+        self.strength = 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        found: dict[str, object] = {
+            "query_share": round(self.query_share, 3),
+            "memory_share": round(self.memory_share, 3),
+            "lead": self.lead,
+            "strength": round(self.strength, 3),
+            "matched": self.matched,
+        }
+        if self.similarity is not None:
+            found["similarity"] = round(self.similarity, 3)
+        return found
+
+    def reason(self) -> str:
+        """The evidence that carried it, in words."""
+        parts = []
+        if self.query_share >= QUERY_SHARE:
+            parts.append(f"matches {self.query_share:.0%} of the prompt's weight")
+        if self.memory_share >= MEMORY_SHARE:
+            parts.append(f"{self.memory_share:.0%} of its own words are in the prompt")
+        if self.lead:
+            parts.append(f"the clear best match ({LEAD}x the runner-up)")
+        if self.similarity is not None and self.similarity >= SEMANTIC:
+            parts.append(f"means much what the prompt means (semantic similarity {self.similarity:.2f})")
+        elif self.similarity is not None and self.similarity > SEMANTIC_FLOOR and self.strength >= 1 and not parts:
+            parts.append(f"its words, backed by their meaning (semantic similarity {self.similarity:.2f})")
+        found = "; ".join(parts) or "no evidence strong enough"
+        return f"{found}; words: {', '.join(self.matched[:8]) or 'none'}"
+
+
+def _is_hangul(char: str) -> bool:
+    code = ord(char)
+    return 0x1100 <= code <= 0x11FF or 0x3130 <= code <= 0x318F or 0xAC00 <= code <= 0xD7A3
+
+
+def words(text: str) -> list[tuple[str, ...]]:
+    """The words the decision weighs, each with its variants; a run of Chinese or Japanese counts
+    as its character bigrams, each a word of its own.
+
+    Chinese and Japanese put no spaces between words, so such a run is a phrase,
+    often a whole sentence: its bigrams are its parts, not alternative spellings,
+    and one shared bigram (say the polite ending ます) must not cover the weight of
+    the whole run. Korean separates words with spaces: a Hangul run is one word with
+    its particles, and any of its bigrams still stands for it.
+    """
+    result: list[tuple[str, ...]] = []
+    for word in query_words(text):
+        run = word[0]
+        if len(word) > 1 and is_cjk(run[0]) and not all(_is_hangul(c) for c in run):
+            result.extend((bigram,) for bigram in word[1:])
+        elif _is_junk(word):
+            result.append(word[:1])
+        else:
+            result.append(word)
+    return result
+
+
+def _is_junk(word: tuple[str, ...]) -> bool:
+    """Whether a word falls apart into scraps (base64, a hash, a minified blob: "iVBORw0KGgo" gives
+    i, vbo, rw, 0, k, ggo): then only the whole of it is a word, or its scraps would match everything.
+    (A Korean word's variants are its bigrams, which are short by nature: only ASCII words count.)"""
+    parts = word[1:]
+    return word[0].isascii() and len(parts) >= 4 and 2 * sum(len(p) <= 2 for p in parts) > len(parts)
+
+
+def _weights(index: Index, groups: list[tuple[str, ...]]) -> list[float]:
+    """Each word's weight: the inverse document frequency of its most common variant in the store,
+    a word the store has never seen counted as seen once."""
+    total, docs = index.document_frequencies([t for word in groups for t in word])
+    return [idf(max(total, 1), max(1, max(docs[t] for t in word))) for word in groups]
+
+
+def _search_terms(index: Index, groups: list[tuple[str, ...]]) -> list[str]:
+    """The terms to search with: all of them, or for a long prompt the rarest ones the store holds."""
+    terms = list(dict.fromkeys(t for word in groups for t in word))
+    return terms if len(terms) <= MAX_SEARCH_TERMS else rarest_terms(index, terms, MAX_SEARCH_TERMS)
+
+
+def relevant(
+    index: Index,
+    query: str,
+    where: Where,
+    *,
+    limit: int,
+    retired_limit: int = 0,
+    similar: list[tuple[str, float]] | None = None,
+) -> tuple[list[Hit], list[Hit], list[tuple[Hit, Evidence]]]:
+    """(current memories about ``query``, retired ones, the best candidate that stayed out with its
+    evidence, if any), best first. Each kept hit carries its ``Evidence`` as ``hit.evidence``.
+
+    ``similar``: the current memories nearest ``query`` in meaning, as (id, cosine) from
+    ``cclg.retrieval.semantic.similar``; None (no answer) leaves the decision lexical."""
+    groups = words(query)
+    terms = _search_terms(index, groups) if groups else []
+    current = bm25(index, query, where, limit=limit, terms=terms) if terms else []
+    retired = (
+        bm25(index, query, where, limit=retired_limit, status="retired", terms=terms) if terms and retired_limit else []
+    )
+    leaders = {_leader(current), _leader(retired)}
+    similarity = dict(similar or [])
+    current += _semantic_hits(index, where, similarity, {h.id for h in current})
+    if not current and not retired:
+        return [], [], []
+    weights = _weights(index, groups) if groups else []
+    candidates = sorted([*current, *retired], key=lambda h: (-float(f"{h.score:.9g}"), h.id))
+    evidence = _evidence(index, groups, weights, candidates, leaders, similarity)
+    best = max((e.strength for e in evidence.values()), default=0.0)
+    passed = {h.id for h in candidates if _passes(evidence[h.id], best)}
+    # The old version of a current memory that passed is held to the absolute bar only, not to the
+    # best: a prompt about the current fact that also matches what it replaced is told it no longer holds.
+    kept = passed & {h.id for h in current}
+    passed |= {
+        h.id
+        for h in retired
+        if evidence[h.id].strength >= 1.0 and kept.intersection(h.node.relations.get("superseded_by", ()))
+    }
+    for hit in candidates:
+        hit.evidence = evidence[hit.id]
+    out = [(h, evidence[h.id]) for h in candidates if h.id not in passed][:1]
+    return [h for h in current if h.id in passed], [h for h in retired if h.id in passed], out
+
+
+def _semantic_hits(index: Index, where: Where, similarity: dict[str, float], known: set[str]) -> list[Hit]:
+    """The memories similar enough to be candidates that BM25 did not find, most similar first (their
+    score is the similarity): only those current in this process's view of the index."""
+    view = View(index, where)
+    found = []
+    for node_id, score in sorted(similarity.items(), key=lambda item: (-item[1], item[0])):
+        if score < SEMANTIC or node_id in known:
+            continue
+        node = view.node(node_id)
+        if node is not None:
+            found.append(Hit(node=node, score=score, via="semantic"))
+    return found
+
+
+def _passes(evidence: Evidence, best: float) -> bool:
+    return evidence.strength >= 1.0 and evidence.strength >= RELATIVE * best
+
+
+def _leader(hits: list[Hit]) -> str | None:
+    """The id of the first of ``hits`` (best first) if it scores ``LEAD`` times the second."""
+    if not hits or hits[0].score <= 0:
+        return None
+    return hits[0].id if len(hits) == 1 or hits[0].score >= LEAD * hits[1].score else None
+
+
+def _credit(word: tuple[str, ...], terms: set[str]) -> float:
+    """How much of ``word`` (with its variants) ``terms`` hold: all of it when they hold the word itself
+    or a variant of a one-part word; of a compound ("atlas-admin"), the share of its parts they hold,
+    so that "atlas-admin" half-matches "mirveltan-admin" rather than matching it."""
+    if word[0] in terms:
+        return 1.0
+    if not terms.intersection(word):
+        return 0.0
+    parts = compound_parts(word[0])
+    if len(parts) < 2:
+        return 1.0
+    return sum(1 for part in parts if part in terms or stem(part) in terms) / len(parts)
+
+
+def _memory_text(hit: Hit) -> str:
+    return hit.node.content + " " + (hit.node.key or "").replace(".", " ")
+
+
+def _evidence(
+    index: Index,
+    groups: list[tuple[str, ...]],
+    weights: list[float],
+    candidates: list[Hit],
+    leaders: set[str | None],
+    similarity: dict[str, float],
+) -> dict[str, Evidence]:
+    total_weight = sum(weights)
+    prompt_terms = {t for word in groups for t in word}
+    owns = [words(_memory_text(hit)) for hit in candidates[:MEMORY_SHARE_RANKS]]
+    index.document_frequencies([t for own in owns for word in own for t in word])  # one query, not one per memory
+    found: dict[str, Evidence] = {}
+    for rank, hit in enumerate(candidates):
+        matched = set(hit.matched)
+        credit = [_credit(word, matched) for word in groups]
+        hits = [i for i, share in enumerate(credit) if share]
+        query_share = sum(w * c for w, c in zip(weights, credit, strict=True)) / total_weight if total_weight else 0.0
+        own = owns[rank] if rank < MEMORY_SHARE_RANKS else []
+        own_weights = _weights(index, own) if own else []
+        own_credit = [_credit(word, prompt_terms) for word in own]
+        inside = [i for i, share in enumerate(own_credit) if share]
+        held = sum(w * c for w, c in zip(own_weights, own_credit, strict=True))
+        memory_share = held / sum(own_weights) if own_weights else 0.0
+        lead = hit.id in leaders and len(hits) >= LEAD_WORDS
+        cosine = similarity.get(hit.id)
+        evidence = Evidence(query_share, memory_share, lead, [groups[i][0] for i in hits], cosine)
+        single_ok = memory_share >= QUERY_SHARE_MEMORY or query_share >= QUERY_SHARE_SINGLE
+        by_query = query_share / QUERY_SHARE if len(hits) >= 2 or single_ok else 0.0
+        by_memory = memory_share / MEMORY_SHARE if len(inside) >= 2 else 0.0
+        by_meaning = cosine / SEMANTIC if cosine is not None and cosine >= SEMANTIC else 0.0
+        by_words = max(by_query, by_memory, 1.0 if lead else 0.0)
+        if cosine is not None and cosine > SEMANTIC_FLOOR:  # lifts words over the bar, not over other candidates
+            by_words = max(by_words, min(1.0, by_words + SEMANTIC_WEIGHT * (cosine - SEMANTIC_FLOOR)))
+        evidence.strength = max(by_words, by_meaning)
+        found[hit.id] = evidence
+    return found

