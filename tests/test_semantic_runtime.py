@@ -345,3 +345,16 @@ def test_a_helper_that_cannot_load_the_model_leaves_only_its_off_marker(store: S
     stem = semantic.socket_path(store.root).stem
     assert sorted(os.listdir(runtime)) == [f"{stem}.off"]
     assert (os.stat(runtime / f"{stem}.off").st_mode & 0o777) == 0o600
+
+
+def test_a_bad_idle_setting_is_a_clear_error_not_a_traceback(
+    store: Store, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``CCLG_SEMANTIC_IDLE`` is read from the environment: a value that is no number ends the helper
+    with one line naming the variable (exit 2), before it serves anything."""
+    monkeypatch.setenv("CCLG_SEMANTIC_IDLE", "ten minutes")
+    with pytest.raises(SystemExit) as exited:
+        semantic.main(["--root", str(store.root)])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "CCLG_SEMANTIC_IDLE must be a number of seconds, not 'ten minutes'" in err and "Traceback" not in err

@@ -720,10 +720,18 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m cclg.retrieval.semantic", description="the semantic recall helper")
     parser.add_argument("--root", required=True, help="the store")
-    default_idle = float(os.environ.get("CCLG_SEMANTIC_IDLE") or IDLE_SECONDS)
-    parser.add_argument("--idle", type=float, default=default_idle, help="exit after this many idle seconds")
+    parser.add_argument(
+        "--idle", type=float, help=f"exit after this many idle seconds (default $CCLG_SEMANTIC_IDLE or {IDLE_SECONDS})"
+    )
     args = parser.parse_args(argv)
-    return serve(args.root, args.idle)
+    idle = args.idle
+    if idle is None:
+        setting = os.environ.get("CCLG_SEMANTIC_IDLE") or str(IDLE_SECONDS)
+        try:
+            idle = float(setting)
+        except ValueError:
+            parser.error(f"CCLG_SEMANTIC_IDLE must be a number of seconds, not {setting!r}")
+    return serve(args.root, idle)
 
 
 if __name__ == "__main__":
