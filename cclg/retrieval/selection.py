@@ -291,9 +291,8 @@ def select(store: Store, request: PackRequest) -> Selection:
         if hit.id not in seen:
             kept.append(hit)
             seen.add(hit.id)
-    prior = usage_prior.priors(
-        store
-    )  # how often each was used when delivered, within +-10% (cclg.retrieval.usage_prior)
+    # How often each was used when delivered, within +-10% (cclg.retrieval.usage_prior).
+    prior = usage_prior.priors(store)
     return Selection(query, kept, retired, include_confidential, replaced_by, runner_up, prior)
 
 
