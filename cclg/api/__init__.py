@@ -8,6 +8,7 @@
 - ``container``: the ``.cclg`` file;
 - ``surfaces``: what the surfaces share that is not an operation (showing outside text, the label
   vocabularies, ``--project``).
+- ``lazy``: how an area module serves names from the modules below it on their first use.
 
 Each area module declares its own ``__all__``; this package's ``__all__`` (also ``cclg.__all__``,
 the public surface) is theirs together, and ``cclg.api.add_memory`` is ``cclg.api.memories.add_memory``.

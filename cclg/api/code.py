@@ -6,10 +6,10 @@ operation needs them, never when this module is.
 
 from __future__ import annotations
 
-import importlib
 import re
 from pathlib import Path
 
+from cclg.api.lazy import served_on_first_use
 from cclg.errors import UsageError
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
@@ -20,13 +20,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
     from cclg.codegraph.rank import SearchIndexDamage
     from cclg.core.store import Store
 else:
-
-    def __getattr__(name: str) -> Any:
-        if name != "SearchIndexDamage":
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = importlib.import_module("cclg.codegraph.rank").SearchIndexDamage
-        globals()[name] = value  # found here from now on
-        return value
+    __getattr__ = served_on_first_use(globals(), {"cclg.codegraph.rank": "SearchIndexDamage"})
 
 
 __all__ = [

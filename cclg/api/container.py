@@ -6,11 +6,11 @@ imported on first use (``_LAZY``).
 
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cclg.api.lazy import served_on_first_use
 from cclg.core.store import Store
 from cclg.errors import UsageError
 
@@ -23,14 +23,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
     from cclg.intake.container import Container, ContainerError, export_store, load_container, read_text
     from cclg.intake.container_import import ContainerImportReport, import_container
 else:
-
-    def __getattr__(name: str) -> Any:
-        module = next((module for module, names in _LAZY.items() if name in names.split()), None)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value  # found here from now on
-        return value
+    __getattr__ = served_on_first_use(globals(), _LAZY)
 
 
 __all__ = [

@@ -10,7 +10,7 @@ loads only the modules its handler uses (the hook's start-up stays as it was).
 
 from __future__ import annotations
 
-import importlib
+from cclg.api.lazy import served_on_first_use
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -31,13 +31,7 @@ else:
         "cclg.learning.turns": "MAX_FIELD_CHARS MAX_WRITE_BYTES",
     }
 
-    def __getattr__(name: str) -> object:
-        module = next((module for module, names in _LAZY.items() if name in names.split()), None)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value  # found here from now on
-        return value
+    __getattr__ = served_on_first_use(globals(), _LAZY)
 
 
 __all__ = [

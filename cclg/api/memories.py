@@ -16,7 +16,6 @@ It also serves the error classes every operation raises.
 
 from __future__ import annotations
 
-import importlib
 import json
 import time
 from collections import Counter
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cclg import format as fmt
+from cclg.api.lazy import served_on_first_use
 from cclg.core import secrets
 from cclg.core.files import read_jsonl
 from cclg.core.ids import is_valid_id, parse_moment
@@ -73,14 +73,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
     from cclg.maintenance.demo import build_demo_store
     from cclg.maintenance.doctor import Finding, Report, diagnose, repair, validate_paths
 else:
-
-    def __getattr__(name: str) -> Any:
-        module = next((module for module, names in _LAZY.items() if name in names.split()), None)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value  # found here from now on
-        return value
+    __getattr__ = served_on_first_use(globals(), _LAZY)
 
 
 __all__ = [

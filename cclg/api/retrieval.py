@@ -8,8 +8,7 @@ names are imported on first use (``_LAZY``), so a command that only searches nev
 
 from __future__ import annotations
 
-import importlib
-
+from cclg.api.lazy import served_on_first_use
 from cclg.retrieval.query import Hit, Where
 from cclg.retrieval.search import MODES, GrepMatch, grep
 from cclg.retrieval.search import search as search_memories  # the package's ``search`` attribute is the module
@@ -34,14 +33,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
         explain_pack,
     )
 else:
-
-    def __getattr__(name: str) -> Any:
-        module = next((module for module, names in _LAZY.items() if name in names.split()), None)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value  # found here from now on
-        return value
+    __getattr__ = served_on_first_use(globals(), _LAZY)
 
 
 __all__ = [
