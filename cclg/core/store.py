@@ -123,6 +123,11 @@ class Store:
 
     # ------------------------------------------------------------ opening
 
+    @staticmethod
+    def holds_a_store(path: Path) -> bool:
+        """Whether the folder ``path`` looks like a store: its config.json and its nodes/ are there."""
+        return (path / fmt.PATHS["config"]).is_file() and (path / "nodes").is_dir()
+
     @classmethod
     def open(cls, root: str | os.PathLike[str] | None = None) -> Store:
         """Open an existing store; ``StoreNotFoundError`` when the folder is not one."""
@@ -132,7 +137,7 @@ class Store:
             raise StoreNotFoundError(
                 f"no cclg store at {path}: the folder does not exist (run `cclg --root {path} init`)"
             )
-        if not config.is_file() or not (path / "nodes").is_dir():
+        if not cls.holds_a_store(path):
             raise StoreNotFoundError(
                 f"{path} is not a cclg store (no config.json and nodes/); run `cclg --root {path} init`"
             )

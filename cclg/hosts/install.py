@@ -256,7 +256,7 @@ def check_installation(project: Path | None = None) -> list[tuple[str, str]]:
             problems.append((str(path), f"{words[0]} is not on PATH, so the host cannot run {command!r}"))
         if "--root" in words[:-1]:
             root = Path(words[words.index("--root") + 1])
-            if not (root / "config.json").is_file():
+            if not Store.holds_a_store(root):
                 problems.append((str(path), f"{command!r} names {root}, which is not a cclg store"))
     return problems
 
