@@ -5,7 +5,7 @@ A session's record and its event log are ``cclg.ledger.sessions``'; what its too
 (CogLog) ``cclg.learning.turns``'; which delivered memories were used ``cclg.learning.usage``; memories proposed
 from a session's prompts ``cclg.learning.distill``. The hook calls this module on every event, so it
 imports none of them up front: each operation imports what it needs when it runs, and an event
-loads only the modules its handler uses (the hook's start-up stays as it was).
+loads only the modules its handler uses.
 """
 
 from __future__ import annotations
