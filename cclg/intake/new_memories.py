@@ -34,7 +34,7 @@ from cclg import format as fmt
 from cclg.core import labels
 from cclg.core.fields import parse_json
 from cclg.core.ids import content_hash, normalize_text
-from cclg.core.records import MemoryNode, MemoryPatch, Record, Scope, Source, new_node
+from cclg.core.records import MemoryNode, MemoryPatch, Record, Scope, Source, new_node, set_questions
 from cclg.core.repository import git_project
 from cclg.core.store import Store
 from cclg.core.text import query_terms
@@ -117,6 +117,7 @@ def build_node(
     valid_from: str | None = None,
     valid_until: str | None = None,
     flags: list[str] | None = None,
+    questions: list[str] | None = None,
 ) -> MemoryNode:
     """A new node from user-level arguments, checked like a record read from disk.
 
@@ -124,7 +125,8 @@ def build_node(
     optional unless the caller says otherwise: only the user's own surface, the
     CLI, says trusted). ``create_nodes`` flags content that reads as instructions;
     ``flags`` adds what the caller knows of text the content only quotes in part
-    (a rule's excerpt of tool output).
+    (a rule's excerpt of tool output). ``questions``: the questions it answers, in the words a user
+    would ask with (``cclg.core.records.set_questions``).
     """
     if not content.strip():
         raise UsageError("content must not be empty")
@@ -143,7 +145,7 @@ def build_node(
     }
     if flags:
         metadata["flags"] = sorted(set(flags))
-    return new_node(
+    node = new_node(
         content,
         type=type,
         key=key or None,
@@ -156,6 +158,8 @@ def build_node(
         effective_from=effective_from,
         effective_until=effective_until,
     )
+    set_questions(node, questions or [])
+    return node
 
 
 # The most an imported memory may claim; only the user raises a memory past these (``cclg label``).
