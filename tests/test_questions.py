@@ -17,7 +17,7 @@ from cclg.cli import cli
 from cclg.core.records import MAX_QUESTIONS, QUESTION_CHARS, MemoryNode, node_questions
 from cclg.core.secrets import SecretError
 from cclg.core.store import Store
-from cclg.errors import UsageError
+from cclg.errors import UsageError, ValidationError
 from cclg.ledger.purge import purge_memory
 from cclg.mcp_server import TOOLS
 from cclg.retrieval.search import search
@@ -139,3 +139,18 @@ def test_cli_add_takes_repeated_question(tmp_path: Path) -> None:
     result = runner.invoke(cli, [*args, "--question", QUESTION, "--question", "uv or venv?"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["node"]["metadata"]["questions"] == [QUESTION, "uv or venv?"]
+
+
+def test_an_import_line_may_carry_questions_checked_as_on_add(store: Store) -> None:
+    line = {"content": MEMORY, "source": "notes", "questions": [QUESTION]}
+    result = api.import_jsonl(store, json.dumps(line).encode(), name="notes")
+    assert node_questions(store.read_node(result.memory_ids[0])) == [QUESTION]
+    too_many = {**line, "content": "another note", "questions": ["q"] * (MAX_QUESTIONS + 1)}
+    with pytest.raises(ValidationError, match="nothing was imported"):
+        api.import_jsonl(store, json.dumps(too_many).encode(), name="more")
+
+
+def test_a_record_written_elsewhere_is_read_with_its_questions_bounded(store: Store) -> None:
+    node = api.add_memory(store, MEMORY, source="user").node
+    node.metadata["questions"] = ["x" * 1000, 7, *[f"q{i}" for i in range(9)]]
+    assert node_questions(node) == ["x" * QUESTION_CHARS, *[f"q{i}" for i in range(MAX_QUESTIONS - 1)]]

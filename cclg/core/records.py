@@ -300,9 +300,11 @@ QUESTION_CHARS = 200
 
 
 def node_questions(node: MemoryNode) -> list[str]:
-    """The questions ``node`` answers (``metadata.questions``), the strings only."""
+    """The questions ``node`` answers (``metadata.questions``): its strings, at most ``MAX_QUESTIONS``
+    of at most ``QUESTION_CHARS`` each, also in a record another program wrote."""
     value = node.metadata.get(QUESTIONS)
-    return [q for q in value if isinstance(q, str)] if isinstance(value, list) else []
+    found = [q[:QUESTION_CHARS] for q in value if isinstance(q, str)] if isinstance(value, list) else []
+    return found[:MAX_QUESTIONS]
 
 
 def checked_questions(questions: list[str]) -> list[str]:

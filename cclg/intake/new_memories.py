@@ -55,6 +55,7 @@ SHORT_LINE_FIELDS = (
     "key",
     "scope",
     "tags",
+    "questions",
     "quote",
     "confidence",
     "priority",
@@ -363,6 +364,7 @@ def parse_import_line(value: Any, number: int, where: str) -> MemoryNode:
         "confidence": value.get("confidence", 1.0),
         "scope": value.get("scope", {}),
         "tags": value.get("tags", []),
+        "questions": value.get("questions", []),
     }
     shapes: dict[str, tuple[type, ...]] = {
         "content": (str,),
@@ -374,12 +376,14 @@ def parse_import_line(value: Any, number: int, where: str) -> MemoryNode:
         "confidence": (int, float),
         "scope": (dict,),
         "tags": (list,),
+        "questions": (list,),
     }
     for name, allowed in shapes.items():
         if isinstance(fields[name], bool) or not isinstance(fields[name], allowed):
             raise ValidationError(f"{where} line {number}: field '{name}' is missing or has the wrong type")
-    if not all(isinstance(t, str) for t in fields["tags"]):
-        raise ValidationError(f"{where} line {number}: field 'tags' must be a list of strings")
+    for name in ("tags", "questions"):
+        if not all(isinstance(t, str) for t in fields[name]):
+            raise ValidationError(f"{where} line {number}: field '{name}' must be a list of strings")
     try:
         return build_node(
             fields["content"],
@@ -391,6 +395,7 @@ def parse_import_line(value: Any, number: int, where: str) -> MemoryNode:
             priority=fields["priority"],
             scope=parse_scope(fields["scope"]),
             tags=fields["tags"],
+            questions=fields["questions"],
             created_by="import",
         )
     except (UsageError, ValidationError) as exc:
