@@ -154,3 +154,14 @@ def test_a_record_written_elsewhere_is_read_with_its_questions_bounded(store: St
     node = api.add_memory(store, MEMORY, source="user").node
     node.metadata["questions"] = ["x" * 1000, 7, *[f"q{i}" for i in range(9)]]
     assert node_questions(node) == ["x" * QUESTION_CHARS, *[f"q{i}" for i in range(MAX_QUESTIONS - 1)]]
+
+
+def test_one_word_of_a_short_question_is_not_enough(store: Store) -> None:
+    """ "write" is a large share of "which Marlin crate can write ledger tables?" but a prompt asking
+    for a haiku is not about Marlin's crates."""
+    for note in FILLER[:3]:
+        api.add_memory(store, note, source="user")
+    content = "Marlin is one Cargo workspace: marlin-api, marlin-ledger (the only crate allowed to write ledger tables)"
+    api.add_memory(store, content, source="user", questions=["which Marlin crate can write ledger tables?"])
+    assert packed(store, "write a haiku about autumn") == []
+    assert [e["content"] for e in packed(store, "which crate writes the ledger tables?")] == [content]

@@ -251,14 +251,18 @@ def _memory_texts(hit: Hit) -> list[str]:
 
 def _memory_share(index: Index, owns: list[list[tuple[str, ...]]], prompt_terms: set[str]) -> tuple[float, int]:
     """(the share of a memory's own weighted words the prompt holds, how many of them it holds), for
-    the text of ``owns`` (the words of each ``_memory_texts``) with the highest share."""
+    the text of ``owns`` (the words of each ``_memory_texts``) with the highest share. A question
+    counts only when the prompt holds two of its words: one word is a large share of a short
+    question ("write" of "which crate can write ledger tables?") and says little of the prompt."""
     best = (0.0, 0)
-    for own in owns:
+    for number, own in enumerate(owns):
         own_weights = _weights(index, own) if own else []
         own_credit = [_credit(word, prompt_terms) for word in own]
         held = sum(w * c for w, c in zip(own_weights, own_credit, strict=True))
         share = held / sum(own_weights) if own_weights and sum(own_weights) else 0.0
-        best = max(best, (share, sum(1 for c in own_credit if c)))
+        inside = sum(1 for c in own_credit if c)
+        if number == 0 or inside >= 2:
+            best = max(best, (share, inside))
     return best
 
 
