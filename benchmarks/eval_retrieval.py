@@ -6,6 +6,7 @@ Run by hand (not part of the test suite):
     python benchmarks/eval_retrieval.py --sizes 10,100,10000,100000 --json out.json
     python benchmarks/eval_retrieval.py --split tune --category long --verbose
     python benchmarks/eval_retrieval.py --check              # validate the cases only, build nothing
+    python benchmarks/eval_retrieval.py --questions          # each fact with the questions it answers
 
 **The cases** (``eval_cases.json``) were written for this evaluation, from the
 kinds of prompts people type into coding agents rather than from what cclg
@@ -95,6 +96,11 @@ prompt on the 100,000 store.
 
 ``--json FILE`` (or ``-`` for stdout) writes the rows, the timing, the case
 counts and every prompt's outcome (what was packed, with scores).
+
+``--questions [FILE]`` gives each case fact the questions it answers
+(``eval_questions.json``: one or two a fact, written from the fact alone, as the
+agent writing the memory would, without reading the queries), to compare a store
+whose memories carry questions with one whose memories do not.
 
 ``--verbose`` lists every miss: the query, the expected label with its BM25
 rank and the relevance decision's evidence for it, and what was packed (label or
@@ -227,8 +233,13 @@ class Cases:
     paraphrase_report: list[str] = field(default_factory=list)
 
     @classmethod
-    def load(cls, path: Path) -> Cases:
+    def load(cls, path: Path, questions: Path | None = None) -> Cases:
+        """The cases of ``path``; with ``questions`` (``eval_questions.json``), each fact carries the
+        questions that file gives it, which the stores then hold (and their cache key covers)."""
         raw = json.loads(path.read_text(encoding="utf-8"))
+        if questions is not None:
+            asked = json.loads(questions.read_text(encoding="utf-8"))["questions"]
+            raw["facts"] = [{**fact, "questions": asked.get(fact["label"], [])} for fact in raw["facts"]]
         cases = cls(path=path, raw=raw)
         cases._read()
         return cases
@@ -542,6 +553,8 @@ def build(root: Path, spec: Spec, cases: Cases, reserved: list[str]) -> World:
             line["scope"] = {"project": fact["project"]}
         if fact.get("key"):
             line["key"] = fact["key"]
+        if fact.get("questions"):
+            line["questions"] = fact["questions"]
         lines.append(line)
     result = api.import_jsonl(store, jsonl(lines), name="eval-facts")
     if len(result.memory_ids) != len(facts):
@@ -899,6 +912,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--cases", type=Path, default=HERE / "eval_cases.json")
     parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="store sizes (100000 is opt-in)")
+    parser.add_argument(
+        "--questions",
+        nargs="?",
+        type=Path,
+        const=HERE / "eval_questions.json",
+        help="give each case fact the questions it answers (default file: eval_questions.json)",
+    )
     parser.add_argument("--split", choices=[*SPLITS, "all"], default="all")
     parser.add_argument("--category", choices=CATEGORIES)
     parser.add_argument("--verbose", action="store_true", help="list every miss with its diagnosis and the pack")
@@ -923,7 +943,7 @@ def main() -> None:
     else:  # lexical only: no helper process may answer (or be started for each of the eval's stores)
         os.environ["CCLG_SEMANTIC"] = "off"
 
-    cases = Cases.load(args.cases)
+    cases = Cases.load(args.cases, args.questions)
     log = sys.stderr
     for problem in cases.problems:
         print(f"case problem: {problem}", file=log)

@@ -122,13 +122,15 @@ TOOLS: tuple[ToolSpec, ...] = (
         "add",
         memory_add,
         "Record a new memory: one self-contained statement with its source. Content already stored comes back as "
-        "duplicate_of; content that was forgotten is refused; close memories are listed in similar (patch those).",
+        "duplicate_of; content that was forgotten is refused; close memories are listed in similar (patch those). "
+        "Give questions: the few questions it answers, worded as the user asks them, so it is found by those words.",
         ADDITIVE,
     ),
     ToolSpec(
         "patch",
         memory_patch,
-        "Change memories through the ledger: refine, supersede, forget, rollback, ... with a reason.",
+        "Change memories through the ledger: refine, supersede, forget, rollback, ... with a reason. "
+        "A rewording keeps the questions the memory answers; give questions to replace them.",
         DESTRUCTIVE,
     ),
     ToolSpec("raw", memory_raw, "Keep text verbatim as raw evidence (stored once, never overwritten).", IDEMPOTENT),

@@ -15,7 +15,15 @@ from cclg import api
 from cclg import format as fmt
 from cclg.api import learning
 from cclg.api.memories import Store
-from cclg.api.surfaces import DEFAULT_RETENTION, DEFAULT_SENSITIVITY, RETENTION, SENSITIVITY, project_filter
+from cclg.api.surfaces import (
+    DEFAULT_RETENTION,
+    DEFAULT_SENSITIVITY,
+    MAX_QUESTIONS,
+    QUESTION_CHARS,
+    RETENTION,
+    SENSITIVITY,
+    project_filter,
+)
 from cclg.errors import UsageError
 
 # Limits on what a caller may send: generous for real use, small enough that a
@@ -51,6 +59,14 @@ Reason = Annotated[
     str, Field(min_length=1, max_length=2_000, description="Why; kept in the patch for the audit trail.")
 ]
 ValidTime = Annotated[str | None, Field(max_length=40, description="ISO 8601 date or time (UTC unless it says).")]
+Questions = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=QUESTION_CHARS)]],
+    Field(
+        max_length=MAX_QUESTIONS,
+        description='The questions this memory answers, as the user would ask them ("how do I set up the env?"): '
+        "found by those words too, never shown as the memory.",
+    ),
+]
 SourceLabel = Annotated[
     str, Field(min_length=1, max_length=200, description="Where it came from: user, doc:README.md, session:ID, ...")
 ]
@@ -225,6 +241,7 @@ def memory_add(
     valid_until: Annotated[
         str | None, Field(max_length=40, description="ISO 8601: a temporary fact expires by itself then.")
     ] = None,
+    questions: Questions = [],  # noqa: B006
 ) -> dict[str, Any]:
     result = api.add_memory(
         store,
@@ -242,6 +259,7 @@ def memory_add(
         max_trust="untrusted",
         valid_from=valid_from,
         valid_until=valid_until,
+        questions=list(questions),
     )
     return result.to_dict()
 
@@ -262,6 +280,13 @@ def memory_patch(
     confidence: Annotated[
         float | None, Field(ge=0, le=1, description="The new memories' confidence; by default the targets'.")
     ] = None,
+    questions: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=QUESTION_CHARS)]] | None,
+        Field(
+            max_length=MAX_QUESTIONS,
+            description="The questions the new memory answers, as the user would ask them; by default the target's.",
+        ),
+    ] = None,
 ) -> dict[str, Any]:
     result = api.patch(
         store,
@@ -272,6 +297,7 @@ def memory_patch(
         source=source,
         confidence=confidence,
         max_trust="untrusted",
+        questions=None if questions is None else list(questions),
     )
     return result.to_dict()
 

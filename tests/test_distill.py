@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from cclg import api
 from cclg.cli import cli
+from cclg.core.records import QUESTION_CHARS, node_questions
 from cclg.core.store import Store
 from cclg.errors import UsageError
 from cclg.hook import handle
@@ -85,6 +86,24 @@ def test_accepting_writes_through_the_ledger_with_the_evidence(store: Store, ses
     assert diagnose(store).ok
     with pytest.raises(UsageError, match="no proposal numbered 7"):
         distill.accept(store, SESSION, [7])
+
+
+def test_a_proposal_carries_the_users_sentence_as_a_question_and_accepting_writes_it(
+    store: Store, session: dict[str, Any]
+) -> None:
+    api.patch(store, "update", [session["old"].id], contents=[session["old"].content], reason="asked",
+              questions=["what port is the staging db on?"])  # fmt: skip
+    correction, decision = distill.propose(store, SESSION)
+    assert correction["questions"] == [correction["content"]] and decision["questions"] == [decision["content"]]
+    done = distill.accept(store, SESSION, None)
+    corrected = api.show(store, done[0]["new_memory_ids"][0])
+    assert node_questions(corrected) == ["what port is the staging db on?", correction["content"]]
+    assert node_questions(api.show(store, done[1]["memory"])) == [decision["content"]]
+
+
+def test_a_long_sentence_becomes_a_question_cut_at_a_word() -> None:
+    question = distill.as_question("word " * 100)
+    assert len(question) <= QUESTION_CHARS and question.endswith("word")
 
 
 def test_the_cli_lists_then_accepts(store: Store, session: dict[str, Any]) -> None:

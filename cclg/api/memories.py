@@ -304,17 +304,19 @@ def patch(
     max_trust: str = "trusted",
     valid_from: str | None = None,
     valid_until: str | None = None,
+    questions: list[str] | None = None,
 ) -> PatchResult:
     """``cclg patch``: one patch operation. For ``rollback`` the one target is a patch id;
     ``create`` takes one content and no target; the others take memory ids (or prefixes).
     New memories are trusted at most ``max_trust`` (MCP callers pass ``untrusted``; such a caller cannot
     retire a pinned memory: ``_check_caller_pins``), and keep their
     targets' confidence and validity window unless ``confidence``, ``valid_from``, ``valid_until`` say
-    (``ledger.kept_fields``)."""
+    (``ledger.kept_fields``). ``questions``: the questions the new memories answer (by default, for
+    one new memory, its target's; ``cclg.core.records.checked_questions`` says what is allowed)."""
     if operation not in fmt.PATCH_OPERATIONS:
         raise UsageError(f"unknown patch operation {operation!r}; use one of {', '.join(fmt.PATCH_OPERATIONS)}")
     if operation == "rollback":
-        if len(targets) != 1 or contents:
+        if len(targets) != 1 or contents or questions:
             raise UsageError("rollback takes exactly one target, the id of the patch to undo, and no content")
         return rollback(store, targets[0], reason=reason, source=source, max_trust=max_trust)
     if operation == "create":
@@ -322,7 +324,7 @@ def patch(
             raise UsageError("create takes one content and no target")
         sure = 1.0 if confidence is None else confidence
         added = add_memory(store, contents[0], source=source, reason=reason, confidence=sure, trust=max_trust,
-                           valid_from=valid_from, valid_until=valid_until)  # fmt: skip
+                           valid_from=valid_from, valid_until=valid_until, questions=questions)  # fmt: skip
         if added.patch is None:
             raise UsageError(f"{added.duplicate_of} already holds this content; nothing was written")
         return PatchResult(patch=added.patch, new_nodes=added.new_nodes)
@@ -342,6 +344,7 @@ def patch(
             max_trust=max_trust,
             valid_from=valid_from,
             valid_until=valid_until,
+            questions=questions,
         )
 
 

@@ -57,6 +57,13 @@ def init(ctx: click.Context) -> None:
 )
 @click.option("--tag", multiple=True, help="A tag; repeatable.")
 @click.option(
+    "--question",
+    multiple=True,
+    help=f"A question this memory answers, worded as you would ask it; found by those words too, never shown as "
+    f"the memory. Repeatable, at most {surfaces.MAX_QUESTIONS}, each one line of at most {surfaces.QUESTION_CHARS} "
+    "characters.",
+)
+@click.option(
     "--trust", type=click.Choice(surfaces.TRUST), default="trusted", show_default=True, help="You wrote it: trusted."
 )
 @click.option(
@@ -90,6 +97,7 @@ def add(
     scope: tuple[str, ...],
     global_scope: bool,
     tag: tuple[str, ...],
+    question: tuple[str, ...],
     trust: str,
     sensitivity: str,
     retention: str,
@@ -120,6 +128,7 @@ def add(
         priority=priority,
         scope=api.scope_for(list(scope), folder=Path.cwd(), global_scope=global_scope),
         tags=list(tag),
+        questions=list(question),
         trust=trust,
         sensitivity=sensitivity,
         retention=retention,

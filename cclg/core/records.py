@@ -17,7 +17,7 @@ import re
 from cclg import format as fmt
 from cclg.core.fields import FieldReader, indented_json, ordered
 from cclg.core.ids import content_hash, is_valid_id, is_valid_session_id, new_id, normalize_text, now_iso, parse_time
-from cclg.errors import ValidationError
+from cclg.errors import UsageError, ValidationError
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -288,6 +288,50 @@ class MemoryNode(Record):
     def stored_hash(self) -> str | None:
         value = self.metadata.get("content_hash")
         return value if isinstance(value, str) else None
+
+
+# The questions a memory answers, in the words a user would ask with (``metadata.questions``: the
+# CCLG format's metadata is a free map, so the reference implementation reads the node as before).
+# Search and relevance read them like content; they are never rendered as the memory and are no
+# evidence of its truth.
+QUESTIONS = "questions"
+MAX_QUESTIONS = 5
+QUESTION_CHARS = 200
+
+
+def node_questions(node: MemoryNode) -> list[str]:
+    """The questions ``node`` answers (``metadata.questions``): its strings, at most ``MAX_QUESTIONS``
+    of at most ``QUESTION_CHARS`` each, also in a record another program wrote."""
+    value = node.metadata.get(QUESTIONS)
+    found = [q[:QUESTION_CHARS] for q in value if isinstance(q, str)] if isinstance(value, list) else []
+    return found[:MAX_QUESTIONS]
+
+
+def checked_questions(questions: list[str]) -> list[str]:
+    """``questions`` stripped, or a ``UsageError`` saying what is wrong: more than ``MAX_QUESTIONS``,
+    an empty one, one on several lines, one longer than ``QUESTION_CHARS``."""
+    if len(questions) > MAX_QUESTIONS:
+        raise UsageError(f"a memory carries at most {MAX_QUESTIONS} questions, got {len(questions)}")
+    checked = []
+    for question in questions:
+        text = question.strip()
+        if not text:
+            raise UsageError("a question must not be empty")
+        if "\n" in text or "\r" in text:
+            raise UsageError(f"a question is one line: {text[:60]!r}")
+        if len(text) > QUESTION_CHARS:
+            raise UsageError(f"a question is at most {QUESTION_CHARS} characters, got {len(text)}: {text[:60]!r}...")
+        checked.append(text)
+    return list(dict.fromkeys(checked))
+
+
+def set_questions(node: MemoryNode, questions: list[str]) -> None:
+    """Give ``node`` the ``questions`` it answers (checked); none takes them away."""
+    checked = checked_questions(questions)
+    if checked:
+        node.metadata[QUESTIONS] = checked
+    else:
+        node.metadata.pop(QUESTIONS, None)
 
 
 def new_node(

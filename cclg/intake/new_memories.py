@@ -34,7 +34,7 @@ from cclg import format as fmt
 from cclg.core import labels
 from cclg.core.fields import parse_json
 from cclg.core.ids import content_hash, normalize_text
-from cclg.core.records import MemoryNode, MemoryPatch, Record, Scope, Source, new_node
+from cclg.core.records import MemoryNode, MemoryPatch, Record, Scope, Source, new_node, set_questions
 from cclg.core.repository import git_project
 from cclg.core.store import Store
 from cclg.core.text import query_terms
@@ -55,6 +55,7 @@ SHORT_LINE_FIELDS = (
     "key",
     "scope",
     "tags",
+    "questions",
     "quote",
     "confidence",
     "priority",
@@ -117,6 +118,7 @@ def build_node(
     valid_from: str | None = None,
     valid_until: str | None = None,
     flags: list[str] | None = None,
+    questions: list[str] | None = None,
 ) -> MemoryNode:
     """A new node from user-level arguments, checked like a record read from disk.
 
@@ -124,7 +126,8 @@ def build_node(
     optional unless the caller says otherwise: only the user's own surface, the
     CLI, says trusted). ``create_nodes`` flags content that reads as instructions;
     ``flags`` adds what the caller knows of text the content only quotes in part
-    (a rule's excerpt of tool output).
+    (a rule's excerpt of tool output). ``questions``: the questions it answers, in the words a user
+    would ask with (``cclg.core.records.set_questions``).
     """
     if not content.strip():
         raise UsageError("content must not be empty")
@@ -143,7 +146,7 @@ def build_node(
     }
     if flags:
         metadata["flags"] = sorted(set(flags))
-    return new_node(
+    node = new_node(
         content,
         type=type,
         key=key or None,
@@ -156,6 +159,8 @@ def build_node(
         effective_from=effective_from,
         effective_until=effective_until,
     )
+    set_questions(node, questions or [])
+    return node
 
 
 # The most an imported memory may claim; only the user raises a memory past these (``cclg label``).
@@ -359,6 +364,7 @@ def parse_import_line(value: Any, number: int, where: str) -> MemoryNode:
         "confidence": value.get("confidence", 1.0),
         "scope": value.get("scope", {}),
         "tags": value.get("tags", []),
+        "questions": value.get("questions", []),
     }
     shapes: dict[str, tuple[type, ...]] = {
         "content": (str,),
@@ -370,12 +376,14 @@ def parse_import_line(value: Any, number: int, where: str) -> MemoryNode:
         "confidence": (int, float),
         "scope": (dict,),
         "tags": (list,),
+        "questions": (list,),
     }
     for name, allowed in shapes.items():
         if isinstance(fields[name], bool) or not isinstance(fields[name], allowed):
             raise ValidationError(f"{where} line {number}: field '{name}' is missing or has the wrong type")
-    if not all(isinstance(t, str) for t in fields["tags"]):
-        raise ValidationError(f"{where} line {number}: field 'tags' must be a list of strings")
+    for name in ("tags", "questions"):
+        if not all(isinstance(t, str) for t in fields[name]):
+            raise ValidationError(f"{where} line {number}: field '{name}' must be a list of strings")
     try:
         return build_node(
             fields["content"],
@@ -387,6 +395,7 @@ def parse_import_line(value: Any, number: int, where: str) -> MemoryNode:
             priority=fields["priority"],
             scope=parse_scope(fields["scope"]),
             tags=fields["tags"],
+            questions=fields["questions"],
             created_by="import",
         )
     except (UsageError, ValidationError) as exc:

@@ -17,6 +17,7 @@ import json
 import re
 
 from cclg.core.hook_events import USER_PROMPT, logged
+from cclg.core.records import MAX_QUESTIONS, QUESTION_CHARS, node_questions
 from cclg.core.store import Store
 from cclg.errors import UsageError
 from cclg.ledger.sessions import event_payload
@@ -170,6 +171,7 @@ def _proposals(
             "number": len(proposals) + 1,
             "kind": kind,
             "content": sentence,
+            "questions": [as_question(sentence)],
             "type": {"correction": "correction", "decision": "project_decision"}.get(kind, "project_fact"),
             "scope": {"project": project},
             "evidence": {"prompt": prompt[:2000], "raw_span": _span(store, raw, sentence)},
@@ -274,6 +276,16 @@ def _contradicted(store: Store, sentence: str, project: ProjectKeys) -> MemoryNo
     return None
 
 
+def as_question(sentence: str) -> str:
+    """The user's own ``sentence`` as a question the memory answers: on one line, cut at a word to
+    ``QUESTION_CHARS``. It keeps the memory found by the user's words when its content is reworded."""
+    text = " ".join(sentence.split())
+    if len(text) <= QUESTION_CHARS:
+        return text
+    cut = text[: QUESTION_CHARS + 1].rsplit(" ", 1)[0]
+    return cut if cut and len(cut) <= QUESTION_CHARS else text[:QUESTION_CHARS]
+
+
 def accept(store: Store, session_id: str, numbers: list[int] | None) -> list[dict[str, Any]]:
     """Write the proposals ``numbers`` name (all of them when None), each through the ledger with its
     evidence as the source (the session, the quote, the raw span). Returns what each did."""
@@ -293,15 +305,18 @@ def accept(store: Store, session_id: str, numbers: list[int] | None) -> list[dic
         source.quote = p["content"]
         if p["action"] == "supersede":
             reason = f"the user corrected it in session {session_id}"
+            # the questions the corrected memory answered are still asked of the correction
+            kept = [*node_questions(store.read_node(p["target"])), *p["questions"]]
             result = apply_patch(
                 store, "supersede", [p["target"]], reason=reason, contents=[p["content"]], source=source,
-                max_trust=MAX_TRUST,
+                max_trust=MAX_TRUST, questions=list(dict.fromkeys(kept))[-MAX_QUESTIONS:],
             )  # fmt: skip
             done.append({"number": p["number"], "patch": result.patch.id, "new_memory_ids": result.patch.new_node_ids})
         else:
             added = add_memory(
                 store, p["content"], source=f"session:{session_id}", quote=p["content"], type=p["type"],
                 scope=parse_scope(p["scope"]), reason=f"distilled from session {session_id}", max_trust=MAX_TRUST,
+                questions=p["questions"],
             )  # fmt: skip
             done.append({"number": p["number"], "memory": added.node.id, "duplicate_of": added.duplicate_of})
     return done

@@ -35,7 +35,7 @@ from pathlib import Path
 from cclg.core.fields import parse_json
 from cclg.core.files import create_private, fsync_dir
 from cclg.core.ids import content_hash, parse_time
-from cclg.core.records import MemoryNode, MemoryPatch
+from cclg.core.records import MemoryNode, MemoryPatch, node_questions
 from cclg.core.store import Store
 from cclg.core.text import tokens
 from cclg.errors import ValidationError, disk_refusal
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
     Result = TypeVar("Result")
 
-SCHEMA_VERSION = "cclg.index.v3"  # v3: a node's level is view.rank (trust, then scope)
+SCHEMA_VERSION = "cclg.index.v4"  # v4: the content column holds the questions a memory answers
 MAX_READS = 3  # runs of a read whose served memories keep changing on disk, before it is served as is
 BUSY_TIMEOUT = 30.0  # seconds a writer waits for the index's write lock
 READER_WAIT = 0.3  # seconds a reader waits for it to catch up with the files, else it reads the index as it is
@@ -116,9 +116,11 @@ def is_pinned(node: MemoryNode) -> bool:
 
 
 def search_fields(node: MemoryNode) -> tuple[str, str, str, str]:
-    """The four indexed fields (content, key, tags, retrieval keys) as space-joined terms."""
+    """The four indexed fields (content, key, tags, retrieval keys) as space-joined terms. The content
+    field holds the questions the memory answers too (``node_questions``): searched like its content,
+    in a user's words."""
     return (
-        " ".join(tokens(node.content)),
+        " ".join(tokens(" ".join([node.content, *node_questions(node)]))),
         " ".join(tokens(node.key or "")),
         " ".join(tokens(" ".join(node.tags))),
         " ".join(tokens(" ".join(node.retrieval.sparse_keys + node.retrieval.entity_keys))),

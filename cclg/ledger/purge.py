@@ -63,7 +63,16 @@ from typing import Any
 from cclg.core import secrets
 from cclg.core.fields import parse_json
 from cclg.core.ids import content_hash, new_id, normalize_text, now_iso
-from cclg.core.records import MemoryNode, MemoryPatch, Record, Source, default_resolution_policy, dumps, retrieval_for
+from cclg.core.records import (
+    QUESTIONS,
+    MemoryNode,
+    MemoryPatch,
+    Record,
+    Source,
+    default_resolution_policy,
+    dumps,
+    retrieval_for,
+)
 from cclg.core.store import RULE_EVIDENCE, Store, audit_record
 from cclg.errors import CclgError, IllegalPatchError, UsageError
 from cclg.ledger import staging
@@ -230,6 +239,7 @@ def _tombstone(node: MemoryNode, patch_id: str, erasure: _Erasure) -> MemoryNode
     node.source.quote = None  # the words the memory rested on
     node.retrieval = retrieval_for(PURGED_CONTENT)
     node.metadata = content_only(node.metadata, erasure.strings(node.metadata))
+    node.metadata.pop(QUESTIONS, None)  # what it answered is what it said
     node.metadata["content_hash"] = content_hash(PURGED_CONTENT)
     node.metadata[PURGED] = {"content_hash": digest, "patch_id": patch_id, "purged_at": stamp}
     return node

@@ -45,6 +45,8 @@ from cclg.core.records import (
     default_resolution_policy,
     dumps,
     new_node,
+    node_questions,
+    set_questions,
 )
 from cclg.core.store import Store, audit_record
 from cclg.errors import CclgError, IllegalPatchError, NotFoundError, UsageError, ValidationError
@@ -207,6 +209,7 @@ def apply_patch(
     valid_from: str | None = None,
     valid_until: str | None = None,
     scope: Scope | None = None,
+    questions: list[str] | None = None,
 ) -> PatchResult:
     """Apply one patch (any operation but ``create`` and ``rollback``, which have their own functions).
 
@@ -215,7 +218,9 @@ def apply_patch(
     raise trust nor keep a pin by rewording a memory). They keep the targets' validity window,
     confidence and priority (``kept_fields``) unless ``valid_from`` / ``valid_until`` (``validity``) or
     ``confidence`` set them. They inherit the first target's scope, or have ``scope`` (the same
-    session: a patch never moves a memory in or out of one).
+    session: a patch never moves a memory in or out of one). A patch writing one new memory keeps the
+    questions its first target answers (``cclg.core.records.node_questions``) unless ``questions``
+    replaces them; a split's parts carry ``questions`` only.
 
     Refuses, before writing anything, an unknown target, a target whose status
     the lattice does not let the operation move, and content that is missing
@@ -223,7 +228,7 @@ def apply_patch(
     """
     spec = operation_spec(operation)
     contents = [c for c in (contents or [])]
-    _check_request(operation, reason, contents, source, scope)
+    _check_request(operation, reason, contents, source, scope, questions or [])
     _check_shape(operation, spec, target_ids, contents)
     valid_from, valid_until = validity(valid_from, valid_until)
     if (valid_from or valid_until) and not contents:
@@ -236,7 +241,8 @@ def apply_patch(
         patch_id = new_id("patch")
         inherited = inherited_labels(targets[0], labels, max_trust)
         kept = kept_fields(targets, confidence=confidence, valid_from=valid_from, valid_until=valid_until)
-        replacing = _Replacing(targets, spec, patch_id, stamp, kept, reason, source, inherited)
+        asked = questions if questions is not None or len(contents) != 1 else node_questions(targets[0])
+        replacing = _Replacing(targets, spec, patch_id, stamp, kept, reason, source, inherited, asked or [])
         new_nodes = [replacing.new_node(index, content) for index, content in enumerate(contents)]
         for node in new_nodes:  # the scope the caller gave, else the first target's
             node.scope = scope or node.scope
@@ -268,7 +274,7 @@ def apply_patch(
 
 
 def _check_request(
-    operation: str, reason: str, contents: list[str], source: Source | None, scope: Scope | None
+    operation: str, reason: str, contents: list[str], source: Source | None, scope: Scope | None, questions: list[str]
 ) -> None:
     """``UsageError`` for what ``apply_patch`` does not do, or a patch without a reason; ``SecretError``
     for a secret in what the caller gave."""
@@ -280,7 +286,10 @@ def _check_request(
         raise UsageError("a patch needs a reason")
     if scope is not None and not contents:
         raise UsageError(f"{operation} writes no new memory: a scope applies to new memories only")
-    given = {"reason": reason, "content": contents, "source": source.to_dict() if source else {}}
+    if questions and not contents:
+        raise UsageError(f"{operation} writes no new memory: questions apply to new memories only")
+    given: dict[str, Any] = {"reason": reason, "content": contents, "questions": questions}
+    given["source"] = source.to_dict() if source else {}
     secrets.refuse_secrets({**given, "scope": scope.to_dict() if scope else {}}, "the patch")
 
 
@@ -357,7 +366,8 @@ def kept_fields(
 @dataclass(frozen=True)
 class _Replacing:
     """What every new node of one patch shares: the ``targets`` it replaces, the operation's ``spec``,
-    the patch's id and time, the fields ``kept`` of the targets, the reason, source and labels."""
+    the patch's id and time, the fields ``kept`` of the targets, the reason, source and labels, and the
+    questions the new nodes answer."""
 
     targets: list[MemoryNode]
     spec: lattice.OperationSpec
@@ -367,6 +377,7 @@ class _Replacing:
     reason: str
     source: Source | None
     labels: dict[str, str]
+    questions: list[str]
 
     def new_node(self, index: int, content: str) -> MemoryNode:
         """The ``index``-th new node the patch writes in place of the targets, holding ``content``."""
@@ -386,6 +397,7 @@ class _Replacing:
             metadata={"created_by": "patch", "patch_id": self.patch_id, **self.labels},
             **self.kept,
         )
+        set_questions(node, self.questions)
         flag_instructions(node)
         target_ids = [t.id for t in self.targets]
         node.relations["supersedes"] = list(target_ids)
@@ -519,8 +531,9 @@ def record_conflict(
 
 
 def flag_instructions(node: MemoryNode) -> None:
-    """Mark (``metadata.flags``) a new node whose content reads as instructions to the model."""
-    flags = fencing.instruction_flags(node.content)
+    """Mark (``metadata.flags``) a new node whose content, or a question it answers, reads as
+    instructions to the model."""
+    flags = [f for text in (node.content, *node_questions(node)) for f in fencing.instruction_flags(text)]
     if flags:
         node.metadata["flags"] = sorted({*node.metadata.get("flags", []), *flags})
 

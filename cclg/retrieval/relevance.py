@@ -44,6 +44,7 @@ terms that the store holds.
 
 from __future__ import annotations
 
+from cclg.core.records import node_questions
 from cclg.core.text import compound_parts, is_cjk, query_words, stem
 from cclg.retrieval.query import Hit, View, Where
 from cclg.retrieval.search import bm25, idf, rarest_terms
@@ -241,8 +242,28 @@ def _credit(word: tuple[str, ...], terms: set[str]) -> float:
     return sum(1 for part in parts if part in terms or stem(part) in terms) / len(parts)
 
 
-def _memory_text(hit: Hit) -> str:
-    return hit.node.content + " " + (hit.node.key or "").replace(".", " ")
+def _memory_texts(hit: Hit) -> list[str]:
+    """What a memory says (its content and key), then each question it answers: the memory share is
+    that of the one the prompt holds most of, so a prompt worded like a question the memory answers
+    counts as if it were worded like the memory."""
+    return [hit.node.content + " " + (hit.node.key or "").replace(".", " "), *node_questions(hit.node)]
+
+
+def _memory_share(index: Index, owns: list[list[tuple[str, ...]]], prompt_terms: set[str]) -> tuple[float, int]:
+    """(the share of a memory's own weighted words the prompt holds, how many of them it holds), for
+    the text of ``owns`` (the words of each ``_memory_texts``) with the highest share. A question
+    counts only when the prompt holds two of its words: one word is a large share of a short
+    question ("write" of "which crate can write ledger tables?") and says little of the prompt."""
+    best = (0.0, 0)
+    for number, own in enumerate(owns):
+        own_weights = _weights(index, own) if own else []
+        own_credit = [_credit(word, prompt_terms) for word in own]
+        held = sum(w * c for w, c in zip(own_weights, own_credit, strict=True))
+        share = held / sum(own_weights) if own_weights and sum(own_weights) else 0.0
+        inside = sum(1 for c in own_credit if c)
+        if number == 0 or inside >= 2:
+            best = max(best, (share, inside))
+    return best
 
 
 def _evidence(
@@ -255,26 +276,21 @@ def _evidence(
 ) -> dict[str, Evidence]:
     total_weight = sum(weights)
     prompt_terms = {t for word in groups for t in word}
-    owns = [words(_memory_text(hit)) for hit in candidates[:MEMORY_SHARE_RANKS]]
-    index.document_frequencies([t for own in owns for word in own for t in word])  # one query, not one per memory
+    owns = [[words(text) for text in _memory_texts(hit)] for hit in candidates[:MEMORY_SHARE_RANKS]]
+    index.document_frequencies([t for texts in owns for own in texts for word in own for t in word])  # one query
     found: dict[str, Evidence] = {}
     for rank, hit in enumerate(candidates):
         matched = set(hit.matched)
         credit = [_credit(word, matched) for word in groups]
         hits = [i for i, share in enumerate(credit) if share]
         query_share = sum(w * c for w, c in zip(weights, credit, strict=True)) / total_weight if total_weight else 0.0
-        own = owns[rank] if rank < MEMORY_SHARE_RANKS else []
-        own_weights = _weights(index, own) if own else []
-        own_credit = [_credit(word, prompt_terms) for word in own]
-        inside = [i for i, share in enumerate(own_credit) if share]
-        held = sum(w * c for w, c in zip(own_weights, own_credit, strict=True))
-        memory_share = held / sum(own_weights) if own_weights else 0.0
+        memory_share, inside = _memory_share(index, owns[rank] if rank < MEMORY_SHARE_RANKS else [], prompt_terms)
         lead = hit.id in leaders and len(hits) >= LEAD_WORDS
         cosine = similarity.get(hit.id)
         evidence = Evidence(query_share, memory_share, lead, [groups[i][0] for i in hits], cosine)
         single_ok = memory_share >= QUERY_SHARE_MEMORY or query_share >= QUERY_SHARE_SINGLE
         by_query = query_share / QUERY_SHARE if len(hits) >= 2 or single_ok else 0.0
-        by_memory = memory_share / MEMORY_SHARE if len(inside) >= 2 else 0.0
+        by_memory = memory_share / MEMORY_SHARE if inside >= 2 else 0.0
         by_meaning = cosine / SEMANTIC if cosine is not None and cosine >= SEMANTIC else 0.0
         by_words = max(by_query, by_memory, 1.0 if lead else 0.0)
         if cosine is not None and cosine > SEMANTIC_FLOOR:  # lifts words over the bar, not over other candidates
