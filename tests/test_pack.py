@@ -114,7 +114,8 @@ def check_budget(result: dict[str, Any], stored: dict[str, str]) -> None:
     """The budget invariants every pack keeps; ``stored`` maps id -> full content."""
     budget = result["budget"]
     memories, suppressed = result["memory_nodes"], result["suppressed_nodes"]
-    emitted = [e["content"] for e in memories] + [e["content"] for e in suppressed]
+    related = result["possibly_related"]  # one line each; bare, the preview counts
+    emitted = [e["content"] for e in memories] + [e["content"] for e in suppressed] + [e["preview"] for e in related]
     assert len(memories) <= budget["max_nodes"]
     assert budget["used_nodes"] == len(memories)
     assert budget["used_chars"] == sum(len(c) for c in emitted) <= budget["max_chars"]
@@ -605,7 +606,11 @@ def test_markdown_quotes_every_stored_string(store: Store, facts: list[str]) -> 
     prefix = json.dumps(result["suppressed_nodes"][0]["content"])
     expected_retired = f"- {old} (superseded; replaced by {new.new_nodes[0].id}): {prefix}"
     assert lines.count(expected_retired) == 1
-    assert sum(line.startswith("- ") for line in lines) == len(result["memory_nodes"]) + 1
+    for entry in result["possibly_related"]:
+        quoted = f"{json.dumps(entry['preview'], ensure_ascii=False)}; {json.dumps(entry['why'], ensure_ascii=False)}"
+        assert lines.count(f"- {entry['id']} ({entry['type']}): {quoted}") == 1
+    related = len(result["possibly_related"])
+    assert sum(line.startswith("- ") for line in lines) == len(result["memory_nodes"]) + 1 + related
     assert "- (none relevant)" in render(pack(store, "write a haiku about autumn leaves"), "markdown")
 
 
