@@ -312,9 +312,8 @@ def select(store: Store, request: PackRequest) -> Selection:
     def served(result: _Read) -> list[str]:
         chosen, found, retired, _, runner_up, related = result
         # Each parsed here (``Hit.node``), where a record that does not parse can still be healed.
-        return [hit.node.id for hit in (*chosen, *found, *retired)] + [
-            hit.node.id for hit, *_ in (*runner_up, *related)
-        ]
+        others = [hit for hit, _ in runner_up] + [hit for hit, _, _ in related]
+        return [hit.node.id for hit in (*chosen, *found, *retired, *others)]
 
     chosen, found, retired, replaced_by, runner_up, candidates = read_fresh(store, read, served)
     seen = set(skip)
