@@ -37,7 +37,14 @@ from cclg.ledger.writer import apply_patch, create_nodes
 from cclg.retrieval.query import Where
 from cclg.retrieval.rendering import prompt_markdown, prompt_toml, render
 from cclg.retrieval.search import bm25
-from cclg.retrieval.selection import SUPPRESSED_PREFIX_CHARS, Budget, PackRequest, Spending, compile_pack
+from cclg.retrieval.selection import (
+    SUPPRESSED_PREFIX_CHARS,
+    Budget,
+    PackRequest,
+    Spending,
+    compile_pack,
+    related_text,
+)
 
 REPO = Path(__file__).parent.parent
 CONTRACT = tomllib.loads((REPO / "cclg" / "contract" / "cclg.format.v0.1.toml").read_text(encoding="utf-8"))
@@ -114,8 +121,8 @@ def check_budget(result: dict[str, Any], stored: dict[str, str]) -> None:
     """The budget invariants every pack keeps; ``stored`` maps id -> full content."""
     budget = result["budget"]
     memories, suppressed = result["memory_nodes"], result["suppressed_nodes"]
-    related = result["possibly_related"]  # one line each; bare, the preview counts
-    emitted = [e["content"] for e in memories] + [e["content"] for e in suppressed] + [e["preview"] for e in related]
+    related = result["possibly_related"]  # one line each, counted as its plain line
+    emitted = [e["content"] for e in memories] + [e["content"] for e in suppressed] + [related_text(e) for e in related]
     assert len(memories) <= budget["max_nodes"]
     assert budget["used_nodes"] == len(memories)
     assert budget["used_chars"] == sum(len(c) for c in emitted) <= budget["max_chars"]

@@ -15,7 +15,7 @@ from cclg.api import label
 from cclg.core.store import Store
 from cclg.ledger.writer import apply_patch
 from cclg.retrieval.rendering import MARKDOWN_RELATED, fit_markdown, prompt_markdown, prompt_toml
-from cclg.retrieval.selection import RELATED_CHARS, RELATED_MAX, Budget, PackRequest, compile_pack
+from cclg.retrieval.selection import RELATED_CHARS, RELATED_MAX, Budget, PackRequest, compile_pack, related_text
 from tests.test_pack import GENERATED_AT, SOFTWARE_FACTS, seed
 
 DATA = Path(__file__).parent / "data"
@@ -67,7 +67,7 @@ def test_offers_are_few_short_and_counted_in_the_budget(store: Store, facts: dic
     related = result["possibly_related"]
     assert 1 <= len(related) <= RELATED_MAX
     assert all(len(e["preview"]) <= 64 for e in related)
-    assert result["budget"]["used_chars"] == sum(len(e["preview"]) for e in related)
+    assert result["budget"]["used_chars"] == sum(len(related_text(e)) for e in related) <= RELATED_CHARS
     assert pack(store, PARTIAL, budget=Budget(related_chars=0))["possibly_related"] == []
 
 

@@ -51,7 +51,7 @@ def fit_markdown(store: Store, request: PackRequest) -> tuple[dict[str, Any], st
         generated_at=request.generated_at,
         shown=lambda e: _memory_line(e) + "\n",
         shown_retired=lambda e: _retired_line(e) + "\n",
-        shown_related=lambda e: _related_line(e) + "\n",
+        shown_related=lambda e: related_line(e) + "\n",
         related_heading="\n" + MARKDOWN_RELATED + "\n",
     )
     return pack, prompt_markdown(pack)
@@ -130,7 +130,7 @@ def _retired_line(e: dict[str, Any]) -> str:
     return f"- {e['id']} ({e['status']}{replaced}): {fencing.quote_outside(e['content'])}"
 
 
-def _related_line(e: dict[str, Any]) -> str:
+def related_line(e: dict[str, Any]) -> str:
     """A possibly related memory in one line: its id, key (else type), preview and why offered."""
     kind = fencing.quote_outside(e["key"]) if e.get("key") else e["type"]
     return f"- {e['id']} ({kind}): {fencing.quote_outside(e['preview'])}; {fencing.quote_outside(e['why'])}"
@@ -144,7 +144,7 @@ def prompt_markdown(pack: dict[str, Any]) -> str:
     if pack["suppressed_nodes"]:
         lines += ["", MARKDOWN_RETIRED, *(_retired_line(e) for e in pack["suppressed_nodes"])]
     if pack.get("possibly_related"):  # a cclg addition: a pack written elsewhere may not have it
-        lines += ["", MARKDOWN_RELATED, *(_related_line(e) for e in pack["possibly_related"])]
+        lines += ["", MARKDOWN_RELATED, *(related_line(e) for e in pack["possibly_related"])]
     return "\n".join(lines) + "\n"
 
 

@@ -425,10 +425,10 @@ def related_entries(
     selection: Selection, budget: Spending, shown: Callable[[dict[str, Any]], str] | None, heading: str = ""
 ) -> list[dict[str, Any]]:
     """The pack's ``possibly_related``: up to ``RELATED_MAX`` of the selection's candidates that may be
-    packed, as one line each (id, type, key, a preview of the content, why), the lines (``shown``;
-    bare, the preview) within ``budget.related_chars`` and what is left of the pack's budget.
+    packed, as one line each (id, type, key, a preview of the content, why), the lines (``shown``,
+    else ``related_text``) within ``budget.related_chars`` and what is left of the pack's budget.
     ``heading`` is counted once with the first line, against the pack's budget only."""
-    show = shown or (lambda entry: entry["preview"])
+    show = shown or related_text
     found: list[dict[str, Any]] = []
     spent = 0
     for hit, reason in selection.related:
@@ -450,6 +450,12 @@ def related_entries(
         budget.used_tokens += estimate_tokens(cost)
         found.append(entry)
     return found
+
+
+def related_text(entry: dict[str, Any]) -> str:
+    """A possibly related entry as one plain line (id, key or type, preview, why): what the budget
+    counts for it when no rendering is given, about what the Markdown line costs."""
+    return f"{entry['id']} ({entry['key'] or entry['type']}): {entry['preview']}; {entry['why']}\n"
 
 
 def _preview(content: str) -> str:
