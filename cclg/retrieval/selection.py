@@ -67,9 +67,9 @@ CUT_MARKER = " […cut: {rest} more characters; `cclg show {id}` has all]"
 RELATED_MAX = 3  # possibly related entries a pack offers at most
 RELATED_CHARS = 300  # what their lines may spend of a pack's characters
 RELATED_PREVIEW_CHARS = 64  # of a possibly related memory's content shown
-RELATED_STRENGTH = 0.5  # lexical evidence (1 passes the relevance decision) that makes an offer; tune half
+RELATED_STRENGTH = 0.3  # lexical evidence (1 passes the relevance decision) that makes an offer; tune half
 RELATED_SIMILARITY = 0.3  # semantic similarity that makes an offer; tune half
-RELATED_CANDIDATES = 10  # runners-up of the relevance decision weighed for an offer
+RELATED_CANDIDATES = 30  # runners-up of the relevance decision weighed for an offer
 
 
 class _Fixed(Record):
