@@ -213,8 +213,8 @@ class Digest(Record):
     current ones over the whole session, first offer first, each with the log offset of its first
     offer), the memories offered as possibly related only (``offered``: one line each, not given in
     full; id -> offset of the first offer), the rules it was given (key -> offset of the first time)
-    and the failures its steps met (signature -> offset of the last). It covers the log's first ``offset`` bytes, ``tail`` the
-    last of them (a log rewritten meanwhile, by a purge, is read again)."""
+    and the failures its steps met (signature -> offset of the last). It covers the log's first
+    ``offset`` bytes, ``tail`` the last of them (a log rewritten meanwhile, by a purge, is read again)."""
 
     def __init__(self) -> None:
         self.offset = 0
