@@ -113,3 +113,21 @@ def test_a_reference_reader_ignores_the_tier(store: Store, facts: dict[str, str]
     assert ours == list(read)  # the reference's fields keep their order; ours follow them
     assert list(result)[len(read) :] == ["possibly_related"]
     assert "possibly_related" not in REFERENCE["record"]["active_memory_pack"]["required"]
+
+
+def test_a_memory_near_in_meaning_is_offered_but_a_retired_one_never(
+    store: Store, facts: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the semantic helper's answer, a memory that shares no word but is near enough in meaning
+    is offered; one under the floor is not; a retired one is not, however near."""
+    from cclg.retrieval import semantic
+    from cclg.retrieval.selection import RELATED_SIMILARITY
+
+    near, far, gone = facts[SOFTWARE_FACTS[3]], facts[SOFTWARE_FACTS[4]], facts[SOFTWARE_FACTS[8]]
+    apply_patch(store, "forget", [gone], reason="gone")
+    answer = [(near, RELATED_SIMILARITY + 0.02), (gone, 0.44), (far, RELATED_SIMILARITY - 0.05)]
+    monkeypatch.setattr(semantic, "similar", lambda *args, **kwargs: answer)
+    result = pack(store, "zzz qqq")
+    assert result["memory_nodes"] == []
+    assert [e["id"] for e in result["possibly_related"]] == [near]
+    assert "similarity" in result["possibly_related"][0]["why"]

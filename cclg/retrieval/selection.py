@@ -68,7 +68,7 @@ RELATED_MAX = 3  # possibly related entries a pack offers at most
 RELATED_CHARS = 300  # what their lines may spend of a pack's characters
 RELATED_PREVIEW_CHARS = 64  # of a possibly related memory's content shown
 RELATED_STRENGTH = 0.3  # lexical evidence (1 passes the relevance decision) that makes an offer; tune half
-RELATED_SIMILARITY = 0.3  # semantic similarity that makes an offer; tune half
+RELATED_SIMILARITY = 0.35  # semantic similarity that makes an offer; tune half (0.3 filled off-topic packs)
 RELATED_CANDIDATES = 30  # runners-up of the relevance decision weighed for an offer
 
 
