@@ -312,7 +312,7 @@ def select(store: Store, request: PackRequest) -> Selection:
     def served(result: _Read) -> list[str]:
         chosen, found, retired, _, runner_up, related = result
         # Each parsed here (``Hit.node``), where a record that does not parse can still be healed.
-        others = [hit for hit, _ in runner_up] + [hit for hit, _, _ in related]
+        others = [hit for hit, _ in runner_up[:1]] + [hit for hit, _, _ in related]  # only those served
         return [hit.node.id for hit in (*chosen, *found, *retired, *others)]
 
     chosen, found, retired, replaced_by, runner_up, candidates = read_fresh(store, read, served)
