@@ -81,11 +81,16 @@ prompt on the 100,000 store.
 **Metrics**, per split x size x category, from the pack's ``memory_nodes``
 (``compile_pack(store, query, generated_at="eval")``, default budget):
 
-- ``R@12``: share of expected facts (the live end of a chain) in the pack;
-  ``R@3``: share in its first three entries;
-- ``stale``: retired memories in ``memory_nodes`` (must be 0), over every prompt;
+- ``R@12``: share of expected facts (the live end of a chain) in the pack (tier 1);
+  ``R@3``: share in its first three entries; ``R1+2``: share in the pack or among its
+  ``possibly_related`` lines (tiers 1 and 2 together);
+- ``stale``: retired memories in ``memory_nodes`` or ``possibly_related`` (must be 0), over
+  every prompt;
 - ``empty!``: prompts that must get nothing (off-topic prompts; queries about a
   fact retired without successor) that got at least one memory, of how many;
+- ``t2 ln``, ``t2 ch``: possibly related lines per prompt and their characters as the
+  Markdown shows them (``cclg.retrieval.rendering.related_line``); on the off-topic row, what
+  prompts about nothing the store knows are offered;
 - ``nodes``, ``distr``: memories per pack and how many of them are
   distractors, over on-topic packs with something to find;
 - ``old listed`` (informational): for queries that need a corrected fact, how
@@ -137,7 +142,7 @@ from cclg import api
 from cclg.core.store import Store
 from cclg.core.text import STOPWORDS
 from cclg.ledger.writer import apply_patch
-from cclg.retrieval import relevance, selection, semantic
+from cclg.retrieval import relevance, rendering, selection, semantic
 
 HERE = Path(__file__).resolve().parent
 SPLITS = ("tune", "held_out")
@@ -638,6 +643,9 @@ class Outcome:
     expected: list[str]  # labels
     found: list[str]
     found_top3: list[str]
+    found_related: list[str]  # labels offered as possibly related (the second tier), not packed
+    related_lines: int  # possibly related lines, and their characters as the Markdown shows them
+    related_chars: int
     packed: list[tuple[str, float | None]]  # (name, score)
     distractors: int
     stale: list[str]
@@ -659,6 +667,7 @@ def run_prompt(world: World, case: dict[str, Any], cases: Cases) -> Outcome:
     )
     seconds = time.perf_counter() - start
     got = [entry["id"] for entry in result["memory_nodes"]]
+    related = [entry["id"] for entry in result["possibly_related"]]
     expected = case["expect"]
     want = {label: world.ids[label] for label in expected}
     suppressed = {entry["id"] for entry in result.get("suppressed_nodes", [])}
@@ -675,9 +684,12 @@ def run_prompt(world: World, case: dict[str, Any], cases: Cases) -> Outcome:
         expected=list(expected),
         found=[label for label, node_id in want.items() if node_id in got],
         found_top3=[label for label, node_id in want.items() if node_id in got[:3]],
+        found_related=[label for label, node_id in want.items() if node_id in related],
+        related_lines=len(related),
+        related_chars=sum(len(rendering.related_line(e)) + 1 for e in result["possibly_related"]),
         packed=[(world.name_of(e["id"]), e.get("score")) for e in result["memory_nodes"]],
         distractors=sum(1 for node_id in got if node_id in world.distractors),
-        stale=[world.name_of(node_id) for node_id in got if node_id in world.retired],
+        stale=[world.name_of(node_id) for node_id in [*got, *related] if node_id in world.retired],
         predecessor_listed=sum(1 for node_id in predecessors if node_id in suppressed),
         predecessors=len(predecessors),
         seconds=seconds,
@@ -785,6 +797,9 @@ class Tally:
     expected: int = 0
     found: int = 0
     found_top3: int = 0
+    found_either: int = 0  # in the pack or among its possibly related
+    related_lines: int = 0
+    related_chars: int = 0
     stale: int = 0
     nothing_wanted: int = 0
     nothing_got_some: int = 0
@@ -797,6 +812,8 @@ class Tally:
     def add(self, outcome: Outcome) -> None:
         self.prompts += 1
         self.stale += len(outcome.stale)
+        self.related_lines += outcome.related_lines
+        self.related_chars += outcome.related_chars
         if outcome.wants_nothing:
             self.nothing_wanted += 1
             self.nothing_got_some += bool(outcome.packed)
@@ -804,6 +821,7 @@ class Tally:
         self.expected += len(outcome.expected)
         self.found += len(outcome.found)
         self.found_top3 += len(outcome.found_top3)
+        self.found_either += len(set(outcome.found) | set(outcome.found_related))
         self.packs += 1
         self.nodes += len(outcome.packed)
         self.distractors += outcome.distractors
@@ -818,6 +836,9 @@ class Tally:
             "prompts": self.prompts,
             "recall@12": share(self.found, self.expected),
             "recall@3": share(self.found_top3, self.expected),
+            "recall_tiers_1_2": share(self.found_either, self.expected),
+            "related_lines_per_prompt": share(self.related_lines, self.prompts),
+            "related_chars_per_prompt": share(self.related_chars, self.prompts),
             "expected": self.expected,
             "stale_leaks": self.stale,
             "nothing_expected": self.nothing_wanted,
@@ -853,8 +874,8 @@ def _fmt(value: float | None, width: int) -> str:
 
 def print_table(rows: list[dict[str, Any]], timing: list[dict[str, Any]]) -> None:
     header = (
-        f"{'size':>6} {'split':<8} {'category':<12} {'n':>4} {'R@12':>6} {'R@3':>6} {'stale':>5} "
-        f"{'empty!':>7} {'nodes':>6} {'distr':>6} {'old listed':>10}"
+        f"{'size':>6} {'split':<8} {'category':<12} {'n':>4} {'R@12':>6} {'R@3':>6} {'R1+2':>6} {'stale':>5} "
+        f"{'empty!':>7} {'nodes':>6} {'distr':>6} {'old listed':>10} {'t2 ln':>6} {'t2 ch':>6}"
     )
     print(header)
     print("-" * len(header))
@@ -867,8 +888,10 @@ def print_table(rows: list[dict[str, Any]], timing: list[dict[str, Any]]) -> Non
         listed = f"{row['predecessor_listed']}/{row['predecessors']}" if row["predecessors"] else "-"
         print(
             f"{row['size']:>6} {row['split']:<8} {row['category']:<12} {row['prompts']:>4} "
-            f"{_fmt(row['recall@12'], 6)} {_fmt(row['recall@3'], 6)} {row['stale_leaks']:>5} {empty:>7} "
-            f"{_fmt(row['nodes_per_pack'], 6)[:6]} {_fmt(row['distractors_per_pack'], 6)[:6]} {listed:>10}"
+            f"{_fmt(row['recall@12'], 6)} {_fmt(row['recall@3'], 6)} {_fmt(row['recall_tiers_1_2'], 6)} "
+            f"{row['stale_leaks']:>5} {empty:>7} "
+            f"{_fmt(row['nodes_per_pack'], 6)[:6]} {_fmt(row['distractors_per_pack'], 6)[:6]} {listed:>10} "
+            f"{_fmt(row['related_lines_per_prompt'], 6)[:6]} {row['related_chars_per_prompt'] or 0:>6.0f}"
         )
     print()
     print(
@@ -993,6 +1016,7 @@ def main() -> None:
                     "store": o.store,
                     "expected": o.expected,
                     "found": o.found,
+                    "found_related": o.found_related,
                     "packed": o.packed,
                     "stale": o.stale,
                     "ms": round(o.seconds * 1000, 2),
@@ -1012,9 +1036,11 @@ def main() -> None:
 
 
 def _override(name: str, value: float) -> None:
-    if not isinstance(getattr(relevance, name, None), float | int):
-        raise SystemExit(f"cclg.retrieval.relevance has no constant {name}")
-    setattr(relevance, name, type(getattr(relevance, name))(value))
+    """Set a constant of the relevance decision, or of the pack's choice of possibly related memories."""
+    module = next((m for m in (relevance, selection) if isinstance(getattr(m, name, None), float | int)), None)
+    if module is None:
+        raise SystemExit(f"cclg.retrieval.relevance and cclg.retrieval.selection have no constant {name}")
+    setattr(module, name, type(getattr(module, name))(value))
 
 
 def sweep(sizes: list[int], cases: Cases, args: argparse.Namespace, reserved: list[str]) -> None:

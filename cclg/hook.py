@@ -359,6 +359,7 @@ def _record_and_answer(
     extra = FRAME + codegraph + appendix + own
     nodes: list[dict[str, Any]] = []
     retired: list[dict[str, Any]] = []
+    related: list[dict[str, Any]] = []
     context = None
     try:
         budget = retrieval.Budget(
@@ -368,14 +369,15 @@ def _record_and_answer(
         where = retrieval.Where(session_id=call.session_id, project=call.project)
         request = retrieval.PackRequest(query, where=where, budget=budget, offer=offer, skip=skip)
         fitted, rendered = retrieval.fit_markdown(call.store, request)
-        nodes, retired = fitted["memory_nodes"], fitted["suppressed_nodes"]
-        if nodes or retired:
+        nodes, retired, related = fitted["memory_nodes"], fitted["suppressed_nodes"], fitted["possibly_related"]
+        if nodes or retired or related:
             context = FRAME + rendered + codegraph + appendix + own
         elif codegraph.startswith("\n## Code graph") or appendix:
             context = (codegraph + appendix).lstrip("\n") + own
     finally:
         summary["loaded_memory_ids"] = [node["id"] for node in nodes]
         summary["listed_retired_ids"] = [node["id"] for node in retired]
+        summary["offered_related_ids"] = [entry["id"] for entry in related]  # used only once opened (usage)
         summary["tokens"] = estimate_tokens(query) + estimate_tokens(context or "")  # what it adds to the context
         _bookkeeping(lambda: call.record(summary))
     return context

@@ -114,7 +114,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "pack",
         memory_pack,
-        "Compile the ActiveMemoryPack: current memories for a task, under a budget. With format json the result "
+        "Compile the ActiveMemoryPack: current memories for a task, under a budget, and up to three possibly "
+        "related ones as one line each (open one with cite). With format json the result "
         f"is the pack; with {RENDERED_FORMATS} it is the pack plus its text in that format under rendered.",
         READ_ONLY,
     ),
@@ -137,7 +138,13 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "recall", memory_recall, "Current memories for a query, each with its source, quote and raw spans.", READ_ONLY
     ),
-    ToolSpec("cite", memory_cite, "Where one memory came from: source, quote, raw evidence, patches.", READ_ONLY),
+    ToolSpec(
+        "cite",
+        memory_cite,
+        "One memory in full and where it came from: content, source, quote, raw evidence, patches. Opens a "
+        "pack's possibly related line.",
+        READ_ONLY,
+    ),
     ToolSpec("conflicts", memory_conflicts, "Memories waiting for a decision (conflict_pending).", READ_ONLY),
     ToolSpec("resolve", memory_resolve, "Settle a conflict with one memory that says what is true now.", DESTRUCTIVE),
     ToolSpec("audit", memory_audit, "The audit log, newest first: every change to the store.", READ_ONLY),

@@ -27,6 +27,8 @@ REFERENCE_PATHS = sorted(REFERENCE["paths"])
 
 # Fields cclg adds to the reference's memory_patch (see the contract's comments).
 PATCH_ADDITIONS = {"prior_states", "rollback_of"}
+# Fields cclg adds after the reference's fields of the pack: a reader of the reference ignores them.
+PACK_ADDITIONS = ["possibly_related"]
 
 
 @pytest.fixture
@@ -63,6 +65,9 @@ def test_reference_contract_was_read() -> None:
 def test_record_canonical_order(kind: str, ours: dict[str, Any]) -> None:
     reference_order = REFERENCE["record"][kind].get("canonical_order")
     our_order = ours["record"][kind].get("canonical_order")
+    if kind == "active_memory_pack":
+        assert our_order == reference_order + PACK_ADDITIONS
+        return
     if kind != "memory_patch":
         assert our_order == reference_order
         return
@@ -106,6 +111,13 @@ def test_patch_additions_are_declared(ours: dict[str, Any]) -> None:
     assert added == PATCH_ADDITIONS
     assert added <= set(spec["fields"])
     assert not added & set(spec["required"])
+
+
+def test_pack_additions_are_declared(ours: dict[str, Any]) -> None:
+    """Every field our pack adds is typed in [record.active_memory_pack.fields] and optional."""
+    spec = ours["record"]["active_memory_pack"]
+    assert set(PACK_ADDITIONS) <= set(spec["fields"])
+    assert not set(PACK_ADDITIONS) & set(spec["required"])
 
 
 def test_every_record_field_is_in_canonical_order(ours: dict[str, Any]) -> None:

@@ -37,7 +37,14 @@ from cclg.ledger.writer import apply_patch, create_nodes
 from cclg.retrieval.query import Where
 from cclg.retrieval.rendering import prompt_markdown, prompt_toml, render
 from cclg.retrieval.search import bm25
-from cclg.retrieval.selection import SUPPRESSED_PREFIX_CHARS, Budget, PackRequest, Spending, compile_pack
+from cclg.retrieval.selection import (
+    SUPPRESSED_PREFIX_CHARS,
+    Budget,
+    PackRequest,
+    Spending,
+    compile_pack,
+    related_text,
+)
 
 REPO = Path(__file__).parent.parent
 CONTRACT = tomllib.loads((REPO / "cclg" / "contract" / "cclg.format.v0.1.toml").read_text(encoding="utf-8"))
@@ -114,7 +121,8 @@ def check_budget(result: dict[str, Any], stored: dict[str, str]) -> None:
     """The budget invariants every pack keeps; ``stored`` maps id -> full content."""
     budget = result["budget"]
     memories, suppressed = result["memory_nodes"], result["suppressed_nodes"]
-    emitted = [e["content"] for e in memories] + [e["content"] for e in suppressed]
+    related = result["possibly_related"]  # one line each, counted as its plain line
+    emitted = [e["content"] for e in memories] + [e["content"] for e in suppressed] + [related_text(e) for e in related]
     assert len(memories) <= budget["max_nodes"]
     assert budget["used_nodes"] == len(memories)
     assert budget["used_chars"] == sum(len(c) for c in emitted) <= budget["max_chars"]
@@ -605,7 +613,11 @@ def test_markdown_quotes_every_stored_string(store: Store, facts: list[str]) -> 
     prefix = json.dumps(result["suppressed_nodes"][0]["content"])
     expected_retired = f"- {old} (superseded; replaced by {new.new_nodes[0].id}): {prefix}"
     assert lines.count(expected_retired) == 1
-    assert sum(line.startswith("- ") for line in lines) == len(result["memory_nodes"]) + 1
+    for entry in result["possibly_related"]:
+        quoted = f"{json.dumps(entry['preview'], ensure_ascii=False)}; {json.dumps(entry['why'], ensure_ascii=False)}"
+        assert lines.count(f"- {entry['id']} ({entry['type']}): {quoted}") == 1
+    related = len(result["possibly_related"])
+    assert sum(line.startswith("- ") for line in lines) == len(result["memory_nodes"]) + 1 + related
     assert "- (none relevant)" in render(pack(store, "write a haiku about autumn leaves"), "markdown")
 
 

@@ -209,9 +209,15 @@ def test_without_an_answer_the_pack_is_the_lexical_one(tmp_path: Path, monkeypat
     monkeypatch.delenv("CCLG_SEMANTIC")
     monkeypatch.setattr(semantic, "similar", lambda *a, **k: None)
     assert [compile_pack(store, PackRequest(q, generated_at="t")) for q in queries] == lexical
-    # An answer below the threshold changes nothing either; one above it brings the memory in.
+    # An answer below the threshold changes no memory of the pack (the memory is only offered as
+    # possibly related, a line the budget counts); one above it brings the memory in.
     monkeypatch.setattr(semantic, "similar", lambda *a, **k: [(ids["uv"], relevance.SEMANTIC - 0.01)])
-    assert compile_pack(store, PackRequest(PARAPHRASE, generated_at="t")) == lexical[0]
+    below = compile_pack(store, PackRequest(PARAPHRASE, generated_at="t"))
+    tier_one = ("schema_version", "query", "generated_at", "memory_nodes", "suppressed_nodes")
+    assert {k: below[k] for k in tier_one} == {k: lexical[0][k] for k in tier_one}
+    assert [e["id"] for e in below["possibly_related"]] == [ids["uv"]] and lexical[0]["possibly_related"] == []
+    assert below["budget"] == {**lexical[0]["budget"], "used_chars": below["budget"]["used_chars"],
+                               "used_tokens": below["budget"]["used_tokens"]}  # fmt: skip
     monkeypatch.setattr(semantic, "similar", lambda *a, **k: [(ids["uv"], relevance.SEMANTIC + 0.1)])
     packed = compile_pack(store, PackRequest(PARAPHRASE, generated_at="t"))["memory_nodes"]
     assert [e["id"] for e in packed] == [ids["uv"]] and packed[0]["evidence"]["similarity"] > relevance.SEMANTIC

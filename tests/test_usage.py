@@ -198,3 +198,38 @@ def test_usage_counts_never_change_which_memories_a_budget_holds(tmp_path_factor
         assert weighed == sorted(weighed, reverse=True), "usage orders what is in"
 
     check()
+
+
+def related_session(store: Store, name: str, command: str) -> tuple[str, str]:
+    """A session whose prompt is offered one memory as possibly related (not in full), then runs
+    ``command`` and ends: (the context, the offered id)."""
+    from tests.test_pack import SOFTWARE_FACTS, seed
+    from tests.test_possibly_related import FRONTEND, PARTIAL
+
+    offered = dict(zip(SOFTWARE_FACTS, seed(store, SOFTWARE_FACTS), strict=True))[FRONTEND]
+    context = event(store, name, "user-prompt", prompt=PARTIAL) or ""
+    response = {"stdout": "done", "stderr": "", "interrupted": False, "isImage": False}
+    event(store, name, "post-tool", tool_name="Bash", tool_input={"command": command}, tool_response=response)
+    event(store, name, "session-end", reason="exit")
+    return context, offered
+
+
+def test_a_possibly_related_memory_never_opened_has_no_verdict(store: Store) -> None:
+    context, offered = related_session(store, "s1", "npm run build")
+    assert offered in context, "offered as one line"
+    assert usage.observe_session(store, "s1") == {"used": [], "ignored": []}
+
+
+def test_a_possibly_related_memory_opened_by_its_id_counts_as_used(store: Store) -> None:
+    from tests.test_pack import SOFTWARE_FACTS, seed
+    from tests.test_possibly_related import FRONTEND, PARTIAL
+
+    offered = dict(zip(SOFTWARE_FACTS, seed(store, SOFTWARE_FACTS), strict=True))[FRONTEND]
+    context = event(store, "s2", "user-prompt", prompt=PARTIAL) or ""
+    assert offered in context
+    response = {"content": [{"type": "text", "text": FRONTEND}]}
+    event(store, "s2", "post-tool", tool_name="mcp__cclg__memory_cite", tool_input={"memory_id": offered},
+          tool_response=response)  # fmt: skip
+    event(store, "s2", "session-end", reason="exit")
+    (line,) = [json.loads(x) for x in (store.usage_log_path).read_text().splitlines()]
+    assert line["used"] == [offered] and line["ignored"] == []

@@ -5,8 +5,11 @@ tool calls' inputs, the assistant's last messages, from their raw evidence; neve
 printed, which anyone's file or page can fill with a memory's words) for the
 memory's **distinctive terms**: its code spans (`` `pnpm install` ``) and its rarest words in the
 store (a port, a path, a tool's name). A memory whose terms show up was **used**; one delivered
-and never echoed was **ignored**. The verdicts are session evidence: a ``usage`` event in the
-session's log and a line in ``audit/usage.jsonl``; nodes are never rewritten for them.
+and never echoed was **ignored**. A memory offered only as **possibly related** (one line, not its
+content) was delivered when the agent opened it: its id in a later tool call (``cclg show ID``,
+MCP ``memory_cite``), and then it counts as used; one never opened has no verdict (``opened``).
+The verdicts are session evidence: a ``usage`` event in the session's log and a line in
+``audit/usage.jsonl``; nodes are never rewritten for them.
 
 ``active/usage.json`` is a projection of that log (memory id -> delivered, used), rebuilt at each
 session end, and ``cclg.retrieval.usage_prior`` turns it into a multiplier between 0.9 and 1.1 that the pack applies to
@@ -70,24 +73,34 @@ def observe_session(store: Store, session_id: str, found: Digest | None = None) 
     """The session's verdicts: each memory delivered to it, used or ignored (see the module). What was
     delivered, and where, comes from the session's digest (``cclg.ledger.sessions.digest``); the log is read
     from the first delivery on, line by line, until ``EVIDENCE_CHARS`` of evidence."""
-    delivered = (found or digest(store, session_id)).ever
-    if not delivered:
+    found = found or digest(store, session_id)
+    delivered, offered = found.ever, {k: at for k, at in found.offered.items() if k not in found.ever}
+    if not delivered and not offered:
         return {"used": [], "ignored": []}
     texts, size = [], 0
-    for offset, event in events_from(store, session_id, min(delivered.values()), EVIDENCE_EVENTS):
+    for offset, event in events_from(store, session_id, min([*delivered.values(), *offered.values()]), EVIDENCE_EVENTS):
         text = _evidence(store, event).lower()
         texts.append((offset, text))
         size += len(text)
         if size > EVIDENCE_CHARS:
             break
-    terms = _terms(store, list(delivered))
+    were_opened = [node_id for node_id, at in offered.items() if opened(node_id, at, texts)]
+    terms = _terms(store, [*delivered, *were_opened])
     delivered = {node_id: at for node_id, at in delivered.items() if node_id in terms}  # gone: no verdict
     used = sorted(
         node_id
         for node_id, at in delivered.items()
         if any(term in text for offset, text in texts if offset > at for term in terms.get(node_id, ()))
     )
+    used = sorted({*used, *(node_id for node_id in were_opened if node_id in terms)})
     return {"used": used, "ignored": sorted(set(delivered) - set(used))}
+
+
+def opened(node_id: str, offered_at: int, texts: list[tuple[int, str]]) -> bool:
+    """Whether the agent opened a memory offered as possibly related: its id in what it did after the
+    offer (``cclg show ID`` in a command, ``memory_cite``'s ``memory_id``). The id, not the memory's
+    words: a line of preview is not the memory, and its words may be the prompt's own."""
+    return any(node_id in text for offset, text in texts if offset > offered_at)
 
 
 def _terms(store: Store, node_ids: list[str]) -> dict[str, list[str]]:

@@ -211,9 +211,10 @@ class Digest(Record):
     however long the session: which memories its context was given (``in_context``, since the host
     last compacted or cleared it, current memories and retired ones listed as such; ``ever``, the
     current ones over the whole session, first offer first, each with the log offset of its first
-    offer), the rules it was given (key -> offset of the first time) and the failures its steps met
-    (signature -> offset of the last). It covers the log's first ``offset`` bytes, ``tail`` the
-    last of them (a log rewritten meanwhile, by a purge, is read again)."""
+    offer), the memories offered as possibly related only (``offered``: one line each, not given in
+    full; id -> offset of the first offer), the rules it was given (key -> offset of the first time)
+    and the failures its steps met (signature -> offset of the last). It covers the log's first
+    ``offset`` bytes, ``tail`` the last of them (a log rewritten meanwhile, by a purge, is read again)."""
 
     def __init__(self) -> None:
         self.offset = 0
@@ -221,6 +222,7 @@ class Digest(Record):
         self.compacting = False  # a pre-compact came, and no fresh session-start since
         self.in_context: dict[str, None] = {}
         self.ever: dict[str, int] = {}
+        self.offered: dict[str, int] = {}
         self.rules_given: dict[str, int] = {}
         self.failures: dict[str, int] = {}
 
@@ -285,7 +287,8 @@ def _load_digest(path: Path) -> Digest | None:
         if type(value) is not type(getattr(found, name)):
             return None
         setattr(found, name, value)
-    offsets = [found.offset, *found.ever.values(), *found.rules_given.values(), *found.failures.values()]
+    offsets = [found.offset, *found.ever.values(), *found.offered.values(), *found.rules_given.values()]
+    offsets += found.failures.values()
     return found if all(type(n) is int for n in offsets) else None  # else damage: made anew
 
 
@@ -307,6 +310,10 @@ def _fold(found: Digest, line: bytes, offset: int) -> None:
         found.in_context.update(dict.fromkeys(given))
         for node_id in given:
             found.ever.setdefault(node_id, offset)
+        offered = summary.get("offered_related_ids")
+        for node_id in offered if isinstance(offered, list) else ():
+            if isinstance(node_id, str):
+                found.offered.setdefault(node_id, offset)
         listed = summary.get("listed_retired_ids")
         if isinstance(listed, list):
             found.in_context.update(dict.fromkeys(i for i in listed if isinstance(i, str)))

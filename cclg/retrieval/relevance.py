@@ -167,9 +167,10 @@ def relevant(
     limit: int,
     retired_limit: int = 0,
     similar: list[tuple[str, float]] | None = None,
+    runners_up: int = 1,
 ) -> tuple[list[Hit], list[Hit], list[tuple[Hit, Evidence]]]:
-    """(current memories about ``query``, retired ones, the best candidate that stayed out with its
-    evidence, if any), best first. Each kept hit carries its ``Evidence`` as ``hit.evidence``.
+    """(current memories about ``query``, retired ones, the ``runners_up`` best candidates that stayed
+    out with their evidence), best first. Each kept hit carries its ``Evidence`` as ``hit.evidence``.
 
     ``similar``: the current memories nearest ``query`` in meaning, as (id, cosine) from
     ``cclg.retrieval.semantic.similar``; None (no answer) leaves the decision lexical."""
@@ -199,7 +200,7 @@ def relevant(
     }
     for hit in candidates:
         hit.evidence = evidence[hit.id]
-    out = [(h, evidence[h.id]) for h in candidates if h.id not in passed][:1]
+    out = [(h, evidence[h.id]) for h in candidates if h.id not in passed][:runners_up]
     return [h for h in current if h.id in passed], [h for h in retired if h.id in passed], out
 
 

@@ -4,6 +4,8 @@
 spends the budget counting each memory as the Markdown line that shows it, after the
 headings are set aside, so the rendering fits the cap by construction. ``RENDERERS``
 is the table of formats that the CLI's ``--format``, the MCP pack tool and the hook read.
+Every rendering shows the two tiers: the memories in full, then the possibly related ones as
+one line each that says how to open it (``cclg show ID``, MCP ``memory_cite``).
 Markdown quotes every stored string as a JSON string literal on its own bullet, so
 stored text can never open a heading, close a fence or start a new item.
 """
@@ -49,6 +51,8 @@ def fit_markdown(store: Store, request: PackRequest) -> tuple[dict[str, Any], st
         generated_at=request.generated_at,
         shown=lambda e: _memory_line(e) + "\n",
         shown_retired=lambda e: _retired_line(e) + "\n",
+        shown_related=lambda e: related_line(e) + "\n",
+        related_heading="\n" + MARKDOWN_RELATED + "\n",
     )
     return pack, prompt_markdown(pack)
 
@@ -81,6 +85,7 @@ def prompt_toml(pack: dict[str, Any]) -> str:
             {"id": e["id"], "status": e["status"], "content_prefix": e["content"]} for e in pack["suppressed_nodes"]
         ],
         "budget": pack["budget"],
+        "possibly_related": _without_nulls(pack.get("possibly_related", [])),
     }
     import tomli_w
 
@@ -89,6 +94,7 @@ def prompt_toml(pack: dict[str, Any]) -> str:
 
 MARKDOWN_NONE = "- (none relevant)"
 MARKDOWN_RETIRED = "### Retired: recorded earlier, no longer true"
+MARKDOWN_RELATED = "### Possibly related: not checked; open one with `cclg show ID` or MCP memory_cite"
 
 
 def _markdown_head(query: str) -> list[str]:
@@ -124,6 +130,12 @@ def _retired_line(e: dict[str, Any]) -> str:
     return f"- {e['id']} ({e['status']}{replaced}): {fencing.quote_outside(e['content'])}"
 
 
+def related_line(e: dict[str, Any]) -> str:
+    """A possibly related memory in one line: its id, key (else type), preview and why offered."""
+    kind = fencing.quote_outside(e["key"]) if e.get("key") else e["type"]
+    return f"- {e['id']} ({kind}): {fencing.quote_outside(e['preview'])}; {fencing.quote_outside(e['why'])}"
+
+
 def prompt_markdown(pack: dict[str, Any]) -> str:
     """Markdown in which every stored string is a JSON string literal on its own bullet,
     so stored text can never open a heading, close a fence or start a new item."""
@@ -131,6 +143,8 @@ def prompt_markdown(pack: dict[str, Any]) -> str:
     lines += [_memory_line(e) for e in pack["memory_nodes"]] or [MARKDOWN_NONE]
     if pack["suppressed_nodes"]:
         lines += ["", MARKDOWN_RETIRED, *(_retired_line(e) for e in pack["suppressed_nodes"])]
+    if pack.get("possibly_related"):  # a cclg addition: a pack written elsewhere may not have it
+        lines += ["", MARKDOWN_RELATED, *(related_line(e) for e in pack["possibly_related"])]
     return "\n".join(lines) + "\n"
 
 

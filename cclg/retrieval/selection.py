@@ -15,6 +15,13 @@ current memories that matter:
    fact is dead; they are never emitted as memory. One replaced only by memories
    outside the view moved to another scope (``View.moved_away``): not listed.
 
+4. the next candidates with real evidence that the decision did not keep (part of the prompt's
+   words, or a semantic similarity over ``RELATED_SIMILARITY``) are offered as **possibly
+   related**: at most ``RELATED_MAX`` one-line entries (id, type, key, a preview, why), within
+   ``Budget.related_chars``, for the agent to open itself (``cclg show ID``, MCP ``memory_cite``).
+   They are never memory: a retired, quarantined, restricted or withheld memory is never one, and
+   the relevance decision alone says what is packed in full (``choose_related``).
+
 A session's pack can leave out what the agent's context holds already (``skip``)
 and offer again what it held before a compaction (``offer``). Usage (``cclg.learning.usage``)
 orders what relevance and the budget let in.
@@ -44,7 +51,7 @@ from cclg.core.text import estimate_tokens
 from cclg.ledger.index import Index, read_fresh
 from cclg.retrieval import semantic, usage_prior
 from cclg.retrieval.query import Hit, View, Where
-from cclg.retrieval.relevance import Evidence, relevant
+from cclg.retrieval.relevance import SEMANTIC, Evidence, relevant
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -57,6 +64,12 @@ SUPPRESSED_PREFIX_CHARS = 120
 MAX_SUPPRESSED = 5
 MIN_CUT_CHARS = 80
 CUT_MARKER = " […cut: {rest} more characters; `cclg show {id}` has all]"
+RELATED_MAX = 3  # possibly related entries a pack offers at most
+RELATED_CHARS = 300  # what their lines may spend of a pack's characters
+RELATED_PREVIEW_CHARS = 64  # of a possibly related memory's content shown
+RELATED_STRENGTH = 0.3  # lexical evidence (1 passes the relevance decision) that makes an offer; tune half
+RELATED_SIMILARITY = 0.35  # semantic similarity that makes an offer; tune half (0.3 filled off-topic packs)
+RELATED_CANDIDATES = 30  # runners-up of the relevance decision weighed for an offer
 
 
 class _Fixed(Record):
@@ -73,14 +86,20 @@ class _Fixed(Record):
 
 
 class Budget(_Fixed):
-    """What a pack may hold: memories, characters and (when given) estimated tokens."""
+    """What a pack may hold: memories, characters and (when given) estimated tokens, of which the
+    possibly related lines spend at most ``related_chars``."""
 
     def __init__(
-        self, max_nodes: int = DEFAULT_MAX_NODES, max_chars: int = DEFAULT_MAX_CHARS, max_tokens: int | None = None
+        self,
+        max_nodes: int = DEFAULT_MAX_NODES,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        max_tokens: int | None = None,
+        related_chars: int = RELATED_CHARS,
     ) -> None:
         self.max_nodes = max_nodes
         self.max_chars = max_chars
         self.max_tokens = max_tokens
+        self.related_chars = related_chars  # the possibly related lines' share of max_chars (0: none)
 
 
 class PackRequest(_Fixed):
@@ -116,6 +135,7 @@ class Spending:
         self.max_nodes = budget.max_nodes
         self.max_chars = budget.max_chars
         self.max_tokens = budget.max_tokens
+        self.related_chars = budget.related_chars
         self.used_nodes = 0
         self.used_chars = 0
         self.used_tokens = 0
@@ -213,8 +233,11 @@ def _entry(node: MemoryNode, content: str, score: float | None, pinned: bool) ->
     return entry
 
 
-# What ``select`` reads from the index: chosen (pinned, offered), found, retired, replaced_by, runner_up.
-_Read = tuple[list[Hit], list[Hit], list[Hit], dict[str, list[str]], list[tuple[Hit, Evidence]]]
+# What ``select`` reads from the index: chosen (pinned, offered), found, retired, replaced_by, runner_up,
+# and the current memories among the possibly related candidates (``choose_related``).
+_Read = tuple[
+    list[Hit], list[Hit], list[Hit], dict[str, list[str]], list[tuple[Hit, Evidence]], list[tuple[Hit, float, str]]
+]
 
 
 class Selection:
@@ -230,13 +253,15 @@ class Selection:
         replaced_by: dict[str, list[str]] | None = None,
         runner_up: list[tuple[Hit, Evidence]] | None = None,
         prior: dict[str, float] | None = None,
+        related: list[tuple[Hit, str]] | None = None,
     ) -> None:
         self.query = query
         self.chosen = chosen
         self.retired = retired
         self.include_confidential = include_confidential
         self.replaced_by = {} if replaced_by is None else replaced_by  # retired id -> current ids
-        self.runner_up = [] if runner_up is None else runner_up  # the best candidate that stayed out
+        self.runner_up = [] if runner_up is None else runner_up  # the best candidates that stayed out
+        self.related = [] if related is None else related  # possibly related (hit, why), best first
         self.prior = {} if prior is None else prior  # memory id -> its usage prior (``usage_order``)
 
 
@@ -265,7 +290,13 @@ def select(store: Store, request: PackRequest) -> Selection:
         chosen = [Hit(node=n, score=0.0, via="pinned") for n in pinned if n is not None]
         chosen += [Hit(node=n, score=0.0, via="offered again") for n in _offered(index, view, offer)]
         found, retired, runner_up = relevant(
-            index, query, where, limit=max(max_nodes * 3, 30), retired_limit=MAX_SUPPRESSED * 4, similar=nearest
+            index,
+            query,
+            where,
+            limit=max(max_nodes * 3, 30),
+            retired_limit=MAX_SUPPRESSED * 4,
+            similar=nearest,
+            runners_up=RELATED_CANDIDATES,
         )
         retired = [hit for hit in retired if hit.id not in skip and not view.moved_away(hit.node)]
         replaced_by = {}
@@ -276,14 +307,15 @@ def select(store: Store, request: PackRequest) -> Selection:
             for successor in successors:
                 found.append(Hit(node=successor, score=hit.score, via=f"replaces {hit.id}"))
                 found[-1].evidence = hit.evidence
-        return chosen, found, retired, replaced_by, runner_up
+        return chosen, found, retired, replaced_by, runner_up, choose_related(view, runner_up, nearest)
 
     def served(result: _Read) -> list[str]:
-        chosen, found, retired, _, runner_up = result
+        chosen, found, retired, _, runner_up, related = result
         # Each parsed here (``Hit.node``), where a record that does not parse can still be healed.
-        return [hit.node.id for hit in (*chosen, *found, *retired)] + [hit.node.id for hit, _ in runner_up]
+        others = [hit for hit, _ in runner_up[:1]] + [hit for hit, _, _ in related]  # only those served
+        return [hit.node.id for hit in (*chosen, *found, *retired, *others)]
 
-    chosen, found, retired, replaced_by, runner_up = read_fresh(store, read, served)
+    chosen, found, retired, replaced_by, runner_up, candidates = read_fresh(store, read, served)
     seen = set(skip)
     kept = []
     found.sort(key=lambda h: -_rounded(h.score))  # relevance alone decides who fills the budget; ties keep order
@@ -293,7 +325,28 @@ def select(store: Store, request: PackRequest) -> Selection:
             seen.add(hit.id)
     # How often each was used when delivered, within +-10% (cclg.retrieval.usage_prior).
     prior = usage_prior.priors(store)
-    return Selection(query, kept, retired, include_confidential, replaced_by, runner_up, prior)
+    related = [(hit, reason) for hit, _, reason in candidates if hit.id not in seen]
+    return Selection(query, kept, retired, include_confidential, replaced_by, runner_up[:1], prior, related)
+
+
+def choose_related(
+    view: View, runner_up: list[tuple[Hit, Evidence]], nearest: list[tuple[str, float]] | None
+) -> list[tuple[Hit, float, str]]:
+    """The possibly related candidates, (hit, weight, why) best first: the runners-up of the relevance
+    decision with part of the evidence it asks (a strength of at least ``RELATED_STRENGTH``, from
+    words of the prompt), and the memories nearest in meaning at a similarity of at least
+    ``RELATED_SIMILARITY`` (when the semantic helper answered). Only memories current in ``view``:
+    a retired fact is never offered. The weight is the evidence as a share of what tier 1 asks."""
+    found: dict[str, tuple[Hit, float, str]] = {}
+    for hit, evidence in runner_up:
+        if evidence.strength >= RELATED_STRENGTH and evidence.matched and view.node(hit.id) is not None:
+            found[hit.id] = (hit, evidence.strength, f"shares the words {', '.join(evidence.matched[:3])}")
+    for node_id, cosine in nearest or []:
+        node = view.node(node_id) if cosine >= RELATED_SIMILARITY and node_id not in found else None
+        if node is not None:
+            found[node_id] = (Hit(node=node, score=cosine, via="semantic"), cosine / SEMANTIC,
+                              f"near in meaning (similarity {cosine:.2f})")  # fmt: skip
+    return sorted(found.values(), key=lambda item: (-_rounded(item[1]), item[0].id))
 
 
 def _rounded(score: float) -> float:
@@ -336,9 +389,13 @@ def fill(
     generated_at: str | None = None,
     shown: Callable[[dict[str, Any]], str] | None = None,
     shown_retired: Callable[[dict[str, Any]], str] | None = None,
+    shown_related: Callable[[dict[str, Any]], str] | None = None,
+    related_heading: str = "",
 ) -> dict[str, Any]:
-    """The pack: the selection's memories as far as ``budget`` allows. ``shown`` and ``shown_retired``,
-    where given, render one entry as it will appear, and the budget counts that rendering."""
+    """The pack: the selection's memories as far as ``budget`` allows, then its possibly related
+    lines. ``shown``, ``shown_retired`` and ``shown_related``, where given, render one entry as it will
+    appear, and the budget counts that rendering (and ``related_heading`` once, before the first
+    possibly related line)."""
     packed: list[tuple[Hit, dict[str, Any]]] = []
     for hit in selection.chosen:
         if not _may_pack(hit.node, selection.include_confidential):
@@ -359,7 +416,52 @@ def fill(
         budget.used_nodes += 1
         packed.append((hit, {**entry, "content": content}))
     entries = usage_order(packed, selection.prior)
-    return _pack_dict(selection, entries, _retired_entries(selection, budget, shown_retired), budget, generated_at)
+    retired = _retired_entries(selection, budget, shown_retired)
+    related = related_entries(selection, budget, shown_related, related_heading)
+    return _pack_dict(selection, entries, retired, related, budget, generated_at)
+
+
+def related_entries(
+    selection: Selection, budget: Spending, shown: Callable[[dict[str, Any]], str] | None, heading: str = ""
+) -> list[dict[str, Any]]:
+    """The pack's ``possibly_related``: up to ``RELATED_MAX`` of the selection's candidates that may be
+    packed, as one line each (id, type, key, a preview of the content, why), the lines (``shown``,
+    else ``related_text``) within ``budget.related_chars`` and what is left of the pack's budget.
+    ``heading`` is counted once with the first line, against the pack's budget only."""
+    show = shown or related_text
+    found: list[dict[str, Any]] = []
+    spent = 0
+    for hit, reason in selection.related:
+        if len(found) >= RELATED_MAX:
+            break
+        if not _may_pack(hit.node, selection.include_confidential):
+            continue
+        entry = {"id": hit.id, "type": hit.node.type, "key": hit.node.key, "preview": _preview(hit.node.content)}
+        entry["why"] = reason
+        line = show(entry)
+        cost = line if found else heading + line
+        chars, tokens = budget.room()
+        if spent + len(line) > budget.related_chars or len(cost) > chars:
+            continue
+        if tokens is not None and estimate_tokens(cost) > tokens:
+            continue
+        spent += len(line)
+        budget.used_chars += len(cost)
+        budget.used_tokens += estimate_tokens(cost)
+        found.append(entry)
+    return found
+
+
+def related_text(entry: dict[str, Any]) -> str:
+    """A possibly related entry as one plain line (id, key or type, preview, why): what the budget
+    counts for it when no rendering is given, about what the Markdown line costs."""
+    return f"{entry['id']} ({entry['key'] or entry['type']}): {entry['preview']}; {entry['why']}\n"
+
+
+def _preview(content: str) -> str:
+    """The first ``RELATED_PREVIEW_CHARS`` of ``content`` on one line (invisible characters shown)."""
+    text = " ".join(fencing.reveal(content).split())
+    return text if len(text) <= RELATED_PREVIEW_CHARS else text[: RELATED_PREVIEW_CHARS - 1] + "…"
 
 
 def _retired_entries(
@@ -401,6 +503,7 @@ def _pack_dict(
     selection: Selection,
     packed: list[dict[str, Any]],
     suppressed: list[dict[str, Any]],
+    related: list[dict[str, Any]],
     budget: Spending,
     generated_at: str | None,
 ) -> dict[str, Any]:
@@ -411,6 +514,7 @@ def _pack_dict(
         "memory_nodes": packed,
         "suppressed_nodes": suppressed,
         "budget": budget.to_dict(),
+        "possibly_related": related,
     }
     return {name: values[name] for name in fmt.canonical_order("active_memory_pack")}
 
