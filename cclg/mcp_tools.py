@@ -87,7 +87,8 @@ def memory_search(
         Field(
             json_schema_extra={"enum": list(api.MODES)},
             description="bm25: ranked words; grep: exact text; graph: hits and what they relate to; "
-            "temporal: newest first; auto: all fused.",
+            "temporal: newest first; auto: all fused with the memories nearest in meaning "
+            "('semantic' says whether that signal answered, was cold or off).",
         ),
     ] = "auto",
     limit: Limit = 10,
@@ -105,7 +106,7 @@ def memory_search(
     hits = api.search_memories(
         store, query, mode=mode, limit=limit, where=_where(session_id, project, workspace), status=status
     )
-    return {"results": [h.to_dict() for h in hits]}
+    return {"results": [h.to_dict() for h in hits], "semantic": hits.semantic}
 
 
 def memory_bm25(

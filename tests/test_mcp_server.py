@@ -93,6 +93,11 @@ class DottedServer:
     want: dict[str, Any]  # the library's search, run right after the server's
 
 
+def searched(found: search.SearchResult) -> dict[str, Any]:
+    """What the search tool answers for the library's ``found``: its hits and what the semantic signal did."""
+    return {"results": [h.to_dict() for h in found], "semantic": found.semantic}
+
+
 async def dotted_session(params: StdioServerParameters, store: Store, errlog: TextIO) -> DottedServer:
     async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=TIMEOUT) as client:
         tools = await client.list_tools()
@@ -103,7 +108,7 @@ async def dotted_session(params: StdioServerParameters, store: Store, errlog: Te
             search=found,
             alias=await client.call_tool("memory.search", {"query": "deploys"}),
             underscored=await client.call_tool("cclg_search", {"query": "deploys"}),
-            want={"results": [h.to_dict() for h in search.search(store, "deploys")]},
+            want=searched(search.search(store, "deploys")),
         )
 
 
@@ -395,7 +400,7 @@ def test_dotted_server_instructions_name_only_tools_it_serves(dotted: DottedServ
 @pytest.mark.parametrize("mode", search.MODES)
 def test_search_returns_what_the_library_finds(served: Served, mode: str) -> None:
     got = served.ok("cclg_search", {"query": "deploys", "mode": mode})
-    assert got == {"results": [h.to_dict() for h in search.search(served.store, "deploys", mode=mode)]}
+    assert got == searched(search.search(served.store, "deploys", mode=mode))
     ids = [r["id"] for r in got["results"]]
     assert served.ids["new"] in ids
     assert served.ids["old"] not in ids, "a superseded memory is never current"
@@ -411,7 +416,7 @@ def test_search_filters_by_status_and_project(served: Served) -> None:
     for project, seen in (("cclg", True), ("elsewhere", False)):
         got = served.ok("cclg_search", {"query": "ruff check", "project": project})
         want = search.search(served.store, "ruff check", where=Where(project=project))
-        assert got == {"results": [h.to_dict() for h in want]}
+        assert got == searched(want)
         assert (served.ids["lint"] in [r["id"] for r in got["results"]]) is seen
 
 
@@ -795,7 +800,8 @@ def test_cli_and_mcp_read_the_same_records(
     got = served.ok(tool, arguments)
     listed = cli_run(served.store.root, *command, "--json")
     assert isinstance(listed, list) and listed
-    assert got == {wrapper: listed}
+    said = {"semantic": "off"} if tool == "cclg_search" else {}  # the search tool says what meaning did; off here
+    assert got == {wrapper: listed, **said}
 
 
 def test_cli_and_mcp_cite_alike(served: Served) -> None:

@@ -565,7 +565,7 @@ def test_cli_search_text_output(store: Store, cli_store: dict[str, MemoryNode]) 
     assert result.exit_code == 0
     assert cli_store["pytest"].id in result.stdout and "[active] Tests run with pytest -q" in result.stdout
     result = run(store, "search", "nothing-like-this")
-    assert result.exit_code == 0 and result.stdout.strip() == "no matches"
+    assert result.exit_code == 0 and result.stdout.splitlines() == ["no matches", "semantic: off"]
 
 
 def test_cli_search_status_and_time_options(store: Store, cli_store: dict[str, MemoryNode]) -> None:

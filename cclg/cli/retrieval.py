@@ -31,7 +31,8 @@ from cclg.cli.common import (
     default="auto",
     show_default=True,
     help="bm25: ranked words; grep: exact text; graph: hits plus what they depend on or refine; "
-    "temporal: newest first; auto: all fused.",
+    "temporal: newest first; auto: all fused with the memories nearest in meaning (the last line says "
+    "whether that semantic signal answered, was cold or off).",
 )
 @click.option("--limit", type=count(1), default=10, show_default=True)
 @session_option
@@ -83,6 +84,8 @@ def search_command(
         click.echo(f"{h.score:8.4f}  {h.node.id}  [{h.node.status}] {shown(h.node.content)}")
     if not hits:
         click.echo("no matches")
+    if mode == "auto":
+        click.echo(f"semantic: {hits.semantic}")
 
 
 @click.command("grep")

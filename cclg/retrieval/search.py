@@ -30,6 +30,7 @@ from cclg.core.text import query_terms, tokens
 from cclg.errors import UsageError
 from cclg.ledger.index import Index, read_fresh, search_fields
 from cclg.ledger.view import effective_view
+from cclg.retrieval import semantic
 from cclg.retrieval.query import Hit, View, Where
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
@@ -41,6 +42,12 @@ MODES = ("auto", "grep", "bm25", "graph", "temporal")
 BM25_WEIGHTS = (1.0, 2.0, 1.5, 0.5)
 GRAPH_RELATIONS = ("depends_on", "refines", "expands", "narrows", "derived_from")
 RRF_K = 60
+# The semantic list's part in auto mode's fusion: each memory at least SEMANTIC_FLOOR near the query in
+# meaning (cosine) adds SEMANTIC_WEIGHT / (SEMANTIC_K + rank); tuned on the retrieval evaluation's tune
+# half (benchmarks/eval_search.py, benchmarks/RESULTS.md).
+SEMANTIC_FLOOR = 0.0
+SEMANTIC_WEIGHT = 0.5
+SEMANTIC_K = 10
 
 
 # ---------------------------------------------------------------- BM25
@@ -284,17 +291,64 @@ def rank_nodes(nodes: list[MemoryNode], text: str, *, limit: int) -> list[Hit]:
 # ---------------------------------------------------------------- one entry point
 
 
-def fuse(lists: list[list[Hit]], *, limit: int) -> list[Hit]:
-    """Reciprocal rank fusion: each list adds 1 / (60 + rank) to a memory's score."""
+class SearchResult(list[Hit]):
+    """A search's hits, best first, and what the semantic signal did for it: ``semantic`` is
+    ``answered``, ``cold`` (no answer in time: the ranking is the lexical one) or ``off`` (not asked:
+    a mode other than auto, a named status or moment, or semantic recall off or unavailable)."""
+
+    def __init__(self, hits: Iterable[Hit] = (), semantic: str = "off") -> None:
+        super().__init__(hits)
+        self.semantic = semantic
+
+
+def fuse(lists: list[list[Hit]], *, limit: int, weights: list[tuple[float, int]] | None = None) -> list[Hit]:
+    """Weighted reciprocal rank fusion: list ``i`` adds ``w / (k + rank)`` to a memory's score, with
+    ``(w, k) = weights[i]`` (``(1, RRF_K)`` for each list by default)."""
     scores: dict[str, float] = {}
     best: dict[str, Hit] = {}
-    for hits in lists:
+    for number, hits in enumerate(lists):
+        weight, k = weights[number] if weights else (1.0, RRF_K)
         for rank, hit in enumerate(hits, start=1):
-            scores[hit.id] = scores.get(hit.id, 0.0) + 1.0 / (RRF_K + rank)
+            scores[hit.id] = scores.get(hit.id, 0.0) + weight / (k + rank)
             best.setdefault(hit.id, hit)
     fused = [Hit(node=best[i].node, score=s, matched=best[i].matched, via="auto") for i, s in scores.items()]
     fused.sort(key=lambda h: (-round(h.score, 9), h.id))
     return fused[:limit]
+
+
+def ask_meaning(store: Store, text: str, where: Where, *, limit: int) -> tuple[list[tuple[str, float]] | None, str]:
+    """The memories nearest ``text`` in meaning from the semantic helper (None when it does not answer in
+    time; failing open like the pack's), and the word for what it did (``semantic.signal_of``)."""
+    nearest = semantic.similar(store, text, limit=limit, where=where)
+    return nearest, semantic.signal_of(store, nearest)
+
+
+def meaning_hits(index: Index, nearest: list[tuple[str, float]], where: Where) -> list[Hit]:
+    """The semantic answer as hits, nearest first, keeping only memories still in ``where``'s view and
+    at least ``SEMANTIC_FLOOR`` near (in a big store the nearest of a query about nothing there are noise)."""
+    view = View(index, where)
+    hits = []
+    for node_id, cosine in nearest:
+        node = view.node(node_id)
+        if node is not None and cosine >= SEMANTIC_FLOOR:
+            hits.append(Hit(node=node, score=cosine, via="semantic"))
+    return hits
+
+
+def hybrid(
+    index: Index, text: str, where: Where, lexical: list[Hit], nearest: list[tuple[str, float]] | None, *, limit: int
+) -> list[Hit]:
+    """Auto mode: the lexical hits, what they relate to and the exact-text matches, fused with the
+    memories nearest in meaning when the semantic signal answered (so a memory that shares no word with
+    the query can be found); without an answer, the lexical fusion alone, as before."""
+    pool = max(limit * 4, 40)
+    exact = [h for h in lexical if text.strip().lower() in h.node.content.lower()]
+    lists = [lexical, expand(index, lexical[:limit], where, limit=pool), exact]
+    weights = [(1.0, RRF_K)] * len(lists)
+    if nearest:
+        lists.append(meaning_hits(index, nearest, where))
+        weights.append((SEMANTIC_WEIGHT, SEMANTIC_K))
+    return fuse(lists, limit=pool, weights=weights)
 
 
 def search(
@@ -308,10 +362,12 @@ def search(
     since: datetime | None = None,
     until: datetime | None = None,
     as_of: datetime | None = None,
-) -> list[Hit]:
+) -> SearchResult:
     """Search memories. ``mode`` is one of auto, grep, bm25, graph, temporal; ``status`` (None for the
-    effective view) is ``all``, ``retired`` or one node status (see ``bm25``). What it returns is
-    checked against the memories' files first (``cclg.ledger.index.read_fresh``)."""
+    effective view) is ``all``, ``retired`` or one node status (see ``bm25``). Auto mode on the effective
+    view also asks for the memories nearest in meaning (``hybrid``); the result says what that signal did
+    (``SearchResult.semantic``). What it returns is checked against the memories' files first
+    (``cclg.ledger.index.read_fresh``)."""
     if mode not in MODES:
         raise UsageError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
     if status is not None and status not in ("all", "retired", *fmt.NODE_STATUSES):
@@ -321,7 +377,10 @@ def search(
         if status is not None:
             raise UsageError("--as-of shows the effective view at that moment; it cannot be combined with --status")
         hits = rank_nodes(as_of_view(store, as_of, where.session_id), text, limit=limit)
-        return _time_filter(hits, since, until)
+        return SearchResult(_time_filter(hits, since, until))
+    nearest, signal = None, "off"
+    if mode == "auto" and status is None:
+        nearest, signal = ask_meaning(store, text, where, limit=max(limit * 4, 40))
 
     def read(index: Index) -> list[Hit]:
         pool = max(limit * 4, 40)
@@ -338,11 +397,11 @@ def search(
             found = [view.node(i) for i in sorted(ids)]
             hits = [Hit(node=n, score=1.0, via="grep") for n in found if n is not None]
         else:
-            exact = [h for h in lexical if text.strip().lower() in h.node.content.lower()]
-            hits = fuse([lexical, expand(index, lexical[:limit], where, limit=pool), exact], limit=pool)
+            hits = hybrid(index, text, where, lexical, nearest, limit=limit)
         return _time_filter(hits, since, until)[:limit]
 
-    return read_fresh(store, read, lambda hits: [hit.node.id for hit in hits])  # each parsed while it can heal
+    hits = read_fresh(store, read, lambda hits: [hit.node.id for hit in hits])  # each parsed while it can heal
+    return SearchResult(hits, signal)
 
 
 def _time_filter(hits: list[Hit], since: datetime | None, until: datetime | None) -> list[Hit]:
