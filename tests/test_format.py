@@ -27,6 +27,7 @@ REFERENCE_PATHS = sorted(REFERENCE["paths"])
 
 # Fields cclg adds to the reference's memory_patch (see the contract's comments).
 PATCH_ADDITIONS = {"prior_states", "rollback_of"}
+PACK_ADDITIONS = {"semantic"}  # cclg's fields after the reference's, optional: its reader ignores them
 
 
 @pytest.fixture
@@ -63,6 +64,11 @@ def test_reference_contract_was_read() -> None:
 def test_record_canonical_order(kind: str, ours: dict[str, Any]) -> None:
     reference_order = REFERENCE["record"][kind].get("canonical_order")
     our_order = ours["record"][kind].get("canonical_order")
+    if kind == "active_memory_pack":  # the reference's fields first, in its order, then cclg's
+        assert our_order[: len(reference_order)] == reference_order
+        assert set(our_order[len(reference_order) :]) == PACK_ADDITIONS
+        assert not PACK_ADDITIONS & set(ours["record"][kind]["required"])
+        return
     if kind != "memory_patch":
         assert our_order == reference_order
         return

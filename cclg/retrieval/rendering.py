@@ -82,6 +82,8 @@ def prompt_toml(pack: dict[str, Any]) -> str:
         ],
         "budget": pack["budget"],
     }
+    if "semantic" in pack:  # a cclg addition, optional: whether the semantic helper answered
+        data["semantic"] = pack["semantic"]
     import tomli_w
 
     return tomli_w.dumps(data)

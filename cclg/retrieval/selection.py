@@ -230,6 +230,7 @@ class Selection:
         replaced_by: dict[str, list[str]] | None = None,
         runner_up: list[tuple[Hit, Evidence]] | None = None,
         prior: dict[str, float] | None = None,
+        semantic: str = "off",
     ) -> None:
         self.query = query
         self.chosen = chosen
@@ -238,6 +239,7 @@ class Selection:
         self.replaced_by = {} if replaced_by is None else replaced_by  # retired id -> current ids
         self.runner_up = [] if runner_up is None else runner_up  # the best candidate that stayed out
         self.prior = {} if prior is None else prior  # memory id -> its usage prior (``usage_order``)
+        self.semantic = semantic  # the semantic signal: answered, cold or off (``semantic.consult``)
 
 
 def select(store: Store, request: PackRequest) -> Selection:
@@ -256,8 +258,8 @@ def select(store: Store, request: PackRequest) -> Selection:
     if include_confidential is None:
         include_confidential = store.settings.get("pack", "include_confidential")
     # The memories nearest the query in meaning, from the semantic helper (None, at once, when it does
-    # not answer: the decision is then lexical alone).
-    nearest = semantic.similar(store, query, limit=max_nodes, where=where)
+    # not answer: the decision is then lexical alone), and whether it answered (the pack says it).
+    nearest, semantic_state = semantic.consult(store, query, limit=max_nodes, where=where)
 
     def read(index: Index) -> _Read:
         view = View(index, where)
@@ -293,7 +295,7 @@ def select(store: Store, request: PackRequest) -> Selection:
             seen.add(hit.id)
     # How often each was used when delivered, within +-10% (cclg.retrieval.usage_prior).
     prior = usage_prior.priors(store)
-    return Selection(query, kept, retired, include_confidential, replaced_by, runner_up, prior)
+    return Selection(query, kept, retired, include_confidential, replaced_by, runner_up, prior, semantic_state)
 
 
 def _rounded(score: float) -> float:
@@ -411,6 +413,7 @@ def _pack_dict(
         "memory_nodes": packed,
         "suppressed_nodes": suppressed,
         "budget": budget.to_dict(),
+        "semantic": selection.semantic,  # a cclg addition: whether the semantic signal answered
     }
     return {name: values[name] for name in fmt.canonical_order("active_memory_pack")}
 
