@@ -3,6 +3,8 @@
 Run by hand (not part of the test suite):
 
     python benchmarks/bench_hook.py [--sizes 1000,10000] [--runs 15] [--compare OTHER_CCLG_HOOK]
+    python benchmarks/bench_hook.py --semantic off|helper [--sizes 10000] [--runs 15]
+    python benchmarks/bench_hook.py --session [--sizes 10000] [--runs 8] [--gap 2]
 
 For each size a store is built as ``bench_pack.py`` builds it (in a temporary
 folder, removed afterwards) and indexed; then the installed ``cclg-hook`` is run
@@ -18,6 +20,15 @@ real use.
 previous release in its own virtualenv) on the same store and queries, each run
 right after the first one's, and reports both medians and their ratio.
 
+``--semantic`` times user-prompt alone, p50 and p95: ``off`` without a semantic helper
+(``CCLG_SEMANTIC=off``), ``helper`` with one that is up and has embedded the store
+(started by a ``session-start`` and waited for); it reports how many of the prompts the
+helper answered in time (``cclg doctor``'s counts). ``--session`` plays a session as a user
+starts one: ``session-start``, then ``--runs`` prompts ``--gap`` seconds apart, first on a
+store whose vectors are not embedded yet, then again (a later session: the helper gone, its
+vectors kept); it reports the share of prompts the helper answered. Both use a runtime folder
+of their own and end the helpers they started.
+
 The baseline is ``python -c "import json, sqlite3"`` of the same interpreter (the floor of
 issue 17's targets: user-prompt within 1.5x of it at 10,000 memories and 2.0x at 100,000,
 post-tool with a 20 KB tool response within 1.5x at every size).
@@ -26,10 +37,13 @@ post-tool with a 20 KB tool response within 1.5x at every size).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import random
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -69,10 +83,12 @@ def timed(command: list[str], stdin: bytes) -> float:
     return timed_answer(command, stdin)[0]
 
 
-def timed_answer(command: list[str], stdin: bytes) -> tuple[float, dict[str, object]]:
+def timed_answer(
+    command: list[str], stdin: bytes, env: dict[str, str] | None = None
+) -> tuple[float, dict[str, object]]:
     """Wall time of one run and its JSON answer (the hook must answer with JSON)."""
     start = time.perf_counter()
-    result = subprocess.run(command, input=stdin, capture_output=True, check=True)
+    result = subprocess.run(command, input=stdin, capture_output=True, check=True, env=env)
     elapsed = time.perf_counter() - start
     return elapsed, json.loads(result.stdout)
 
@@ -82,9 +98,15 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--compare", help="another cclg-hook executable to time beside this one")
+    parser.add_argument("--semantic", choices=("off", "helper"), help="time user-prompt without or with a helper")
+    parser.add_argument("--session", action="store_true", help="the share of a session's prompts the helper answered")
+    parser.add_argument("--gap", type=float, default=2.0, help="--session: seconds between prompts")
     args = parser.parse_args()
     if args.compare:
         compare(args)
+        return
+    if args.semantic or args.session:
+        semantic_runs(args)
         return
     work = Path(tempfile.mkdtemp(prefix="cclg-bench-hook-"))
     try:
@@ -130,6 +152,103 @@ def main() -> None:
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _payload(size: int, event: str, **fields: object) -> bytes:
+    names = {"user-prompt": "UserPromptSubmit", "session-start": "SessionStart"}
+    base = {"session_id": f"bench-{size}", "transcript_path": "/tmp/t.jsonl", "permission_mode": "default"}
+    return json.dumps({**base, "hook_event_name": names[event], **fields}).encode()
+
+
+def _hook_env(runtime: Path, semantic: str | None) -> dict[str, str]:
+    env = {**os.environ, "CCLG_SEMANTIC_DIR": str(runtime), "CCLG_SEMANTIC_IDLE": "120"}
+    env.pop("CCLG_SEMANTIC", None)
+    return {**env, "CCLG_SEMANTIC": "off"} if semantic == "off" else env
+
+
+def _stop_helpers(runtime: Path) -> None:
+    """End the helpers started in ``runtime`` (their pid is in their lock) and wait until they are gone."""
+    for lock in runtime.glob("*.lock"):
+        pid = lock.read_text().strip()
+        if pid.isdigit():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while list(runtime.glob("*.lock")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def _answered(store: Store, before: dict[str, int]) -> tuple[int, int]:
+    from cclg.retrieval import semantic
+
+    now = semantic.answer_counts(store)
+    return now["answered"] - before["answered"], now["missed"] - before["missed"]
+
+
+def _warm_up(root: Path, size: int, env: dict[str, str]) -> float:
+    """A session-start, then prompts until the helper answers one in time; the seconds it took."""
+    from cclg.retrieval import semantic
+
+    start = time.monotonic()
+    subprocess.run(
+        [HOOK, "--root", str(root), "session-start"],
+        input=_payload(size, "session-start"),
+        env=env,
+        capture_output=True,
+    )
+    store = Store.open(root)
+    while time.monotonic() - start < 600:
+        before = semantic.answer_counts(store)
+        prompt = _payload(size, "user-prompt", prompt="warm up", cwd=str(root))
+        subprocess.run([HOOK, "--root", str(root), "user-prompt"], input=prompt, env=env, capture_output=True)
+        if _answered(store, before)[0]:
+            break
+        time.sleep(1.0)
+    return time.monotonic() - start
+
+
+def semantic_runs(args: argparse.Namespace) -> None:
+    """``--semantic`` and ``--session``: user-prompt's p50/p95 without or with a helper, and the share of
+    a scripted session's prompts the helper answered."""
+    from cclg.retrieval import semantic
+
+    work = Path(tempfile.mkdtemp(prefix="cclg-bench-hook-"))
+    runtime = Path(tempfile.mkdtemp(prefix="cb", dir="/tmp"))
+    try:
+        for size in (int(s) for s in args.sizes.split(",")):
+            root = work / f"store-{size}"
+            build_store(root, size, work)
+            open_index(Store.open(root)).close()
+            queries = synth.bench_queries(args.runs, size=size)
+            projects = synth.Vocabulary(size, random.Random(7)).projects
+            env = _hook_env(runtime, args.semantic)
+            store = Store.open(root)
+            rounds = ("not embedded yet", "embedded, helper gone") if args.session else (args.semantic,)
+            for label in rounds:
+                if args.semantic == "helper":
+                    print(f"{size} memories: the helper answered after {_warm_up(root, size, env):.1f} s")
+                before, times = semantic.answer_counts(store), []
+                if args.session:
+                    start = [HOOK, "--root", str(root), "session-start"]
+                    subprocess.run(start, input=_payload(size, "session-start"), env=env, capture_output=True)
+                for query in queries:
+                    if args.session:
+                        time.sleep(args.gap)
+                    prompt = _payload(size, "user-prompt", prompt=query, cwd=project_folder(work, query, projects))
+                    times.append(timed_answer([HOOK, "--root", str(root), "user-prompt"], prompt, env)[0])
+                answered, missed = _answered(store, before)
+                p50, p95 = statistics.median(times), statistics.quantiles(times, n=20)[18]
+                print(
+                    f"{size} memories, {label}: user-prompt p50 {p50 * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms;"
+                    f" the helper answered {answered} of {len(times)} prompts in time, missed {missed}"
+                )
+                if args.session and label == rounds[0]:  # the next session finds every vector embedded
+                    print(f"{size} memories: all embedded and answering after {_warm_up(root, size, env):.1f} s more")
+                _stop_helpers(runtime)
+    finally:
+        _stop_helpers(runtime)
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 def compare(args: argparse.Namespace) -> None:

@@ -229,9 +229,10 @@ def on_session_start(call: Call) -> str | None:
     """Open the session: pinned memories. After a compaction, also what the session had been given
     before it (the memories it was working with), current ones or what replaced them; after a
     resume, nothing the replayed context holds already."""
-    from cclg.api import learning
+    from cclg.api import learning, retrieval
 
     source = call.payload.get("source")
+    retrieval.wake_semantic(call.store)  # so that the first prompt, seconds later, finds the helper ready
     learning.reopen_session(call.store, call.session_id)  # a resumed session that had ended is active again
     given = call.given()
     offer = list(given.ever) if source == "compact" else []

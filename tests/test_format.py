@@ -27,8 +27,8 @@ REFERENCE_PATHS = sorted(REFERENCE["paths"])
 
 # Fields cclg adds to the reference's memory_patch (see the contract's comments).
 PATCH_ADDITIONS = {"prior_states", "rollback_of"}
-# Fields cclg adds after the reference's fields of the pack: a reader of the reference ignores them.
-PACK_ADDITIONS = ["possibly_related"]
+# Fields cclg adds after the reference's fields of the pack, in order: a reader of the reference ignores them.
+PACK_ADDITIONS = ["possibly_related", "semantic"]
 
 
 @pytest.fixture
@@ -65,8 +65,9 @@ def test_reference_contract_was_read() -> None:
 def test_record_canonical_order(kind: str, ours: dict[str, Any]) -> None:
     reference_order = REFERENCE["record"][kind].get("canonical_order")
     our_order = ours["record"][kind].get("canonical_order")
-    if kind == "active_memory_pack":
+    if kind == "active_memory_pack":  # the reference's fields first, in its order, then cclg's
         assert our_order == reference_order + PACK_ADDITIONS
+        assert not set(PACK_ADDITIONS) & set(ours["record"][kind]["required"])
         return
     if kind != "memory_patch":
         assert our_order == reference_order

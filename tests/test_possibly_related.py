@@ -111,7 +111,7 @@ def test_a_reference_reader_ignores_the_tier(store: Store, facts: dict[str, str]
     assert "possibly_related" not in read and read["memory_nodes"] == result["memory_nodes"]
     ours = [name for name in result if name in read]
     assert ours == list(read)  # the reference's fields keep their order; ours follow them
-    assert list(result)[len(read) :] == ["possibly_related"]
+    assert list(result)[len(read) :] == ["possibly_related", "semantic"]  # cclg's additions, in order
     assert "possibly_related" not in REFERENCE["record"]["active_memory_pack"]["required"]
 
 
@@ -126,7 +126,7 @@ def test_a_memory_near_in_meaning_is_offered_but_a_retired_one_never(
     near, far, gone = facts[SOFTWARE_FACTS[3]], facts[SOFTWARE_FACTS[4]], facts[SOFTWARE_FACTS[8]]
     apply_patch(store, "forget", [gone], reason="gone")
     answer = [(near, RELATED_SIMILARITY + 0.02), (gone, 0.44), (far, RELATED_SIMILARITY - 0.05)]
-    monkeypatch.setattr(semantic, "similar", lambda *args, **kwargs: answer)
+    monkeypatch.setattr(semantic, "consult", lambda *args, **kwargs: (answer, semantic.ANSWERED))
     result = pack(store, "zzz qqq")
     assert result["memory_nodes"] == []
     assert [e["id"] for e in result["possibly_related"]] == [near]

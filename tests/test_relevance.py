@@ -91,7 +91,7 @@ def test_meaning_lifts_words_that_fall_short_over_the_bar(small: Store, monkeypa
     migrations = found["id"]
 
     def similar(cosine: float) -> None:
-        monkeypatch.setattr(semantic, "similar", lambda *a, **k: [(migrations, cosine)])
+        monkeypatch.setattr(semantic, "consult", lambda *a, **k: ([(migrations, cosine)], semantic.ANSWERED))
 
     similar(relevance.SEMANTIC_FLOOR + 0.01)
     assert packed(small, query) == []

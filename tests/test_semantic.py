@@ -207,18 +207,20 @@ def test_without_an_answer_the_pack_is_the_lexical_one(tmp_path: Path, monkeypat
     monkeypatch.setenv("CCLG_SEMANTIC", "off")
     lexical = [compile_pack(store, PackRequest(q, generated_at="t")) for q in queries]
     monkeypatch.delenv("CCLG_SEMANTIC")
-    monkeypatch.setattr(semantic, "similar", lambda *a, **k: None)
+    monkeypatch.setattr(semantic, "consult", lambda *a, **k: (None, semantic.OFF))
     assert [compile_pack(store, PackRequest(q, generated_at="t")) for q in queries] == lexical
     # An answer below the threshold changes no memory of the pack (the memory is only offered as
     # possibly related, a line the budget counts); one above it brings the memory in.
-    monkeypatch.setattr(semantic, "similar", lambda *a, **k: [(ids["uv"], relevance.SEMANTIC - 0.01)])
+    below_answer = [(ids["uv"], relevance.SEMANTIC - 0.01)]
+    monkeypatch.setattr(semantic, "consult", lambda *a, **k: (below_answer, semantic.ANSWERED))
     below = compile_pack(store, PackRequest(PARAPHRASE, generated_at="t"))
     tier_one = ("schema_version", "query", "generated_at", "memory_nodes", "suppressed_nodes")
     assert {k: below[k] for k in tier_one} == {k: lexical[0][k] for k in tier_one}
     assert [e["id"] for e in below["possibly_related"]] == [ids["uv"]] and lexical[0]["possibly_related"] == []
     assert below["budget"] == {**lexical[0]["budget"], "used_chars": below["budget"]["used_chars"],
                                "used_tokens": below["budget"]["used_tokens"]}  # fmt: skip
-    monkeypatch.setattr(semantic, "similar", lambda *a, **k: [(ids["uv"], relevance.SEMANTIC + 0.1)])
+    above = [(ids["uv"], relevance.SEMANTIC + 0.1)]
+    monkeypatch.setattr(semantic, "consult", lambda *a, **k: (above, semantic.ANSWERED))
     packed = compile_pack(store, PackRequest(PARAPHRASE, generated_at="t"))["memory_nodes"]
     assert [e["id"] for e in packed] == [ids["uv"]] and packed[0]["evidence"]["similarity"] > relevance.SEMANTIC
 
@@ -317,3 +319,27 @@ def test_rule15_the_helper_reads_requests_with_the_bounded_reader(shared: tuple[
     huge = _asked(store, b'{"query": "' + b"x" * (semantic.MAX_REQUEST + 1) + b'"}\n')
     assert f"larger than {semantic.MAX_REQUEST:,} bytes" in str(huge["error"]), huge
     assert _serving(store)
+
+
+def test_a_real_helper_answers_with_its_version_and_is_replaced_when_it_differs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The handshake with a real helper: it answers a ping with its version; a client of other code
+    ends it (SIGTERM) and starts its own, which takes the lock the old one let go of."""
+    store, _ = _store(tmp_path / "upgrade")
+    assert semantic.wake(store) == semantic.COLD  # none runs: one starts
+    assert _wait(lambda: semantic.wake(store) == semantic.ANSWERED)
+    lock = semantic.socket_path(store.root).with_suffix(".lock")
+    old = int(lock.read_text())
+    monkeypatch.setattr(semantic, "_version", ["an older cclg"])  # this client now runs other code
+    assert semantic.wake(store) == semantic.COLD
+    assert _wait(lambda: not _alive(old) or _reaped(old))
+    monkeypatch.setattr(semantic, "_version", [])
+    assert _wait(lambda: semantic.wake(store) == semantic.ANSWERED)
+    assert int(lock.read_text()) != old
+
+
+def _reaped(pid: int) -> bool:
+    with contextlib.suppress(ChildProcessError):
+        return os.waitpid(pid, os.WNOHANG)[0] == pid
+    return False

@@ -54,6 +54,7 @@ __all__ = [
     "render",
     "search_memories",
     "to_toml",
+    "wake_semantic",
 ]
 
 
@@ -66,3 +67,12 @@ def recall(store: Store, query: str, *, where: Where | None = None, limit: int =
         {"id": h.id, "score": round(h.score, 4), "node": h.node.to_dict(), "provenance": cite(store, h.id)}
         for h in hits
     ]
+
+
+def wake_semantic(store: Store) -> str:
+    """Start the store's semantic helper, or wake the one that runs, without waiting for it beyond its
+    budget (a session's start: its first prompt, seconds later, finds it ready); its state
+    (``cclg.retrieval.semantic.wake``: answered, cold or off). Never raises."""
+    from cclg.retrieval import semantic
+
+    return semantic.wake(store)

@@ -178,6 +178,11 @@ def doctor_command(ctx: click.Context, repair: bool, as_json: bool) -> None:
         click.echo(f"store {report.root}: {counts}")
         thresholds = ", ".join(f"{k}={v}" for k, v in report.sensors.items())
         click.echo(f'sensors (config.json "sensors"): {thresholds}')
+        asked = report.semantic.get("answered", 0) + report.semantic.get("missed", 0)
+        click.echo(
+            f"semantic helper, last 24 hours: answered {report.semantic.get('answered', 0)} of {asked} prompts"
+            f" in time, missed {report.semantic.get('missed', 0)}"
+        )
         for f in report.findings:
             click.echo(f"[{f.check}] {shown(f.path)}: {shown(f.message)}")
         for f in report.notices:

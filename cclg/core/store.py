@@ -88,6 +88,7 @@ USAGE_SUMMARY = "active/usage.json"  # the counts of that log, per memory: a pro
 DIGESTS = "active/sessions"  # per session, the digest of its event log (cclg.ledger.sessions): a projection
 TURNS = "active/turns"  # the last turn entry of each session (cclg.learning.turns)
 SEMANTIC_REFUSALS = "active/semantic_refusals.json"  # when each refusal was last logged: a marker, safe to delete
+SEMANTIC_ANSWERS = "active/semantic_answers.json"  # prompts the semantic helper answered and missed, per hour
 RECORD_PREFIXES = {"nodes": "mem", "patches": "patch", "edges": "edge", "sessions": None}  # None: a session id
 
 
@@ -294,6 +295,11 @@ class Store:
     @property
     def semantic_refusals_path(self) -> Path:
         return self.root / SEMANTIC_REFUSALS
+
+    @property
+    def semantic_answers_path(self) -> Path:
+        """How many prompts the semantic helper answered in time, and missed, per hour (``cclg doctor``)."""
+        return self.root / SEMANTIC_ANSWERS
 
     def drop_index(self, *, vectors: bool = True) -> None:
         """Delete the search index, the memories' vectors (unless ``vectors`` is false) and their SQLite

@@ -112,6 +112,24 @@ def end_session(store: Store, session_id: str, loaded_memory_ids: list[str] | No
     return session
 
 
+def active_sessions(store: Store, within: float) -> list[str]:
+    """The sessions started and not ended whose record or event log changed in the last ``within``
+    seconds: a session whose host died without ending it stops counting then. Only the recent records
+    are read."""
+    import os
+    import time
+
+    since = time.time() - within
+    active = []
+    for record in sorted(store.folder("sessions").glob("*.json")):
+        log = record.with_suffix(".events.jsonl")
+        with contextlib.suppress(NotFoundError, ValueError, OSError):  # gone meanwhile, or not a session's
+            changed = max(os.stat(p).st_mtime for p in (record, log) if p.exists())
+            if changed >= since and store.read_session(record.stem).ended_at is None:
+                active.append(record.stem)
+    return active
+
+
 def reopen_session(store: Store, session_id: str) -> None:
     """Mark an ended session active again (a host resumed it); nothing when it is not ended."""
     if store.read_session(session_id).ended_at is None:

@@ -107,6 +107,8 @@ class Report:
     healed: list[str] = field(default_factory=list)  # the other projections found damaged, and what was done
     sensors: dict[str, int] = field(default_factory=dict)  # the thresholds post-tool's sensors use
     notices: list[Finding] = field(default_factory=list)  # worth knowing, not wrong: ``ok`` ignores them
+    # prompts of the last 24 hours the semantic helper answered in time, and missed (``semantic.answer_counts``)
+    semantic: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -122,6 +124,7 @@ class Report:
             "healed": self.healed,
             "sensors": self.sensors,
             "notices": [n.to_dict() for n in self.notices],
+            "semantic": self.semantic,
         }
 
 
@@ -371,6 +374,7 @@ def diagnose(store: Store) -> Report:
     report = Report(root=str(store.root), counts=counts, findings=findings, refreshed=refreshed, sensors=thresholds)
     report.notices = [*modes_noted, *scan.shared_notices()]
     report.healed = _projection_health(store)
+    report.semantic = semantic.answer_counts(store)
     return report
 
 

@@ -87,6 +87,8 @@ def prompt_toml(pack: dict[str, Any]) -> str:
         "budget": pack["budget"],
         "possibly_related": _without_nulls(pack.get("possibly_related", [])),
     }
+    if "semantic" in pack:  # a cclg addition, optional: whether the semantic helper answered
+        data["semantic"] = pack["semantic"]
     import tomli_w
 
     return tomli_w.dumps(data)

