@@ -43,12 +43,15 @@ def memories(store: Store) -> dict[str, MemoryNode]:
 
 
 def answering(answer: list[tuple[str, float]] | None, calls: list[str] | None = None) -> Any:
-    def similar(store: Store, query: str, **_: Any) -> list[tuple[str, float]] | None:
+    """A stand-in for ``semantic.consult``: the helper's ``answer``, or, with none, the state the client
+    gives a question nobody answered (``cold``, or ``off`` where the model is known to be missing)."""
+
+    def consult(store: Store, query: str, **_: Any) -> tuple[list[tuple[str, float]] | None, str]:
         if calls is not None:
             calls.append(query)
-        return answer
+        return (answer, semantic.ANSWERED) if answer is not None else (None, semantic._missed(store))
 
-    return similar
+    return consult
 
 
 def test_auto_finds_a_memory_sharing_no_word_when_the_semantic_signal_answers(
@@ -56,7 +59,7 @@ def test_auto_finds_a_memory_sharing_no_word_when_the_semantic_signal_answers(
 ) -> None:
     assert memories["uv"].id not in ids(search(store, PARAPHRASE, limit=5))  # words alone never find it
     nearest = [(memories["uv"].id, 0.62), (memories["word3"].id, 0.2)]
-    monkeypatch.setattr(semantic, "similar", answering(nearest))
+    monkeypatch.setattr(semantic, "consult", answering(nearest))
     found = search(store, PARAPHRASE, limit=5)
     assert memories["uv"].id in ids(found)
     assert found.semantic == "answered"
@@ -68,14 +71,14 @@ def test_a_memory_found_by_both_signals_ranks_first(
 ) -> None:
     lexical = search(store, "configure runner", limit=10)
     target = ids(lexical)[5]
-    monkeypatch.setattr(semantic, "similar", answering([(target, 0.7), (memories["uv"].id, 0.3)]))
+    monkeypatch.setattr(semantic, "consult", answering([(target, 0.7), (memories["uv"].id, 0.3)]))
     assert ids(search(store, "configure runner", limit=10))[0] == target
 
 
 def test_a_semantic_answer_outside_the_view_is_left_out(
     store: Store, memories: dict[str, MemoryNode], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(semantic, "similar", answering([("mem_does_not_exist", 0.9), (memories["uv"].id, 0.6)]))
+    monkeypatch.setattr(semantic, "consult", answering([("mem_does_not_exist", 0.9), (memories["uv"].id, 0.6)]))
     found = search(store, PARAPHRASE, limit=20)
     assert "mem_does_not_exist" not in ids(found) and memories["uv"].id in ids(found)
 
@@ -87,7 +90,7 @@ def test_without_an_answer_auto_ranks_as_it_does_lexically(
     lexical = [search(store, q) for q in queries]
     assert {found.semantic for found in lexical} == {"off"}  # the tests run with CCLG_SEMANTIC=off
     monkeypatch.delenv("CCLG_SEMANTIC")
-    monkeypatch.setattr(semantic, "similar", answering(None))
+    monkeypatch.setattr(semantic, "consult", answering(None))
     cold = [search(store, q) for q in queries]
     assert [ids(found) for found in cold] == [ids(found) for found in lexical]
     assert {found.semantic for found in cold} == {"cold"}
@@ -98,7 +101,7 @@ def test_a_helper_turned_off_for_a_missing_model_says_off(
 ) -> None:
     monkeypatch.delenv("CCLG_SEMANTIC")
     monkeypatch.setenv("CCLG_SEMANTIC_DIR", str(tmp_path / "runtime"))
-    monkeypatch.setattr(semantic, "similar", answering(None))
+    monkeypatch.setattr(semantic, "consult", answering(None))
     semantic.private_dir()  # the marker a client leaves when the model is missing: no helper is started for a while
     semantic.socket_path(store.root).with_suffix(".off").write_text("package missing (test)\n")
     assert search(store, PARAPHRASE).semantic == "off"
@@ -119,7 +122,7 @@ def test_other_modes_never_ask_for_meaning(
     store: Store, memories: dict[str, MemoryNode], monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
     calls: list[str] = []
-    monkeypatch.setattr(semantic, "similar", answering([(memories["uv"].id, 0.9)], calls))
+    monkeypatch.setattr(semantic, "consult", answering([(memories["uv"].id, 0.9)], calls))
     found = search(store, "configure", mode=mode)
     assert calls == [] and found.semantic == "off" and memories["uv"].id not in ids(found)
 
@@ -128,7 +131,7 @@ def test_a_search_of_a_named_status_never_asks_for_meaning(
     store: Store, memories: dict[str, MemoryNode], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[str] = []
-    monkeypatch.setattr(semantic, "similar", answering([(memories["uv"].id, 0.9)], calls))
+    monkeypatch.setattr(semantic, "consult", answering([(memories["uv"].id, 0.9)], calls))
     found = search(store, "configure", status="superseded")
     assert calls == [] and list(found) == [] and found.semantic == "off"
 
@@ -138,7 +141,7 @@ def test_the_mcp_search_and_the_cli_say_what_the_semantic_signal_did(
 ) -> None:
     result = mcp_tools.memory_search(store, "configure runner")
     assert result["semantic"] == "off" and len(result["results"]) == 10
-    monkeypatch.setattr(semantic, "similar", answering([(memories["uv"].id, 0.6)]))
+    monkeypatch.setattr(semantic, "consult", answering([(memories["uv"].id, 0.6)]))
     result = mcp_tools.memory_search(store, PARAPHRASE)
     assert result["semantic"] == "answered" and memories["uv"].id in [r["id"] for r in result["results"]]
     shown = CliRunner().invoke(cli, ["--root", str(store.root), "search", PARAPHRASE])

@@ -318,9 +318,9 @@ def fuse(lists: list[list[Hit]], *, limit: int, weights: list[tuple[float, int]]
 
 def ask_meaning(store: Store, text: str, where: Where, *, limit: int) -> tuple[list[tuple[str, float]] | None, str]:
     """The memories nearest ``text`` in meaning from the semantic helper (None when it does not answer in
-    time; failing open like the pack's), and the word for what it did (``semantic.signal_of``)."""
-    nearest = semantic.similar(store, text, limit=limit, where=where)
-    return nearest, semantic.signal_of(store, nearest)
+    time; failing open like the pack's), and the word for what it did: ``semantic.consult``, as the
+    pack asks it."""
+    return semantic.consult(store, text, limit=limit, where=where)
 
 
 def meaning_hits(index: Index, nearest: list[tuple[str, float]], where: Where) -> list[Hit]:

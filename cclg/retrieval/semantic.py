@@ -280,23 +280,6 @@ def answer_counts(store: Store, hours: int = 24) -> dict[str, int]:
     return {"answered": answered, "missed": missed}
 
 
-def signal_of(store: Store, answer: list[tuple[str, float]] | None) -> str:
-    """What the semantic signal did for one ``similar`` call: ``answered`` (it gave an answer, maybe empty);
-    ``off`` when it cannot answer for a while (``CCLG_SEMANTIC=off``, the model missing or failing to load:
-    the ``.off`` marker or, in-process, the model's failure); else ``cold`` (no helper answered in time,
-    one may be starting). Never raises."""
-    if answer is not None:
-        return "answered"
-    try:
-        if IN_PROCESS:
-            return "off" if embed.failure() is not None or not embed.available() else "cold"
-        if not enabled() or _fresh(_marker(store.root, ".off"), OFF_SECONDS):
-            return "off"
-    except Exception:  # saying what happened must not fail the search
-        return "cold"
-    return "cold"
-
-
 def _in_process(
     store: Store, query: str, where: Where, ids: list[str] | None, limit: int
 ) -> list[tuple[str, float]] | None:
