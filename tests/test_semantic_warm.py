@@ -154,7 +154,8 @@ def test_a_helper_that_accepts_but_never_answers_costs_the_budget_only(store: St
         assert semantic.consult(store, PROMPT, limit=3) == (None, semantic.COLD)
         spent = time.monotonic() - began
         assert hanging.received, "the request was sent"
-        assert spent < semantic.TIMEOUT + 0.03, spent
+        # Bounded by the budget, not by the helper, which never answers (a loaded machine may add a little).
+        assert spent < semantic.TIMEOUT + 0.5, spent
         began = time.monotonic()
         compile_pack(store, PackRequest(PROMPT, generated_at="t"))
         assert time.monotonic() - began < 1.0
