@@ -203,10 +203,10 @@ def relevant(
     weights = weights[: len(own)] + [w * PREVIOUS_WEIGHT for w in weights[len(own) :]]
     candidates = sorted([*current, *retired], key=lambda h: (-float(f"{h.score:.9g}"), h.id))
     evidence = _evidence(index, groups, weights, candidates, leaders, similarity)
-    best = max((e.strength for e in evidence.values()), default=0.0)
+    if added:  # a follow-up's memory needs evidence from the prompt's own words too; the others set no bar
+        candidates = [h for h in candidates if _own_evidence(evidence[h.id], own)]
+    best = max((evidence[h.id].strength for h in candidates), default=0.0)
     passed = {h.id for h in candidates if _passes(evidence[h.id], best)}
-    if added:  # a follow-up's memory needs evidence from the prompt's own words too
-        passed = {h.id for h in candidates if h.id in passed and _own_evidence(evidence[h.id], own)}
     # The old version of a current memory that passed is held to the absolute bar only, not to the
     # best: a prompt about the current fact that also matches what it replaced is told it no longer holds.
     kept = passed & {h.id for h in current}
