@@ -663,7 +663,13 @@ def run_prompt(world: World, case: dict[str, Any], cases: Cases) -> Outcome:
     project = case.get("project")
     start = time.perf_counter()
     result = selection.compile_pack(
-        world.store, selection.PackRequest(case["text"], where=selection.Where(project=project), generated_at="eval")
+        world.store,
+        selection.PackRequest(
+            case["text"],
+            where=selection.Where(project=project),
+            generated_at="eval",
+            previous=case.get("previous", ""),  # the session's prompt before a follow-up
+        ),
     )
     seconds = time.perf_counter() - start
     got = [entry["id"] for entry in result["memory_nodes"]]

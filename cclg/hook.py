@@ -195,7 +195,17 @@ def on_user_prompt(call: Call) -> str | None:
     turn = _deliver_previous_turn(call)
     if turn:
         summary["previous_turn_given"] = True
-    return _record_and_answer(call, summary, query=prompt, skip=given, appendix=turn)
+    previous = _previous_prompt(call)
+    return _record_and_answer(call, summary, query=prompt, skip=given, appendix=turn, previous=previous)
+
+
+def _previous_prompt(call: Call) -> str:
+    """The session's previous prompt, which a short follow-up is judged with (the current one is
+    recorded after its pack); "" for a session's first prompt."""
+    from cclg.api import learning
+
+    prompts = learning.recent_prompts(call.store, call.session_id, 1)
+    return prompts[-1] if prompts else ""
 
 
 def _deliver_previous_turn(call: Call) -> str:
@@ -345,8 +355,10 @@ def _record_and_answer(
     offer: Sequence[str] = (),
     skip: Collection[str] = (),
     appendix: str = "",
+    previous: str = "",
 ) -> str | None:
-    """Compile the pack for ``query``, record the event with the ids it loaded, return the context.
+    """Compile the pack for ``query`` (with the session's ``previous`` prompt, for a follow-up), record
+    the event with the ids it loaded, return the context.
 
     The event is recorded even when the pack cannot be compiled; the error is
     raised afterwards (and logged as a hook failure).
@@ -368,7 +380,7 @@ def _record_and_answer(
             max_tokens=None if max_tokens is None else max_tokens - estimate_tokens(extra),
         )
         where = retrieval.Where(session_id=call.session_id, project=call.project)
-        request = retrieval.PackRequest(query, where=where, budget=budget, offer=offer, skip=skip)
+        request = retrieval.PackRequest(query, where=where, budget=budget, offer=offer, skip=skip, previous=previous)
         fitted, rendered = retrieval.fit_markdown(call.store, request)
         nodes, retired, related = fitted["memory_nodes"], fitted["suppressed_nodes"], fitted["possibly_related"]
         if nodes or retired or related:

@@ -31,6 +31,13 @@ each unit of similarity over ``SEMANTIC_FLOOR`` (a note that shares two words wi
 the prompt and also means much the same passes where the words alone fall short).
 Without an answer (``similar`` is None) the decision is the lexical one alone.
 
+A **follow-up** ("and in staging?", "what about the tests?") says little on its own: a
+prompt of at most ``FOLLOW_UP_WORDS`` words is judged together with the session's
+previous prompt. The previous prompt's words join the query at ``PREVIOUS_WEIGHT`` of
+their weight (secondary evidence), and a memory passes only with evidence from the
+prompt's own words too (one of them matched, or its meaning): "thanks, that worked"
+after a deploy question packs no deploy memory. A longer prompt is judged alone.
+
 A candidate's strength is its best evidence over its threshold; it passes at
 strength 1 and at least ``RELATIVE`` of the strongest candidate's. Retired
 memories are judged in the same round, so a retired fact passes only where a
@@ -65,6 +72,8 @@ SEMANTIC_FLOOR = 0.25  # similarity over this adds to the lexical strength,
 SEMANTIC_WEIGHT = 3.0  # this much per unit (0.35 adds 0.3); both tuned on the tune half
 MAX_SEARCH_TERMS = 128
 MEMORY_SHARE_RANKS = 10  # the memory share is weighed for the best BM25 candidates only
+FOLLOW_UP_WORDS = 3  # "and in staging?" has 1, "what about the flaky tests?" 2; a question of its own has more
+PREVIOUS_WEIGHT = 0.5  # the previous prompt's words weigh half what the prompt's own words weigh
 
 
 class Evidence:
@@ -168,17 +177,22 @@ def relevant(
     retired_limit: int = 0,
     similar: list[tuple[str, float]] | None = None,
     runners_up: int = 1,
+    previous: str = "",
 ) -> tuple[list[Hit], list[Hit], list[tuple[Hit, Evidence]]]:
     """(current memories about ``query``, retired ones, the ``runners_up`` best candidates that stayed
     out with their evidence), best first. Each kept hit carries its ``Evidence`` as ``hit.evidence``.
 
     ``similar``: the current memories nearest ``query`` in meaning, as (id, cosine) from
-    ``cclg.retrieval.semantic.similar``; None (no answer) leaves the decision lexical."""
-    groups = words(query)
+    ``cclg.retrieval.semantic.similar``; None (no answer) leaves the decision lexical. ``previous``:
+    the session's previous prompt, used when ``query`` is a follow-up (see the module's docstring)."""
+    own = words(query)
+    added = _follow_up_words(own, previous)
+    groups = own + added
     terms = _search_terms(index, groups) if groups else []
-    current = bm25(index, query, where, limit=limit, terms=terms) if terms else []
+    text = f"{query} {previous}" if added else query
+    current = bm25(index, text, where, limit=limit, terms=terms) if terms else []
     retired = (
-        bm25(index, query, where, limit=retired_limit, status="retired", terms=terms) if terms and retired_limit else []
+        bm25(index, text, where, limit=retired_limit, status="retired", terms=terms) if terms and retired_limit else []
     )
     leaders = {_leader(current), _leader(retired)}
     similarity = dict(similar or [])
@@ -186,9 +200,12 @@ def relevant(
     if not current and not retired:
         return [], [], []
     weights = _weights(index, groups) if groups else []
+    weights = weights[: len(own)] + [w * PREVIOUS_WEIGHT for w in weights[len(own) :]]
     candidates = sorted([*current, *retired], key=lambda h: (-float(f"{h.score:.9g}"), h.id))
     evidence = _evidence(index, groups, weights, candidates, leaders, similarity)
-    best = max((e.strength for e in evidence.values()), default=0.0)
+    if added:  # a follow-up's memory needs evidence from the prompt's own words too; the others set no bar
+        candidates = [h for h in candidates if _own_evidence(evidence[h.id], own)]
+    best = max((evidence[h.id].strength for h in candidates), default=0.0)
     passed = {h.id for h in candidates if _passes(evidence[h.id], best)}
     # The old version of a current memory that passed is held to the absolute bar only, not to the
     # best: a prompt about the current fact that also matches what it replaced is told it no longer holds.
@@ -202,6 +219,22 @@ def relevant(
         hit.evidence = evidence[hit.id]
     out = [(h, evidence[h.id]) for h in candidates if h.id not in passed][:runners_up]
     return [h for h in current if h.id in passed], [h for h in retired if h.id in passed], out
+
+
+def _follow_up_words(own: list[tuple[str, ...]], previous: str) -> list[tuple[str, ...]]:
+    """The previous prompt's words the query adds when the prompt (its words ``own``) is a follow-up of at
+    most ``FOLLOW_UP_WORDS`` words; none for a longer prompt or the first prompt of a session."""
+    if not previous or len(own) > FOLLOW_UP_WORDS:
+        return []
+    known = {word[0] for word in own}
+    return [word for word in words(previous) if word[0] not in known]
+
+
+def _own_evidence(evidence: Evidence, own: list[tuple[str, ...]]) -> bool:
+    """Whether a follow-up's candidate matches one of the prompt's own words, or means what it says."""
+    if evidence.similarity is not None and evidence.similarity >= SEMANTIC:
+        return True
+    return bool(set(evidence.matched).intersection(word[0] for word in own))
 
 
 def _semantic_hits(index: Index, where: Where, similarity: dict[str, float], known: set[str]) -> list[Hit]:

@@ -106,7 +106,8 @@ class PackRequest(_Fixed):
     """One pack to compile: the task (``query``), where it is asked (``where``: session, project,
     workspace), its ``budget``, whether confidential memories may be packed (None: the store's
     ``"pack": {"include_confidential": ...}``), the memories to offer again and to leave out (a
-    session's, see ``select``) and the ``generated_at`` to stamp (None: now)."""
+    session's, see ``select``), the ``generated_at`` to stamp (None: now) and the session's
+    ``previous`` prompt, which a short follow-up is judged with (``cclg.retrieval.relevance``)."""
 
     def __init__(
         self,
@@ -118,6 +119,7 @@ class PackRequest(_Fixed):
         offer: Sequence[str] = (),
         skip: Collection[str] = (),
         generated_at: str | None = None,
+        previous: str = "",
     ) -> None:
         self.query = query
         self.where = Where() if where is None else where
@@ -126,6 +128,7 @@ class PackRequest(_Fixed):
         self.offer = offer
         self.skip = skip
         self.generated_at = generated_at
+        self.previous = previous
 
 
 class Spending:
@@ -299,6 +302,7 @@ def select(store: Store, request: PackRequest) -> Selection:
             retired_limit=MAX_SUPPRESSED * 4,
             similar=nearest,
             runners_up=RELATED_CANDIDATES,
+            previous=request.previous,
         )
         retired = [hit for hit in retired if hit.id not in skip and not view.moved_away(hit.node)]
         replaced_by = {}

@@ -1,0 +1,67 @@
+"""A short follow-up prompt is judged with the session's previous prompt; a long one alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from cclg.api import add_memory
+from cclg.core.files import read_jsonl
+from cclg.core.store import Store
+from cclg.hook import handle
+from cclg.retrieval.selection import PackRequest, select
+
+
+@pytest.fixture
+def deploys(store: Store) -> dict[str, str]:
+    """Memories about deploying to each environment, and one unrelated."""
+    ids = {}
+    for name, content in [
+        ("production", "Deploy to production with make release after the tag is pushed"),
+        ("staging", "Deploy to staging with make stage, it needs the VPN"),
+        ("staging_db", "The staging database is reset every night"),
+        ("staging_logs", "Staging logs are kept for a week in the staging bucket"),
+        ("tests", "The test suite runs with pytest -q from the repository root"),
+        ("fonts", "The docs site uses Inter for headings"),
+    ]:
+        ids[name] = add_memory(store, content, source="user").new_nodes[0].id
+    return ids
+
+
+def prompt(store: Store, text: str, session: str = "s-1") -> list[str]:
+    """Send ``text`` as the session's prompt; the ids its pack loaded."""
+    payload = {"session_id": session, "cwd": "/home/u/repo", "hook_event_name": "UserPromptSubmit", "prompt": text}
+    handle("user-prompt", payload, "claude", str(store.root))
+    return read_jsonl(store.session_events_path(session)).records[-1]["summary"]["loaded_memory_ids"]
+
+
+def test_a_short_follow_up_is_judged_with_the_previous_prompt(store: Store, deploys: dict[str, str]) -> None:
+    assert deploys["production"] in prompt(store, "how do I deploy to production?")
+    assert prompt(store, "and in staging?") == [deploys["staging"]]
+    alone = select(store, PackRequest("and in staging?"))
+    assert [h.id for h in alone.chosen] != [deploys["staging"]], "alone, the follow-up does not say which"
+
+
+def test_a_content_free_follow_up_packs_nothing_new(store: Store, deploys: dict[str, str]) -> None:
+    prompt(store, "how do I deploy to production?")
+    assert prompt(store, "thanks, that worked") == []
+
+
+def test_a_long_prompt_ignores_the_previous_one(store: Store, deploys: dict[str, str]) -> None:
+    previous = "how do I deploy to staging?"
+    long_prompt = "where do the docs headings get their font from, and which font family is it exactly?"
+    alone = select(store, PackRequest(long_prompt))
+    after = select(store, PackRequest(long_prompt, previous=previous))
+    assert [h.id for h in after.chosen] == [h.id for h in alone.chosen]
+    assert deploys["staging"] not in [h.id for h in after.chosen]
+
+
+def test_the_first_prompt_of_a_session_has_no_previous_prompt(store: Store, deploys: dict[str, str]) -> None:
+    alone = [h.id for h in select(store, PackRequest("and in staging?")).chosen]
+    assert prompt(store, "and in staging?", session="s-2") == alone
+
+
+def test_the_previous_prompt_only_supports_the_prompt_s_own_words(store: Store, deploys: dict[str, str]) -> None:
+    request = PackRequest("and in staging?", previous="how do I deploy to production?")
+    assert [h.id for h in select(store, request).chosen] == [deploys["staging"]]
+    plain = PackRequest("thanks!", previous="how do I deploy to production?")
+    assert select(store, plain).chosen == []
