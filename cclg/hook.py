@@ -201,10 +201,14 @@ def on_user_prompt(call: Call) -> str | None:
 
 def _previous_prompt(call: Call) -> str:
     """The session's previous prompt, which a short follow-up is judged with (the current one is
-    recorded after its pack); "" for a session's first prompt."""
+    recorded after its pack); "" for a session's first prompt, and when the session's log cannot be
+    read: the prompt is then judged alone, and still gets its pack."""
     from cclg.api import learning
 
-    prompts = learning.recent_prompts(call.store, call.session_id, 1)
+    try:
+        prompts = learning.recent_prompts(call.store, call.session_id, 1)
+    except Exception:  # the follow-up's context is a help, never a reason to lose the pack
+        return ""
     return prompts[-1] if prompts else ""
 
 
