@@ -65,3 +65,16 @@ def test_the_previous_prompt_only_supports_the_prompt_s_own_words(store: Store, 
     assert [h.id for h in select(store, request).chosen] == [deploys["staging"]]
     plain = PackRequest("thanks!", previous="how do I deploy to production?")
     assert select(store, plain).chosen == []
+
+
+def test_a_session_log_that_cannot_be_read_leaves_the_prompt_its_pack(
+    store: Store, deploys: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The previous prompt is a help: when reading it fails, the prompt is judged alone."""
+    from cclg.api import learning
+
+    def broken(*args: object, **kwargs: object) -> list[str]:
+        raise OSError("the session's log cannot be read")
+
+    monkeypatch.setattr(learning, "recent_prompts", broken)
+    assert deploys["production"] in prompt(store, "how do I deploy to production?")
