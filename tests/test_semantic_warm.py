@@ -227,3 +227,18 @@ def test_active_sessions_are_those_started_not_ended_and_recent(store: Store) ->
     old = time.time() - 48 * 3600
     os.utime(store.session_path("s-crashed"), (old, old))
     assert active_sessions(store, 12 * 3600) == ["s-open"]
+
+
+def test_a_damaged_answer_count_file_counts_for_nothing_and_doctor_still_runs(store: Store) -> None:
+    """The counts are cclg's own small file, but a file on disk can hold anything: an hour whose pair
+    is not two counts is left out of doctor's figure and written anew at the next count."""
+    hour = str(int(time.time() // 3600))
+    damaged = {hour: ["x", 1], str(int(hour) - 1): [1.5, None], str(int(hour) - 2): [2, 3]}
+    store.semantic_answers_path.parent.mkdir(parents=True, exist_ok=True)
+    store.semantic_answers_path.write_text(json.dumps(damaged))
+    assert semantic.answer_counts(store) == {"answered": 2, "missed": 3}
+    from cclg.maintenance.doctor import diagnose
+
+    assert diagnose(store).semantic == {"answered": 2, "missed": 3}
+    semantic.count_answer(store, True)
+    assert semantic.answer_counts(store) == {"answered": 3, "missed": 3}

@@ -259,8 +259,7 @@ def count_answer(store: Store, answered: bool) -> None:
     path = store.semantic_answers_path
     counts = read_json_object(path)
     hour = str(int(time.time() // 3600))
-    pair = counts.get(hour)
-    pair = pair if isinstance(pair, list) and len(pair) == 2 else [0, 0]
+    pair = _counted(counts.get(hour)) or [0, 0]
     pair[0 if answered else 1] += 1
     counts[hour] = pair
     kept = dict(sorted(counts.items())[-ANSWERS_KEPT:])
@@ -274,10 +273,19 @@ def answer_counts(store: Store, hours: int = 24) -> dict[str, int]:
 
     since = int(time.time() // 3600) - hours + 1
     answered = missed = 0
-    for hour, pair in read_json_object(store.semantic_answers_path).items():
-        if hour.isdigit() and int(hour) >= since and isinstance(pair, list) and len(pair) == 2:
-            answered, missed = answered + int(pair[0]), missed + int(pair[1])
+    for hour, value in read_json_object(store.semantic_answers_path).items():
+        pair = _counted(value)
+        if hour.isdigit() and int(hour) >= since and pair is not None:
+            answered, missed = answered + pair[0], missed + pair[1]
     return {"answered": answered, "missed": missed}
+
+
+def _counted(value: object) -> list[int] | None:
+    """An hour's [answered, missed] as the file holds it, or None for anything else (a damaged or
+    hand-edited file): what cannot be read counts for nothing, and is written anew at the next count."""
+    if isinstance(value, list) and len(value) == 2 and all(type(n) is int and n >= 0 for n in value):
+        return list(value)
+    return None
 
 
 def _in_process(
