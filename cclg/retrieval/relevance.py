@@ -38,11 +38,13 @@ their weight (secondary evidence), and a memory passes only with evidence from t
 prompt's own words too (one of them matched, or its meaning): "thanks, that worked"
 after a deploy question packs no deploy memory. A longer prompt is judged alone.
 
-A memory's **questions** (the ones it answers) are read like its content, but only the
-questions the prompt asks: a question counts when the prompt holds its rarest word in the
-store, what it is about (``_asked``). "how should I handle mypy errors?" is not asked by a
-prompt about handling errors in Go, which holds its two common words and not "mypy"; a
-prompt's word matched only by a question that is not asked is no evidence. A word's scrap
+A memory's **questions** (the ones it answers) are read like its content when its content
+already matches ``QUESTION_CONTENT_WORDS`` of the prompt's words (the questions then add to
+what the words point at); otherwise only the questions the prompt asks count: those of
+which it holds the rarest word in the store, what the question is about (``_asked``). "how
+should I handle mypy errors?" is not asked by a prompt about handling errors in Go, which
+holds its two common words and not "mypy"; a prompt's word matched only by a question that
+does not count is no evidence. A word's scrap
 that is a stop word ("ipv4" -> "i") matches nothing, and questions are full of "I".
 
 A candidate's strength is its best evidence over its threshold; it passes at
@@ -81,6 +83,7 @@ MAX_SEARCH_TERMS = 128
 MEMORY_SHARE_RANKS = 10  # the memory share is weighed for the best BM25 candidates only
 FOLLOW_UP_WORDS = 3  # "and in staging?" has 1, "what about the flaky tests?" 2; a question of its own has more
 PREVIOUS_WEIGHT = 0.5  # the previous prompt's words weigh half what the prompt's own words weigh
+QUESTION_CONTENT_WORDS = 2  # content matching this many prompt words lets every question count (_asked)
 
 
 class Evidence:
@@ -336,9 +339,12 @@ def _evidence(
         credit = [_credit(word, matched) for word in groups]
         texts = owns[rank] if rank < MEMORY_SHARE_RANKS else []
         if node_questions(hit.node):  # only the questions the prompt asks count (_asked)
-            texts = texts[:1] + [own for own in texts[1:] if _asked(index, own, prompt_terms)]
-            allowed = set(tokens(_memory_texts(hit)[0])).union(t for own in texts[1:] for word in own for t in word)
-            credit = [_credit(word, matched & allowed) for word in groups]
+            in_content = matched.intersection(tokens(_memory_texts(hit)[0]))
+            content_credit = [_credit(word, in_content) for word in groups]
+            if sum(1 for c in content_credit if c) < QUESTION_CONTENT_WORDS:
+                texts = texts[:1] + [own for own in texts[1:] if _asked(index, own, prompt_terms)]
+                asked = {t for own in texts[1:] for word in own for t in word}
+                credit = [_credit(word, matched & (in_content | asked)) for word in groups]
         hits = [i for i, share in enumerate(credit) if share]
         query_share = sum(w * c for w, c in zip(weights, credit, strict=True)) / total_weight if total_weight else 0.0
         memory_share, inside = _memory_share(index, texts, prompt_terms)
