@@ -107,6 +107,10 @@ counts and every prompt's outcome (what was packed, with scores).
 agent writing the memory would, without reading the queries), to compare a store
 whose memories carry questions with one whose memories do not.
 
+``--follow-ups`` runs only the follow-ups (cases that carry ``previous``, the session's prompt before
+them); ``--no-previous`` judges them alone, as before the pack read the previous prompt, so the two
+runs compare one rule's gain.
+
 ``--verbose`` lists every miss: the query, the expected label with its BM25
 rank and the relevance decision's evidence for it, and what was packed (label or
 distractor, with score). ``--set NAME=VALUE`` overrides a constant of
@@ -791,6 +795,7 @@ def selected(cases: list[dict[str, Any]], args: argparse.Namespace) -> list[dict
         for case in cases
         if (args.split == "all" or case["split"] == args.split)
         and (args.category is None or args.category in case["category"])
+        and (not getattr(args, "follow_ups", False) or "previous" in case)
     ]
 
 
@@ -950,6 +955,12 @@ def main() -> None:
     )
     parser.add_argument("--split", choices=[*SPLITS, "all"], default="all")
     parser.add_argument("--category", choices=CATEGORIES)
+    parser.add_argument(
+        "--follow-ups", action="store_true", help="only the follow-ups (cases with the session's previous prompt)"
+    )
+    parser.add_argument(
+        "--no-previous", action="store_true", help="judge every follow-up alone, without its previous prompt"
+    )
     parser.add_argument("--verbose", action="store_true", help="list every miss with its diagnosis and the pack")
     parser.add_argument("--json", type=Path, help="write every row, timing and outcome to this file ('-' for stdout)")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "cclg-eval-stores")
@@ -973,6 +984,10 @@ def main() -> None:
         os.environ["CCLG_SEMANTIC"] = "off"
 
     cases = Cases.load(args.cases, args.questions)
+    if args.no_previous:  # the follow-ups as the pack judged them before it read the session's previous prompt
+        for case in cases.queries + cases.off_topic:
+            if "previous" in case:
+                case["previous"] = ""
     log = sys.stderr
     for problem in cases.problems:
         print(f"case problem: {problem}", file=log)

@@ -53,7 +53,12 @@ Project = Annotated[
     ),
 ]
 Workspace = Annotated[str | None, Field(max_length=200, description="Only memories of this workspace (or of none).")]
-MemoryId = Annotated[str, Field(min_length=4, max_length=100, description="A memory id (mem_...) or a unique prefix.")]
+MemoryId = Annotated[
+    str,
+    Field(
+        min_length=4, max_length=100, description="A memory id (mem_...), a unique prefix, or its short form (mem~...)."
+    ),
+]
 Content = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS, description="One self-contained statement.")]
 Reason = Annotated[
     str, Field(min_length=1, max_length=2_000, description="Why; kept in the patch for the audit trail.")

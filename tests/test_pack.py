@@ -25,6 +25,7 @@ from cclg.api import add_memory
 from cclg.cli import cli
 from cclg.core.fencing import reveal
 from cclg.core.files import read_jsonl
+from cclg.core.ids import short_id
 from cclg.core.records import Scope, Source, dumps, new_node
 from cclg.core.secrets import SecretError
 from cclg.core.store import Store
@@ -614,8 +615,8 @@ def test_markdown_quotes_every_stored_string(store: Store, facts: list[str]) -> 
     expected_retired = f"- {old} (superseded; replaced by {new.new_nodes[0].id}): {prefix}"
     assert lines.count(expected_retired) == 1
     for entry in result["possibly_related"]:
-        quoted = f"{json.dumps(entry['preview'], ensure_ascii=False)}; {json.dumps(entry['why'], ensure_ascii=False)}"
-        assert lines.count(f"- {entry['id']} ({entry['type']}): {quoted}") == 1
+        quoted = json.dumps(entry["preview"], ensure_ascii=False)
+        assert lines.count(f"- {short_id(entry['id'])} ({entry['type']}): {quoted}") == 1
     related = len(result["possibly_related"])
     assert sum(line.startswith("- ") for line in lines) == len(result["memory_nodes"]) + 1 + related
     assert "- (none relevant)" in render(pack(store, "write a haiku about autumn leaves"), "markdown")

@@ -10,9 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from cclg import api, mcp_tools
 from cclg.api import label
+from cclg.cli import cli
+from cclg.core.ids import FixedClock, fixed_clock, short_id
 from cclg.core.store import Store
+from cclg.errors import NotFoundError, UsageError
 from cclg.ledger.writer import apply_patch
 from cclg.retrieval.rendering import MARKDOWN_RELATED, fit_markdown, prompt_markdown, prompt_toml
 from cclg.retrieval.selection import RELATED_CHARS, RELATED_MAX, Budget, PackRequest, compile_pack, related_text
@@ -76,7 +81,7 @@ def test_markdown_shows_the_tier_within_its_characters_and_the_cap(store: Store,
     for cap in (400, 700, 4000):
         result, markdown = fit_markdown(store, PackRequest(PARTIAL, budget=Budget(max_chars=cap)))
         assert len(markdown) <= cap
-        lines = [line for line in markdown.splitlines() if line.startswith("- mem_")]
+        lines = [line for line in markdown.splitlines() if line.startswith("- mem~")]
         assert len(lines) == len(result["possibly_related"]) <= RELATED_MAX
         assert sum(len(line) + 1 for line in lines) <= RELATED_CHARS
         if lines:
@@ -131,3 +136,37 @@ def test_a_memory_near_in_meaning_is_offered_but_a_retired_one_never(
     assert result["memory_nodes"] == []
     assert [e["id"] for e in result["possibly_related"]] == [near]
     assert "similarity" in result["possibly_related"][0]["why"]
+
+
+def test_a_line_shows_the_short_id_that_show_and_cite_take(store: Store, facts: dict[str, str]) -> None:
+    """Three lines fit the tier's characters: the line shows ``mem~`` and the id's last characters (a
+    batch of memories made in one second shares a long prefix, not an end), and ``cclg show``, ``cclg
+    cite`` and MCP ``memory_cite`` take it. The JSON keeps the full id."""
+    result, markdown = fit_markdown(store, PackRequest(PARTIAL))
+    full = facts[FRONTEND]
+    short = short_id(full)
+    assert result["possibly_related"][0]["id"] == full
+    assert f"- {short} (" in markdown and full not in markdown
+    assert len(short) == len("mem~") + 8
+    assert api.show(store, short).id == full
+    assert api.cite(store, short)["id"] == full
+    assert mcp_tools.memory_cite(store, short)["id"] == full
+    shown = CliRunner().invoke(cli, ["--root", str(store.root), "show", short, "--json"])
+    assert shown.exit_code == 0 and json.loads(shown.output)["id"] == full
+
+
+def test_a_short_id_that_names_several_or_none_is_refused_clearly(store: Store) -> None:
+    ids = []
+    for tag in ("a", "b"):
+        with fixed_clock(FixedClock("2026-01-01T00:00:00+00:00", tag=tag)):
+            ids.append(api.add_memory(store, f"note {tag}: the {tag} build runs on Fridays", source="user").node.id)
+    assert ids == ["mem_a0001", "mem_b0001"]
+    assert api.show(store, "mem~a0001").id == "mem_a0001"
+    with pytest.raises(UsageError, match="matches 2 memories; give the full id"):
+        api.show(store, "mem~0001")
+    with pytest.raises(UsageError, match="at least 4"):
+        api.show(store, "mem~01")
+    with pytest.raises(NotFoundError, match="no memory mem~zzzz9999"):
+        api.show(store, "mem~zzzz9999")
+    with pytest.raises(UsageError, match="short id: give the full id"):
+        api.purge_preview(store, "mem~a0001")

@@ -165,3 +165,31 @@ def test_one_word_of_a_short_question_is_not_enough(store: Store) -> None:
     api.add_memory(store, content, source="user", questions=["which Marlin crate can write ledger tables?"])
     assert packed(store, "write a haiku about autumn") == []
     assert [e["content"] for e in packed(store, "which crate writes the ledger tables?")] == [content]
+
+
+GENERIC = [
+    "Errors from the payment handler are logged with the request id",
+    "The API handles validation errors in one middleware",
+    "Background jobs handle retries themselves and log their errors",
+]
+
+
+def test_a_question_counts_only_when_the_prompt_holds_its_rarest_word(store: Store) -> None:
+    """A prompt about handling errors in Go holds the two common words of "how should I handle mypy
+    errors?" but not "mypy", what the question is about: it is not asked (issue 29: a question's generic
+    words brought other services' memories to off-topic prompts)."""
+    for note in [*FILLER, *GENERIC]:
+        api.add_memory(store, note, source="user")
+    content = "mypy runs in the lint job; any type: ignore must name its code"
+    api.add_memory(store, content, source="user", questions=["how should I handle mypy errors?"])
+    assert content not in [e["content"] for e in packed(store, "what's the idiomatic way to handle errors in Go?")]
+    assert [e["content"] for e in packed(store, "how do I handle these mypy errors?")][:1] == [content]
+
+
+def test_a_scrap_of_a_word_is_no_match_for_a_question(store: Store) -> None:
+    """ "IPv4" falls apart into i, pv, 4; questions are full of "I": the scrap is no evidence."""
+    for note in FILLER:
+        api.add_memory(store, note, source="user")
+    content = "Production incidents: page the on-call, then write the postmortem within five days"
+    api.add_memory(store, content, source="user", questions=["what do I do when production is down?"])
+    assert packed(store, "write a regex that matches an IPv4 address") == []

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from cclg import api
 from cclg.cli import cli
+from cclg.core.ids import short_id
 from cclg.core.store import Store
 from cclg.hook import handle
 from cclg.learning import usage
@@ -216,7 +217,7 @@ def related_session(store: Store, name: str, command: str) -> tuple[str, str]:
 
 def test_a_possibly_related_memory_never_opened_has_no_verdict(store: Store) -> None:
     context, offered = related_session(store, "s1", "npm run build")
-    assert offered in context, "offered as one line"
+    assert short_id(offered) in context, "offered as one line, with the id's short form"
     assert usage.observe_session(store, "s1") == {"used": [], "ignored": []}
 
 
@@ -226,10 +227,26 @@ def test_a_possibly_related_memory_opened_by_its_id_counts_as_used(store: Store)
 
     offered = dict(zip(SOFTWARE_FACTS, seed(store, SOFTWARE_FACTS), strict=True))[FRONTEND]
     context = event(store, "s2", "user-prompt", prompt=PARTIAL) or ""
-    assert offered in context
+    assert short_id(offered) in context
     response = {"content": [{"type": "text", "text": FRONTEND}]}
     event(store, "s2", "post-tool", tool_name="mcp__cclg__memory_cite", tool_input={"memory_id": offered},
           tool_response=response)  # fmt: skip
     event(store, "s2", "session-end", reason="exit")
+    (line,) = [json.loads(x) for x in (store.usage_log_path).read_text().splitlines()]
+    assert line["used"] == [offered] and line["ignored"] == []
+
+
+def test_a_possibly_related_memory_opened_by_its_short_id_counts_as_used(store: Store) -> None:
+    """The line shows ``mem~...``: the agent opens it with what it was shown."""
+    from tests.test_pack import SOFTWARE_FACTS, seed
+    from tests.test_possibly_related import FRONTEND, PARTIAL
+
+    offered = dict(zip(SOFTWARE_FACTS, seed(store, SOFTWARE_FACTS), strict=True))[FRONTEND]
+    context = event(store, "s3", "user-prompt", prompt=PARTIAL) or ""
+    assert short_id(offered) in context and offered not in context
+    response = {"stdout": FRONTEND, "stderr": "", "interrupted": False, "isImage": False}
+    event(store, "s3", "post-tool", tool_name="Bash", tool_input={"command": f"cclg show {short_id(offered)}"},
+          tool_response=response)  # fmt: skip
+    event(store, "s3", "session-end", reason="exit")
     (line,) = [json.loads(x) for x in (store.usage_log_path).read_text().splitlines()]
     assert line["used"] == [offered] and line["ignored"] == []

@@ -3,7 +3,9 @@
 Each function takes an open ``Store`` and plain values, does one job, and returns
 records or plain dicts; the surfaces only parse and print. Ids are resolved here,
 in one place: wherever a memory or patch id is taken, a unique prefix of it is
-accepted (``resolve_memory_id``, ``resolve_patch_id``). A caller that is not the user
+accepted (``resolve_memory_id``, ``resolve_patch_id``), and so is its short form, ``mem~`` and the
+id's last characters, as the pack's possibly related lines show it (``cclg.core.ids.short_id``;
+not for a purge). A caller that is not the user
 (MCP: ``max_trust="untrusted"``) is held to what it may change here too.
 
 The work itself lives in the modules named after it (``intake`` for new memories,
@@ -152,8 +154,9 @@ def init_store(root: str | Path | None = None) -> tuple[Store, bool]:
 
 
 def resolve_memory_id(store: Store, text: str, *, least: int = 0) -> str:
-    """Accept a full memory id, or a unique prefix of one (``mem_01jq`` style) holding at least ``least``
-    characters after ``mem_`` (``PURGE_ID_CHARS`` for a purge, which cannot be undone)."""
+    """Accept a full memory id, a unique prefix of one (``mem_01jq`` style) holding at least ``least``
+    characters after ``mem_`` (``PURGE_ID_CHARS`` for a purge, which cannot be undone), or, when ``least``
+    is 0, its short form (``mem~md3k8x2q``, a unique end of the id: ``cclg.core.ids.short_id``)."""
     return _resolve_id(store, text, "mem", "nodes", "memory", "memories", least)
 
 
@@ -182,6 +185,8 @@ def resolve_patch_id(store: Store, text: str) -> str:
 def _resolve_id(store: Store, text: str, prefix: str, folder: str, noun: str, plural: str, least: int = 0) -> str:
     if is_valid_id(text, prefix) and (store.folder(folder) / f"{text}.json").exists():
         return text
+    if text.startswith(prefix + "~"):
+        return _resolve_end(store, text, prefix, folder, noun, plural, least)
     if text.startswith(prefix + "_") and len(text) < len(prefix) + 1 + least:
         raise UsageError(f"{text!r} is too short: give the full id or at least {least} characters after {prefix}_")
     matches = []
@@ -191,6 +196,30 @@ def _resolve_id(store: Store, text: str, prefix: str, folder: str, noun: str, pl
         return matches[0]
     if len(matches) > 1:
         raise UsageError(f"{text} matches {len(matches)} {plural}; give more of the id")
+    raise NotFoundError(f"no {noun} {text} in {store.root}")
+
+
+# The characters of an id's end its short form needs (``mem~`` and at least this many).
+SHORT_ID_LEAST = 4
+
+
+def _resolve_end(store: Store, text: str, prefix: str, folder: str, noun: str, plural: str, least: int) -> str:
+    """The id whose end is the short form ``text`` (``mem~md3k8x2q``: ``cclg.core.ids.short_id``)."""
+    end = text[len(prefix) + 1 :]
+    if least:
+        raise UsageError(f"{text!r} is a short id: give the full id or at least {least} characters after {prefix}_")
+    if len(end) < SHORT_ID_LEAST or not end.isalnum():
+        raise UsageError(f"{text!r} is not a short id: {prefix}~ and at least {SHORT_ID_LEAST} letters or digits")
+    if folder == "nodes":  # the index's id column: listing 100,000 record files took seconds
+        from cclg.ledger.index import read_fresh
+
+        matches = [i for i in read_fresh(store, lambda index: index.ids_ending(end)) if store.node_path(i).exists()]
+    else:
+        matches = [p.stem for p in store.record_files(folder) if p.stem.endswith(end)]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise UsageError(f"{text} matches {len(matches)} {plural}; give the full id")
     raise NotFoundError(f"no {noun} {text} in {store.root}")
 
 

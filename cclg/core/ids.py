@@ -2,7 +2,8 @@
 
 Ids are ``<prefix>_`` followed by 26 characters of lower-case Crockford base32:
 48 bits of milliseconds since the epoch, then 80 random bits (os.urandom), so ids
-sort by creation time and cannot be guessed. Times are ISO 8601 in UTC with
+sort by creation time and cannot be guessed. An id's short form (``short_id``) is
+``<prefix>~`` and its last eight characters. Times are ISO 8601 in UTC with
 microseconds. ``FixedClock`` makes both deterministic (the demo store).
 
 A content hash is the SHA-256 of the NFC-normalised text with ``\n`` newlines,
@@ -118,6 +119,19 @@ def new_id(prefix: str) -> str:
     order (the random part is incremented instead of redrawn).
     """
     return _clock.new_id(prefix) if _clock is not None else _system_id(prefix)
+
+
+SHORT_ID_CHARS = 8  # of an id's end in its short form: 40 random bits, and ids made in one batch differ there
+
+
+def short_id(record_id: str) -> str:
+    """The short form of an id, ``<prefix>~`` and its last ``SHORT_ID_CHARS`` characters
+    (``mem_01jq...md3k8x2q`` -> ``mem~md3k8x2q``), which the pack's possibly related lines show and
+    every command that takes an id accepts (``cclg.api.resolve_memory_id``). The end, not the start:
+    an id starts with its creation time, so memories made in the same second share a long prefix,
+    while the end is random (and counts up within one millisecond)."""
+    prefix, _, rest = record_id.partition("_")
+    return f"{prefix}~{rest[-SHORT_ID_CHARS:]}"
 
 
 def is_valid_id(value: object, prefix: str) -> bool:

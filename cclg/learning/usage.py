@@ -25,7 +25,7 @@ import json
 import re
 
 from cclg.core.hook_events import POST_TOOL, POST_TOOL_FAILURE, STOP, logged
-from cclg.core.ids import now_iso
+from cclg.core.ids import now_iso, short_id
 from cclg.core.store import Store
 from cclg.ledger.sessions import Digest, digest, event_payload, events_from
 from cclg.retrieval.usage_prior import counts, rebuild
@@ -98,9 +98,11 @@ def observe_session(store: Store, session_id: str, found: Digest | None = None) 
 
 def opened(node_id: str, offered_at: int, texts: list[tuple[int, str]]) -> bool:
     """Whether the agent opened a memory offered as possibly related: its id in what it did after the
-    offer (``cclg show ID`` in a command, ``memory_cite``'s ``memory_id``). The id, not the memory's
+    offer (``cclg show ID`` in a command, ``memory_cite``'s ``memory_id``), in full or in the short form the
+    line showed (``mem~...``). The id, not the memory's
     words: a line of preview is not the memory, and its words may be the prompt's own."""
-    return any(node_id in text for offset, text in texts if offset > offered_at)
+    short = short_id(node_id)  # the form the possibly related line shows
+    return any(node_id in text or short in text for offset, text in texts if offset > offered_at)
 
 
 def _terms(store: Store, node_ids: list[str]) -> dict[str, list[str]]:

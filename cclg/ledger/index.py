@@ -499,6 +499,14 @@ class Index:
         """The rows (``VIEW_COLUMNS``) of the current pinned nodes (``is_pinned``), by id."""
         return self._rows(f"SELECT {_VIEW_ROW} FROM nodes n WHERE n.pinned = 1 AND +n.current = 1 ORDER BY n.id")
 
+    def ids_ending(self, end: str) -> list[str]:
+        """The ids of the nodes (whatever their status) that end with ``end``, letters and digits only: what
+        a short id (``cclg.core.ids.short_id``) names. One scan of the id column, not of the files."""
+        if not end.isalnum():
+            return []
+        rows = self.db.execute("SELECT id FROM nodes WHERE id LIKE ? ORDER BY id", ("%" + end,))
+        return [row[0] for row in rows if row[0].endswith(end)]
+
     def node(self, node_id: str) -> MemoryNode | None:
         """Node ``node_id`` as the index holds it, whatever its status (None if it has no row)."""
         row = self.db.execute("SELECT record FROM nodes WHERE id = ?", (node_id,)).fetchone()

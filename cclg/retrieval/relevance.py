@@ -38,6 +38,15 @@ their weight (secondary evidence), and a memory passes only with evidence from t
 prompt's own words too (one of them matched, or its meaning): "thanks, that worked"
 after a deploy question packs no deploy memory. A longer prompt is judged alone.
 
+A memory's **questions** (the ones it answers) are read like its content when its content
+already matches ``QUESTION_CONTENT_WORDS`` of the prompt's words (the questions then add to
+what the words point at); otherwise only the questions the prompt asks count: those of
+which it holds the rarest word in the store, what the question is about (``_asked``). "how
+should I handle mypy errors?" is not asked by a prompt about handling errors in Go, which
+holds its two common words and not "mypy"; a prompt's word matched only by a question that
+does not count is no evidence. A word's scrap
+that is a stop word ("ipv4" -> "i") matches nothing, and questions are full of "I".
+
 A candidate's strength is its best evidence over its threshold; it passes at
 strength 1 and at least ``RELATIVE`` of the strongest candidate's. Retired
 memories are judged in the same round, so a retired fact passes only where a
@@ -52,7 +61,7 @@ terms that the store holds.
 from __future__ import annotations
 
 from cclg.core.records import node_questions
-from cclg.core.text import compound_parts, is_cjk, query_words, stem
+from cclg.core.text import STOPWORDS, compound_parts, is_cjk, query_words, stem, tokens
 from cclg.retrieval.query import Hit, View, Where
 from cclg.retrieval.search import bm25, idf, rarest_terms
 
@@ -74,6 +83,7 @@ MAX_SEARCH_TERMS = 128
 MEMORY_SHARE_RANKS = 10  # the memory share is weighed for the best BM25 candidates only
 FOLLOW_UP_WORDS = 3  # "and in staging?" has 1, "what about the flaky tests?" 2; a question of its own has more
 PREVIOUS_WEIGHT = 0.5  # the previous prompt's words weigh half what the prompt's own words weigh
+QUESTION_CONTENT_WORDS = 2  # content matching this many prompt words lets every question count (_asked)
 
 
 class Evidence:
@@ -268,7 +278,7 @@ def _credit(word: tuple[str, ...], terms: set[str]) -> float:
     so that "atlas-admin" half-matches "mirveltan-admin" rather than matching it."""
     if word[0] in terms:
         return 1.0
-    if not terms.intersection(word):
+    if not terms.intersection(word[1:]).difference(STOPWORDS):  # "ipv4" is not matched by its scrap "i"
         return 0.0
     parts = compound_parts(word[0])
     if len(parts) < 2:
@@ -300,6 +310,17 @@ def _memory_share(index: Index, owns: list[list[tuple[str, ...]]], prompt_terms:
     return best
 
 
+def _asked(index: Index, question: list[tuple[str, ...]], prompt_terms: set[str]) -> bool:
+    """Whether the prompt asks ``question`` (its words): it holds the question's rarest word in the store,
+    what the question is about. "how should I handle mypy errors?" is not asked by a prompt about
+    handling errors in Go, which holds its two common words and not "mypy"."""
+    if not question:
+        return False
+    weights = _weights(index, question)
+    top = max(weights)
+    return any(_credit(word, prompt_terms) for word, weight in zip(question, weights, strict=True) if weight >= top)
+
+
 def _evidence(
     index: Index,
     groups: list[tuple[str, ...]],
@@ -316,9 +337,17 @@ def _evidence(
     for rank, hit in enumerate(candidates):
         matched = set(hit.matched)
         credit = [_credit(word, matched) for word in groups]
+        texts = owns[rank] if rank < MEMORY_SHARE_RANKS else []
+        if node_questions(hit.node):  # only the questions the prompt asks count (_asked)
+            in_content = matched.intersection(tokens(_memory_texts(hit)[0]))
+            content_credit = [_credit(word, in_content) for word in groups]
+            if sum(1 for c in content_credit if c) < QUESTION_CONTENT_WORDS:
+                texts = texts[:1] + [own for own in texts[1:] if _asked(index, own, prompt_terms)]
+                asked = {t for own in texts[1:] for word in own for t in word}
+                credit = [_credit(word, matched & (in_content | asked)) for word in groups]
         hits = [i for i, share in enumerate(credit) if share]
         query_share = sum(w * c for w, c in zip(weights, credit, strict=True)) / total_weight if total_weight else 0.0
-        memory_share, inside = _memory_share(index, owns[rank] if rank < MEMORY_SHARE_RANKS else [], prompt_terms)
+        memory_share, inside = _memory_share(index, texts, prompt_terms)
         lead = hit.id in leaders and len(hits) >= LEAD_WORDS
         cosine = similarity.get(hit.id)
         evidence = Evidence(query_share, memory_share, lead, [groups[i][0] for i in hits], cosine)

@@ -16,6 +16,7 @@ import json
 
 from cclg import format as fmt
 from cclg.core import fencing
+from cclg.core.ids import short_id
 from cclg.core.store import Store
 from cclg.core.text import estimate_tokens
 from cclg.errors import UsageError
@@ -133,9 +134,11 @@ def _retired_line(e: dict[str, Any]) -> str:
 
 
 def related_line(e: dict[str, Any]) -> str:
-    """A possibly related memory in one line: its id, key (else type), preview and why offered."""
+    """A possibly related memory in one line, what the agent needs to decide whether to open it: its
+    short id (``cclg show`` and MCP ``memory_cite`` take it), key (else type) and preview. Why it was
+    offered stays in the JSON and TOML: three lines fit the tier's characters, not two."""
     kind = fencing.quote_outside(e["key"]) if e.get("key") else e["type"]
-    return f"- {e['id']} ({kind}): {fencing.quote_outside(e['preview'])}; {fencing.quote_outside(e['why'])}"
+    return f"- {short_id(e['id'])} ({kind}): {fencing.quote_outside(e['preview'])}"
 
 
 def prompt_markdown(pack: dict[str, Any]) -> str:

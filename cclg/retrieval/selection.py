@@ -18,7 +18,8 @@ current memories that matter:
 4. the next candidates with real evidence that the decision did not keep (part of the prompt's
    words, or a semantic similarity over ``RELATED_SIMILARITY``) are offered as **possibly
    related**: at most ``RELATED_MAX`` one-line entries (id, type, key, a preview, why), within
-   ``Budget.related_chars``, for the agent to open itself (``cclg show ID``, MCP ``memory_cite``).
+   ``Budget.related_chars``, for the agent to open itself (``cclg show ID``, MCP ``memory_cite``;
+   the lines show the id's short form, ``cclg.core.ids.short_id``).
    They are never memory: a retired, quarantined, restricted or withheld memory is never one, and
    the relevance decision alone says what is packed in full (``choose_related``).
 
@@ -43,7 +44,7 @@ from __future__ import annotations
 
 from cclg import format as fmt
 from cclg.core import fencing
-from cclg.core.ids import now_iso
+from cclg.core.ids import now_iso, short_id
 from cclg.core.labels import labels_of
 from cclg.core.records import MemoryNode, Record
 from cclg.core.store import Store
@@ -461,9 +462,9 @@ def related_entries(
 
 
 def related_text(entry: dict[str, Any]) -> str:
-    """A possibly related entry as one plain line (id, key or type, preview, why): what the budget
+    """A possibly related entry as one plain line (short id, key or type, preview): what the budget
     counts for it when no rendering is given, about what the Markdown line costs."""
-    return f"{entry['id']} ({entry['key'] or entry['type']}): {entry['preview']}; {entry['why']}\n"
+    return f"{short_id(entry['id'])} ({entry['key'] or entry['type']}): {entry['preview']}\n"
 
 
 def _preview(content: str) -> str:
