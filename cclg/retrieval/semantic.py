@@ -154,7 +154,8 @@ def helper_version() -> str:
         from cclg.core.ids import sha256_hex
 
         code = b"".join(Path(module).read_bytes() for module in (__file__, embed.__file__))
-        _version.append(f"{__version__}/{embed.MODEL_ID}/{sha256_hex(code)[:12]}")
+        engines = "+".join(embed.installed()) or "none"
+        _version.append(f"{__version__}/{engines}/{sha256_hex(code)[:12]}")
     return _version[0]
 
 
@@ -499,9 +500,10 @@ def _start(store: Store, after: int | None = None) -> None:
     sweep(marker.parent)
     import importlib.util  # only when a helper may start: these cost the hook milliseconds
 
-    if importlib.util.find_spec(embed.PACKAGE_MODULE) is None:
+    if not embed.installed():
         # Not installed is a choice (the semantic extra), not a failure: lexical retrieval, nothing logged.
-        _write_marker(_marker(store.root, ".off"), f"{embed.PACKAGE} is not installed\n")
+        packages = " nor ".join(engine.package for engine in embed.ENGINES)
+        _write_marker(_marker(store.root, ".off"), f"neither {packages} is installed\n")
         return
     import subprocess  # 4 ms: only once a helper is to start
 
@@ -637,8 +639,11 @@ class Vectors:
         if fingerprint == self.fingerprint:
             return
         current = index.current_hashes()
+        engine = embed.engine()
+        if engine is None:
+            raise RuntimeError(f"embedding failed: {embed.failure()}")
         stored = {row[0]: (row[1], row[2]) for row in self.db.execute("SELECT id, model, hash FROM vectors")}
-        stale = [i for i, (model, digest) in stored.items() if current.get(i) != digest or model != embed.MODEL_ID]
+        stale = [i for i, (model, digest) in stored.items() if current.get(i) != digest or model != engine.model_id]
         self.db.executemany("DELETE FROM vectors WHERE id = ?", [(i,) for i in stale])
         missing = sorted(i for i in current if i not in stored or i in stale)
         for first in range(0, len(missing), BATCH):
@@ -649,15 +654,15 @@ class Vectors:
                 raise RuntimeError(f"embedding failed: {embed.failure()}")
             self.db.executemany(
                 "INSERT OR REPLACE INTO vectors (id, model, hash, vector) VALUES (?, ?, ?, ?)",
-                [(i, embed.MODEL_ID, current[i], embed.to_blob(v)) for i, v in zip(chunk, vectors, strict=True)],
+                [(i, engine.model_id, current[i], embed.to_blob(v)) for i, v in zip(chunk, vectors, strict=True)],
             )
             self.db.commit()
         self.db.commit()
-        rows = self.db.execute("SELECT id, vector FROM vectors WHERE model = ? ORDER BY id", (embed.MODEL_ID,))
+        rows = self.db.execute("SELECT id, vector FROM vectors WHERE model = ? ORDER BY id", (engine.model_id,))
         pairs = [(i, blob) for i, blob in rows if i in current]
         self.ids = [i for i, _ in pairs]
         blob = b"".join(b for _, b in pairs)
-        self.matrix = numpy.frombuffer(blob, dtype="<f4").reshape(len(pairs), embed.DIM)
+        self.matrix = numpy.frombuffer(blob, dtype="<f4").reshape(len(pairs), engine.dim)
         self.fingerprint = fingerprint
 
 
