@@ -1001,7 +1001,9 @@ def main() -> None:
         sweep(sizes, cases, args, reserved)
         return
 
-    gate = {name: value for name, value in vars(relevance).items() if name.isupper() and isinstance(value, float | int)}
+    gate = {
+        name: value for name, value in vars(relevance).items() if name.isupper() and isinstance(value, float | int | dict)
+    }
     print(
         f"{counts['facts']} facts, {counts['corrections']} corrections, {len(cases.queries)} on-topic queries, "
         f"{len(cases.off_topic)} off-topic prompts; split={args.split} category={args.category or 'all'}; gate {gate}",
@@ -1055,10 +1057,15 @@ def _override(name: str, value: float) -> None:
     """Set a constant of the relevance decision, of the pack's choice of possibly related memories, or of
     the embedding (``E5_QUERY_TOKENS``)."""
     modules = (relevance, selection, embed)
-    module = next((m for m in modules if isinstance(getattr(m, name, None), float | int)), None)
+    module = next((m for m in modules if isinstance(getattr(m, name, None), float | int | dict)), None)
     if module is None:
         raise SystemExit(f"{', '.join(m.__name__ for m in modules)} have no constant {name}")
-    setattr(module, name, type(getattr(module, name))(value))
+    old = getattr(module, name)
+    if isinstance(old, dict):  # one number per embedding engine: the one of the engine this run embeds with
+        engine = embed.ENGINES[0].name
+        old[engine] = type(old[engine])(value)
+    else:
+        setattr(module, name, type(old)(value))
 
 
 def sweep(sizes: list[int], cases: Cases, args: argparse.Namespace, reserved: list[str]) -> None:

@@ -105,7 +105,12 @@ def main() -> None:
     for assignment in args.set:
         name, _, value = assignment.partition("=")
         module = search_module if hasattr(search_module, name) else embed  # embed: E5_QUERY_TOKENS
-        setattr(module, name, type(getattr(module, name))(float(value)))
+        old = getattr(module, name)
+        if isinstance(old, dict):  # one number per embedding engine: the one this run embeds with
+            engine = embed.ENGINES[0].name
+            old[engine] = type(old[engine])(float(value))
+        else:
+            setattr(module, name, type(old)(float(value)))
     cases = er.Cases.load(args.cases)
     reserved = cases.reserved_terms()
     args.cache.mkdir(parents=True, exist_ok=True)

@@ -159,6 +159,18 @@ def helper_version() -> str:
     return _version[0]
 
 
+class Nearest:
+    """The semantic answer: the memories nearest a query, as (id, cosine) best first, and the name of the
+    engine whose cosines they are (``cclg.retrieval.embed.Engine.name``): each engine has its own scale,
+    so the thresholds that read them (relevance, the pack's second tier, search) are per engine."""
+
+    __slots__ = ("engine", "hits")
+
+    def __init__(self, hits: list[tuple[str, float]], engine: str) -> None:
+        self.hits = hits
+        self.engine = engine
+
+
 def similar(
     store: Store,
     query: str,
@@ -170,7 +182,8 @@ def similar(
 ) -> list[tuple[str, float]] | None:
     """The current memories (of ``where``'s view) nearest ``query``, as (id, cosine) best first, at most
     ``limit``; None when there is no answer in time (no helper yet, no model, a failure). Never raises."""
-    return consult(store, query, limit=limit, where=where, ids=ids, timeout=timeout)[0]
+    nearest = consult(store, query, limit=limit, where=where, ids=ids, timeout=timeout)[0]
+    return nearest.hits if nearest is not None else None
 
 
 def consult(
@@ -181,15 +194,15 @@ def consult(
     where: Where | None = None,
     ids: list[str] | None = None,
     timeout: float | None = None,
-) -> tuple[list[tuple[str, float]] | None, str]:
-    """``similar``'s answer and what became of the question: ``ANSWERED``; ``COLD`` (no helper ready, or
+) -> tuple[Nearest | None, str]:
+    """``similar``'s answer, with its engine, and what became of the question: ``ANSWERED``; ``COLD`` (no helper ready, or
     no answer within the budget: a miss, counted in ``store.semantic_answers_path``); ``OFF`` (turned
     off, the model unavailable, or an empty query: nothing to ask). Never raises."""
     try:
         where = where or Where()
         if IN_PROCESS:
-            hits = _in_process(store, query, where, ids, limit)
-            return hits, OFF if hits is None else ANSWERED
+            nearest = _in_process(store, query, where, ids, limit)
+            return nearest, OFF if nearest is None else ANSWERED
         if not enabled() or not query.strip():
             return None, OFF
         request = {
@@ -206,11 +219,10 @@ def consult(
             _start(store)
             return None, _missed(store)
         answer = _exchange(store, request, TIMEOUT if timeout is None else timeout)
-        if answer is None or "hits" not in answer:
-            return None, _missed(store)
-        hits = [(str(node_id), float(score)) for node_id, score in answer["hits"]]
+        if answer is None or "hits" not in answer or answer.get("engine") not in embed.BY_NAME:
+            return None, _missed(store)  # no answer, or cosines of no scale this code knows
         count_answer(store, True)
-        return hits, ANSWERED
+        return Nearest([(str(node_id), float(score)) for node_id, score in answer["hits"]], answer["engine"]), ANSWERED
     except Untrusted as refused:  # someone else's folder, socket or helper: not one byte is sent
         with contextlib.suppress(Exception):
             log_refusal(store, refused)
@@ -289,15 +301,15 @@ def _counted(value: object) -> list[int] | None:
     return None
 
 
-def _in_process(
-    store: Store, query: str, where: Where, ids: list[str] | None, limit: int
-) -> list[tuple[str, float]] | None:
+def _in_process(store: Store, query: str, where: Where, ids: list[str] | None, limit: int) -> Nearest | None:
     key = str(store.root.resolve())
+    engine = embed.engine()
+    if engine is None:
+        return None
     if key not in _local:
-        if not embed.available():
-            return None
         _local[key] = Vectors(store)
-    return _local[key].query(query, where, ids, limit)
+    hits = _local[key].query(query, where, ids, limit)
+    return Nearest(hits, engine.name) if hits is not None else None
 
 
 # ---------------------------------------------------------------- who the client talks to
@@ -898,7 +910,11 @@ def _answer(conn: Any, vectors: Vectors) -> None:
             where = Where(request.get("session_id"), request.get("project"), request.get("workspace"))
             limit = int(request.get("limit") or 10)
             hits = vectors.query(str(request["query"]), where, request.get("ids"), limit)
-            answer = {"hits": hits} if hits is not None else {"error": str(embed.failure())}
+            engine = embed.engine()
+            if hits is not None and engine is not None:
+                answer = {"hits": hits, "engine": engine.name}  # whose cosines: the client's thresholds follow
+            else:
+                answer = {"error": str(embed.failure())}
     except Exception as error:  # one bad request or a failed refresh: answer, keep serving
         answer = {"error": f"{type(error).__name__}: {error}"}
     with contextlib.suppress(OSError):  # the client gave up waiting
