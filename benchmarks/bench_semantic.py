@@ -3,11 +3,12 @@
 Run by hand (not part of the test suite):
 
     python benchmarks/bench_semantic.py --store STORE --engine e5 [--runs 15] [--embed 2000]
+    python benchmarks/bench_semantic.py --store STORE --engine e5 --cost-only [--runs 15]
 
 ``STORE`` is any cclg store (the retrieval evaluation's 10,000-memory one, for instance,
 under its ``--cache``); it is copied to a temporary folder first, so its own vectors are
-left alone. For the engine asked (``cclg.retrieval.embed.BY_NAME``, the others hidden from
-the processes this starts):
+left alone. For the engine asked (``use``, cclg's, or ``e5``, ``e5_engine.py``; the only one in the
+processes this starts):
 
 - **embedding**: ``--embed N`` memories of the store embedded in this process, as the
   helper does (batches of ``cclg.retrieval.semantic.BATCH``); the rate, and what the whole
@@ -21,7 +22,11 @@ the processes this starts):
   the socket included, its budget raised so that a slow answer is timed rather than
   dropped): p50 and p95 of the whole exchange, and the share inside the hook's budget
   (``TIMEOUT``, 50 ms);
-- the helper's resident memory (``VmRSS``) after them.
+- the helper's resident memory (``VmRSS``) after them;
+- **query cost**: the same prompts embedded in this process (``embed.embed_query``, the engine's query
+  cut included), as CPU time of the thread (``time.thread_time``: what a query costs a core, whatever
+  else the machine runs) and wall time; on a loaded machine the wall times of the helper's exchange
+  say more about the load than about the engine.
 
 The helper is ended when the run does.
 """
@@ -39,6 +44,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import e5_engine
 
 from cclg.core.store import Store
 from cclg.ledger.index import read_fresh
@@ -59,8 +66,9 @@ LENGTHS = (30, 60, 120, 250, 500, 2000)
 def helper_command(engine: str, root: Path) -> list[str]:
     """The helper as ``semantic`` starts it, with only ``engine`` in cclg's order of preference."""
     code = (
-        "import sys; from cclg.retrieval import embed, semantic; "
-        f"embed.ENGINES = (embed.BY_NAME[{engine!r}],); sys.exit(semantic.main(sys.argv[1:]))"
+        f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); import e5_engine; "
+        "from cclg.retrieval import embed, semantic; "
+        f"embed.ENGINES = (e5_engine.ENGINES[{engine!r}],); sys.exit(semantic.main(sys.argv[1:]))"
     )
     return [sys.executable, "-c", code, "--root", str(root), "--idle", "600"]
 
@@ -88,14 +96,38 @@ def embedding_rate(store: Store, count: int) -> tuple[int, float]:
     return len(chosen), time.perf_counter() - start
 
 
+def query_cost(runs: int) -> None:
+    """CPU and wall time of ``embed.embed_query`` in this process, by prompt length."""
+    embed.embed_query("warm up")
+    print(f"{'prompt':>8} {'chars':>6} {'cpu p50':>8} {'cpu p95':>8} {'wall p50':>9} (ms, in this process)")
+    for name, text in (("English", ENGLISH), ("Korean", KOREAN)):
+        long = (text * (max(LENGTHS) // len(text) + 1))[: max(LENGTHS)]
+        for length in LENGTHS:
+            cpu, wall = [], []
+            for run in range(runs):
+                prompt = f"{run} {long[: length - len(str(run)) - 1]}"
+                start, start_cpu = time.perf_counter(), time.thread_time()
+                embed.embed_query(prompt)
+                cpu.append((time.thread_time() - start_cpu) * 1000)
+                wall.append((time.perf_counter() - start) * 1000)
+            cpu.sort()
+            p95 = cpu[min(len(cpu) - 1, round(0.95 * (len(cpu) - 1)))]
+            print(f"{name:>8} {length:>6} {statistics.median(cpu):>8.1f} {p95:>8.1f} {statistics.median(wall):>9.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--store", type=Path, required=True)
-    parser.add_argument("--engine", choices=sorted(embed.BY_NAME), required=True)
+    parser.add_argument("--engine", choices=sorted(e5_engine.ENGINES), required=True)
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--embed", type=int, default=0, help="memories to embed in this process for the rate")
+    parser.add_argument("--cost-only", action="store_true", help="only the query cost in this process: no store")
     args = parser.parse_args()
-    embed.ENGINES = (embed.BY_NAME[args.engine],)
+    embed.ENGINES = (e5_engine.ENGINES[args.engine],)
+    if args.cost_only:
+        print(f"{args.engine}: load average {os.getloadavg()[0]:.1f}")
+        query_cost(args.runs)
+        return
     with tempfile.TemporaryDirectory(prefix="cclg-bench-semantic-") as scratch:
         root = Path(scratch) / "store"
         shutil.copytree(args.store, root, symlinks=True)
@@ -135,6 +167,7 @@ def main() -> None:
                     inside = sum(t <= semantic.TIMEOUT * 1000 for t in times) / len(times)
                     print(f"{name:>8} {length:>6} {statistics.median(times):>8.1f} {p95:>8.1f} {inside:>9.0%}")
             print(f"helper RSS: {rss_mb(helper.pid):.0f} MB; load average {os.getloadavg()[0]:.1f}")
+            query_cost(args.runs)
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(helper.pid, signal.SIGTERM)

@@ -137,6 +137,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import distractors
+import e5_engine
 
 from cclg import api
 from cclg.core.store import Store
@@ -968,12 +969,15 @@ def main() -> None:
     )
     parser.add_argument(
         "--engine",
-        choices=sorted(embed.BY_NAME),
-        help="with --semantic: embed with this engine only (default: cclg.retrieval.embed's order of preference)",
+        choices=sorted(e5_engine.ENGINES),
+        help="with --semantic: embed with this engine (default: cclg's, USE); e5 comes with its tuned thresholds",
     )
     args = parser.parse_args()
     if args.engine:
-        embed.ENGINES = (embed.BY_NAME[args.engine],)
+        embed.ENGINES = (e5_engine.ENGINES[args.engine],)
+    if args.engine == "e5":  # its cosines' scale: the thresholds chosen for it on the tune half, then --set
+        for name, number in e5_engine.TUNED.items():
+            _override(name, number)
     if args.semantic:
         semantic.IN_PROCESS = True
     else:  # lexical only: no helper process may answer (or be started for each of the eval's stores)
@@ -1001,9 +1005,7 @@ def main() -> None:
         sweep(sizes, cases, args, reserved)
         return
 
-    gate = {
-        name: value for name, value in vars(relevance).items() if name.isupper() and isinstance(value, float | int | dict)
-    }
+    gate = {name: value for name, value in vars(relevance).items() if name.isupper() and isinstance(value, float | int)}
     print(
         f"{counts['facts']} facts, {counts['corrections']} corrections, {len(cases.queries)} on-topic queries, "
         f"{len(cases.off_topic)} off-topic prompts; split={args.split} category={args.category or 'all'}; gate {gate}",
@@ -1055,17 +1057,12 @@ def main() -> None:
 
 def _override(name: str, value: float) -> None:
     """Set a constant of the relevance decision, of the pack's choice of possibly related memories, or of
-    the embedding (``E5_QUERY_TOKENS``)."""
-    modules = (relevance, selection, embed)
-    module = next((m for m in modules if isinstance(getattr(m, name, None), float | int | dict)), None)
+    the e5 engine (``QUERY_TOKENS``)."""
+    modules = (relevance, selection, e5_engine)
+    module = next((m for m in modules if isinstance(getattr(m, name, None), float | int)), None)
     if module is None:
         raise SystemExit(f"{', '.join(m.__name__ for m in modules)} have no constant {name}")
-    old = getattr(module, name)
-    if isinstance(old, dict):  # one number per embedding engine: the one of the engine this run embeds with
-        engine = embed.ENGINES[0].name
-        old[engine] = type(old[engine])(value)
-    else:
-        setattr(module, name, type(old)(value))
+    setattr(module, name, type(getattr(module, name))(value))
 
 
 def sweep(sizes: list[int], cases: Cases, args: argparse.Namespace, reserved: list[str]) -> None:

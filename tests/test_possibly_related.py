@@ -125,8 +125,7 @@ def test_a_memory_near_in_meaning_is_offered_but_a_retired_one_never(
 
     near, far, gone = facts[SOFTWARE_FACTS[3]], facts[SOFTWARE_FACTS[4]], facts[SOFTWARE_FACTS[8]]
     apply_patch(store, "forget", [gone], reason="gone")
-    bar = RELATED_SIMILARITY["use"]
-    answer = semantic.Nearest([(near, bar + 0.02), (gone, 0.44), (far, bar - 0.05)], "use")
+    answer = [(near, RELATED_SIMILARITY + 0.02), (gone, 0.44), (far, RELATED_SIMILARITY - 0.05)]
     monkeypatch.setattr(semantic, "consult", lambda *args, **kwargs: (answer, semantic.ANSWERED))
     result = pack(store, "zzz qqq")
     assert result["memory_nodes"] == []

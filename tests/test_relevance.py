@@ -91,12 +91,11 @@ def test_meaning_lifts_words_that_fall_short_over_the_bar(small: Store, monkeypa
     migrations = found["id"]
 
     def similar(cosine: float) -> None:
-        answer = semantic.Nearest([(migrations, cosine)], "use")
-        monkeypatch.setattr(semantic, "consult", lambda *a, **k: (answer, semantic.ANSWERED))
+        monkeypatch.setattr(semantic, "consult", lambda *a, **k: ([(migrations, cosine)], semantic.ANSWERED))
 
-    similar(relevance.SEMANTIC_FLOOR["use"] + 0.01)
+    similar(relevance.SEMANTIC_FLOOR + 0.01)
     assert packed(small, query) == []
-    similar(relevance.SEMANTIC["use"] - 0.01)  # under the bar of meaning alone
+    similar(relevance.SEMANTIC - 0.01)  # under the bar of meaning alone
     (entry,) = api.compile_pack(small, api.PackRequest(query))["memory_nodes"]
     assert entry["content"] == NOTES[0] and entry["evidence"]["strength"] == 1.0
     assert "backed by their meaning" in entry["why"]

@@ -46,12 +46,10 @@ def answering(answer: list[tuple[str, float]] | None, calls: list[str] | None = 
     """A stand-in for ``semantic.consult``: the helper's ``answer``, or, with none, the state the client
     gives a question nobody answered (``cold``, or ``off`` where the model is known to be missing)."""
 
-    def consult(store: Store, query: str, **_: Any) -> tuple[semantic.Nearest | None, str]:
+    def consult(store: Store, query: str, **_: Any) -> tuple[list[tuple[str, float]] | None, str]:
         if calls is not None:
             calls.append(query)
-        if answer is None:
-            return None, semantic._missed(store)
-        return semantic.Nearest(answer, "use"), semantic.ANSWERED
+        return (answer, semantic.ANSWERED) if answer is not None else (None, semantic._missed(store))
 
     return consult
 

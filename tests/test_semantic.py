@@ -123,11 +123,10 @@ def test_the_pack_carries_a_paraphrase_with_its_similarity(
     store, ids = shared
     assert _wait(lambda: _serving(store))
     monkeypatch.setattr(semantic, "TIMEOUT", 2.0)  # a loaded test machine; the hook keeps 50 ms
-    # This pair scores 0.30 with USE: the wiring is tested, not the threshold (of the engine that answers).
-    monkeypatch.setattr(relevance, "SEMANTIC", {name: 0.25 for name in relevance.SEMANTIC})
+    monkeypatch.setattr(relevance, "SEMANTIC", 0.25)  # this pair scores 0.30: the wiring is tested, not the threshold
     packed = compile_pack(store, PackRequest(PARAPHRASE, generated_at="t"))
     entry = next(e for e in packed["memory_nodes"] if e["id"] == ids["uv"])
-    assert entry["evidence"]["similarity"] >= 0.25
+    assert entry["evidence"]["similarity"] >= relevance.SEMANTIC
     assert "semantic similarity" in entry["why"]
     monkeypatch.setenv("CCLG_SEMANTIC", "off")
     assert ids["uv"] not in [
@@ -212,7 +211,7 @@ def test_without_an_answer_the_pack_is_the_lexical_one(tmp_path: Path, monkeypat
     assert [compile_pack(store, PackRequest(q, generated_at="t")) for q in queries] == lexical
     # An answer below the threshold changes no memory of the pack (the memory is only offered as
     # possibly related, a line the budget counts); one above it brings the memory in.
-    below_answer = semantic.Nearest([(ids["uv"], relevance.SEMANTIC["use"] - 0.01)], "use")
+    below_answer = [(ids["uv"], relevance.SEMANTIC - 0.01)]
     monkeypatch.setattr(semantic, "consult", lambda *a, **k: (below_answer, semantic.ANSWERED))
     below = compile_pack(store, PackRequest(PARAPHRASE, generated_at="t"))
     tier_one = ("schema_version", "query", "generated_at", "memory_nodes", "suppressed_nodes")
@@ -220,10 +219,10 @@ def test_without_an_answer_the_pack_is_the_lexical_one(tmp_path: Path, monkeypat
     assert [e["id"] for e in below["possibly_related"]] == [ids["uv"]] and lexical[0]["possibly_related"] == []
     assert below["budget"] == {**lexical[0]["budget"], "used_chars": below["budget"]["used_chars"],
                                "used_tokens": below["budget"]["used_tokens"]}  # fmt: skip
-    above = semantic.Nearest([(ids["uv"], relevance.SEMANTIC["use"] + 0.1)], "use")
+    above = [(ids["uv"], relevance.SEMANTIC + 0.1)]
     monkeypatch.setattr(semantic, "consult", lambda *a, **k: (above, semantic.ANSWERED))
     packed = compile_pack(store, PackRequest(PARAPHRASE, generated_at="t"))["memory_nodes"]
-    assert [e["id"] for e in packed] == [ids["uv"]] and packed[0]["evidence"]["similarity"] > relevance.SEMANTIC["use"]
+    assert [e["id"] for e in packed] == [ids["uv"]] and packed[0]["evidence"]["similarity"] > relevance.SEMANTIC
 
 
 def _hook(store: Store, prompt: str) -> dict:

