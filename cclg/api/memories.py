@@ -53,7 +53,7 @@ from cclg.intake.new_memories import (
     scope_for,
 )
 from cclg.ledger import writer
-from cclg.ledger.index import rebuild_index
+from cclg.ledger.index import LIST_SCOPES, Index, read_fresh, rebuild_index
 from cclg.ledger.lattice import LIVE_STATUSES
 from cclg.ledger.staging import finish
 from cclg.ledger.view import effective_view
@@ -77,6 +77,8 @@ else:
 
 
 __all__ = [
+    "LIST_FILTERS",
+    "LIST_SCOPES",
     "AddResult",
     "Adoption",
     "CclgError",
@@ -108,6 +110,8 @@ __all__ = [
     "init_store",
     "keep_raw",
     "label",
+    "list_memories",
+    "memory_counts",
     "memory_lineage",
     "named_memory_id",
     "open_store",
@@ -226,6 +230,40 @@ def status(store: Store, folder: Path | None = None) -> dict[str, Any]:
     if found is not None:
         report["project"] = {"name": found.name, "id": found.value}
     return report
+
+
+LIST_FILTERS = ("status", "type", "scope", "project", "trust", "tag")  # what ``list_memories`` filters by
+
+
+def list_memories(
+    store: Store, filters: dict[str, str] | None = None, *, before: int | None = None, limit: int = 50
+) -> dict[str, Any]:
+    """One page of memories, newest first: the current ones, or those of ``filters["status"]``, narrowed
+    by any of ``LIST_FILTERS`` (``scope`` is one of ``LIST_SCOPES``). ``memories`` holds the nodes,
+    ``next`` what to pass as ``before`` for the page after (None on the last page). Read from the index
+    (``Index.listed_rows``), a page at a time: fast at any size of store."""
+    chosen = {k: v for k, v in (filters or {}).items() if v}
+    unknown = sorted(set(chosen) - set(LIST_FILTERS))
+    if unknown:
+        raise UsageError(f"unknown filter {', '.join(unknown)}; use {', '.join(LIST_FILTERS)}")
+    if chosen.get("scope") and chosen["scope"] not in LIST_SCOPES:
+        raise UsageError(f"unknown scope {chosen['scope']!r}; use one of {', '.join(LIST_SCOPES)}")
+    if chosen.get("status") and chosen["status"] not in fmt.NODE_STATUSES:
+        raise UsageError(f"unknown status {chosen['status']!r}; use one of {', '.join(fmt.NODE_STATUSES)}")
+
+    def page(index: Index) -> dict[str, Any]:
+        rows = index.listed_rows(chosen, before=before, limit=limit + 1)
+        nodes = [MemoryNode.from_dict(json.loads(row["record"]), where=f"index:{row['id']}") for row in rows[:limit]]
+        return {"memories": nodes, "next": rows[limit - 1]["rowid"] if len(rows) > limit else None}
+
+    result: dict[str, Any] = read_fresh(store, page, lambda found: [n.id for n in found["memories"]])
+    return result
+
+
+def memory_counts(store: Store) -> dict[str, dict[str, int]]:
+    """The memories by status (every node), and the current ones by type and by project (``""``: no
+    project): the overview's counts, from the index."""
+    return read_fresh(store, lambda index: {c: index.counts_by(c) for c in ("status", "type", "project")})
 
 
 def history(store: Store, *, memory_id: str | None = None, limit: int | None = None) -> list[MemoryPatch]:

@@ -179,6 +179,38 @@ def _row_filter(
     return condition, params
 
 
+_SCOPES = {  # a memory's narrowest scope, from its row's columns
+    "session": "n.session IS NOT NULL",
+    "project": "n.session IS NULL AND n.project IS NOT NULL",
+    "workspace": "n.session IS NULL AND n.project IS NULL AND n.workspace IS NOT NULL",
+    "global": "n.session IS NULL AND n.project IS NULL AND n.workspace IS NULL",
+}
+
+
+def _list_conditions(filters: dict[str, str]) -> tuple[list[str], list[object]]:
+    """The SQL conditions (and parameters) on ``nodes n`` of ``Index.listed_rows``'s ``filters``."""
+    status = filters.get("status")
+    conditions = ["n.status = ?" if status else "n.current = 1"]
+    params: list[object] = [status] if status else []
+    if filters.get("project"):
+        conditions.append("n.project = ?")
+        params.append(filters["project"])
+    if filters.get("scope"):
+        conditions.append(_SCOPES[filters["scope"]])
+    for field in ("type", "trust"):
+        if filters.get(field):
+            path = "$.type" if field == "type" else "$.metadata.trust"
+            conditions.append(f"json_extract(n.record, '{path}') = ?")
+            params.append(filters[field])
+    if filters.get("tag"):
+        conditions.append("EXISTS (SELECT 1 FROM json_each(n.record, '$.tags') WHERE value = ?)")
+        params.append(filters["tag"])
+    return conditions, params
+
+
+LIST_SCOPES = tuple(_SCOPES)
+
+
 class IndexDamage(sqlite3.DatabaseError):
     """A row of the index that cannot be read back (its record no longer parses): the file is damaged."""
 
@@ -556,6 +588,31 @@ class Index:
             (node_id,),
         )
         return [row[0] for row in rows]
+
+    def listed_rows(self, filters: dict[str, str], *, before: int | None, limit: int) -> list[sqlite3.Row]:
+        """One page of nodes (``VIEW_COLUMNS`` and ``record``), newest row first, older than row ``before``:
+        the web view's list. ``filters`` (each optional): ``status`` (one node status, else the current
+        memories), ``project``, ``scope`` (``session``, ``project``, ``workspace`` or ``global``: the
+        narrowest the memory is held to), ``type``, ``trust``, ``tag``. The walk runs down the rowid and
+        stops at ``limit`` matches: a page costs what it reads, never a scan of the whole store (unless
+        few memories match)."""
+        conditions, params = _list_conditions(filters)
+        if before is not None:
+            conditions.append("n.rowid < ?")
+            params.append(before)
+        return self._rows(
+            f"SELECT {_VIEW_ROW}, n.record FROM nodes n WHERE {' AND '.join(conditions)} ORDER BY n.rowid DESC LIMIT ?",
+            [*params, limit],
+        )
+
+    def counts_by(self, column: str) -> dict[str, int]:
+        """How many nodes hold each value of ``column`` (``status``, ``project``, ``type``), the current ones
+        for all but ``status``: the web view's overview (one pass over the covering index, or for ``type``
+        over the records)."""
+        expression = {"status": "n.status", "project": "n.project", "type": "json_extract(n.record, '$.type')"}[column]
+        where = "1" if column == "status" else "n.current = 1"
+        rows = self.db.execute(f"SELECT {expression}, count(*) FROM nodes n WHERE {where} GROUP BY 1 ORDER BY 2 DESC")
+        return {str(value) if value is not None else "": count for value, count in rows}
 
     def document_frequencies(self, terms: list[str]) -> tuple[int, dict[str, int]]:
         """(number of indexed nodes, nodes containing each term).
