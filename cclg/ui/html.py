@@ -54,8 +54,8 @@ _ID_KINDS = {"memory": "mem", "patch": "patch"}
 
 def href(*path: str, **query: object) -> Markup:
     """A link within the view: ``path`` is fixed words, a ``memory:ID``/``patch:ID``/``session:ID`` part
-    is an id checked against its pattern (``ValueError`` otherwise), and ``query`` is percent-encoded
-    (empty values left out)."""
+    (``/memory/ID``...) holds an id checked against its pattern (``ValueError`` otherwise), and ``query``
+    is percent-encoded (empty values left out)."""
     parts = []
     for part in path:
         kind, _, value = part.partition(":")
@@ -64,9 +64,9 @@ def href(*path: str, **query: object) -> Markup:
                 raise ValueError(f"not a fixed path word: {part!r}")
             parts.append(part)
         elif kind == "session" and is_valid_session_id(value):
-            parts.append(quote(value, safe=""))
+            parts += [kind, quote(value, safe="")]
         elif kind in _ID_KINDS and is_valid_id(value, _ID_KINDS[kind]):
-            parts.append(value)
+            parts += [kind, value]
         else:
             raise ValueError(f"not a {kind} id: {value!r}")
     url = "/" + "/".join(parts)

@@ -348,7 +348,7 @@ _EVENT_LISTS = (  # what an event's summary names, and how the page titles it
 
 
 def _event(event: Mapping[str, Any]) -> Markup:
-    given = event.get("payload")
+    given = event.get("summary", event.get("payload"))  # what the hook kept of it, else the payload itself
     payload: dict[str, Any] = given if isinstance(given, dict) else {}
     kind = str(event.get("event", ""))
     items: dict[str, object] = {}
