@@ -41,7 +41,7 @@ HEADERS = {
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # "no-referrer" makes Chromium send "Origin: null" with a form
     "Cache-Control": "no-store",
 }
 NAV = (("Overview", "overview"), ("Memories", "memories"), ("Sessions", "sessions"), ("Rules and sensors", "rules"),

@@ -259,7 +259,7 @@ def _lineage(store: api.Store, memory_id: str) -> Markup:
         for s in lineage.get("steps", [])
     ]  # fmt: skip
     return h(
-        '<h2>Lineage</h2><div id="lineage">$svg</div>$t',
+        '<section id="lineage"><h2>Lineage</h2>$svg$t</section>',
         svg=lineage_svg(lineage, memory_id),
         t=table(("patch", "operation", "when", "from", "made", "reason"), rows),
     )
