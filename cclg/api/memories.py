@@ -31,7 +31,7 @@ from cclg.core.labels import SENSITIVITY, check_labels, labels_of, least_trusted
 from cclg.core.records import MemoryNode, MemoryPatch, Source
 from cclg.core.repository import project_of
 from cclg.core.secrets import SecretError
-from cclg.core.store import Store
+from cclg.core.store import Store, patch_order
 from cclg.errors import (
     CclgError,
     ConcurrencyError,
@@ -268,18 +268,19 @@ def memory_counts(store: Store) -> dict[str, dict[str, int]]:
 
 def history(store: Store, *, memory_id: str | None = None, limit: int | None = None) -> list[MemoryPatch]:
     """Patches newest first, optionally only those touching the memory ``memory_id`` (id or prefix, or
-    the full id of a memory the store no longer holds: ``named_memory_id``)."""
-    if memory_id is not None:
-        memory_id = named_memory_id(store, memory_id)
-    patches = store.load_patches()
-    if memory_id is not None:
+    the full id of a memory the store no longer holds: ``named_memory_id``). One memory's patches are
+    found through the index (``Index.patches_naming``), and only their files are read."""
+    if memory_id is None:
+        patches = store.load_patches()
+    else:
+        node_id = named_memory_id(store, memory_id)
+        named = read_fresh(store, lambda index: index.patches_naming([node_id]))
+        patches = sorted((store.read_patch(p) for p in named), key=patch_order)
         patches = [
-            p
-            for p in patches
-            if memory_id in p.target_ids or memory_id in p.new_node_ids or memory_id in p.prior_states
+            p for p in patches if node_id in p.target_ids or node_id in p.new_node_ids or node_id in p.prior_states
         ]
-        if not patches and not store.node_path(memory_id).exists():
-            raise NotFoundError(f"no memory {memory_id} in {store.root}, and no patch names it")
+        if not patches and not store.node_path(node_id).exists():
+            raise NotFoundError(f"no memory {node_id} in {store.root}, and no patch names it")
     patches.reverse()
     return patches[:limit] if limit else patches
 
@@ -310,6 +311,7 @@ def cite(store: Store, memory_id: str) -> dict[str, Any]:
     """Provenance of one memory: source, quote, raw spans with their text, and its patch history."""
     node = show(store, memory_id)
     node_id = node.id
+    touching = history(store, memory_id=node_id)
     spans = []
     for span in node.source.raw_spans:
         text = None
@@ -324,8 +326,8 @@ def cite(store: Store, memory_id: str) -> dict[str, Any]:
         "content": node.content,
         "source": node.source.to_dict(),
         "raw_spans": spans,
-        "created_by_patch": next((p.id for p in history(store, memory_id=node_id) if node_id in p.new_node_ids), None),
-        "patches": [p.id for p in history(store, memory_id=node_id)],
+        "created_by_patch": next((p.id for p in touching if node_id in p.new_node_ids), None),
+        "patches": [p.id for p in touching],
         "relations": {k: v for k, v in node.relations.items() if v},
     }
 

@@ -589,6 +589,22 @@ class Index:
         )
         return [row[0] for row in rows]
 
+    def patches_naming(self, node_ids: Iterable[str]) -> list[str]:
+        """The ids of the patches that name any of ``node_ids`` as a target or a new node, by id."""
+        ids = sorted(set(node_ids))
+        found: set[str] = set()
+        for first in range(0, len(ids), PARAMETERS):
+            chunk = ids[first : first + PARAMETERS]
+            rows = self.db.execute(
+                f"SELECT patch_id FROM patch_nodes WHERE node_id IN ({','.join('?' * len(chunk))})", chunk
+            )
+            found.update(row[0] for row in rows)
+        return sorted(found)
+
+    def undone_patch_ids(self) -> set[str]:
+        """The patches that stand undone (a rollback of them that is not itself undone)."""
+        return self._undone()
+
     def listed_rows(self, filters: dict[str, str], *, before: int | None, limit: int) -> list[sqlite3.Row]:
         """One page of nodes (``VIEW_COLUMNS`` and ``record``), newest row first, older than row ``before``:
         the web view's list. ``filters`` (each optional): ``status`` (one node status, else the current

@@ -239,6 +239,8 @@ def bind(port: int = 0) -> socket.socket:
     """A listening socket on 127.0.0.1 (``port`` 0: a free one)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Inherited by each connection: the body leaves with the headers, not one delayed ACK (40 ms) later.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind(("127.0.0.1", port))
     except OSError as exc:

@@ -252,10 +252,10 @@ def _provenance(cited: Mapping[str, Any]) -> Markup:
 
 def _lineage(store: api.Store, memory_id: str) -> Markup:
     lineage = api.memory_lineage(store, memory_id)
+    members = {m["id"] for m in lineage.get("members", [])}
     rows = [
         (s["patch"], s["operation"] + (" (undone)" if s.get("undone") else ""), s.get("created_at"),
-         join((memory_link(t) for t in s.get("targets", [])), " "),
-         join((memory_link(n) for n in s.get("new", [])), " "), s.get("reason"))
+         _linked(s.get("targets", []), members), _linked(s.get("new", []), members), s.get("reason"))
         for s in lineage.get("steps", [])
     ]  # fmt: skip
     return h(
@@ -263,6 +263,14 @@ def _lineage(store: api.Store, memory_id: str) -> Markup:
         svg=lineage_svg(lineage, memory_id),
         t=table(("patch", "operation", "when", "from", "made", "reason"), rows),
     )
+
+
+def _linked(ids: list[str], members: set[str]) -> Markup:
+    """Links to the ids of the chain's members; the others (the rest of an import's create) as a count."""
+    shown = [i for i in ids if i in members]
+    rest = len(ids) - len(shown)
+    more = h(" and $n more", n=rest) if rest else Markup("")
+    return join((memory_link(i) for i in shown), " ") + more
 
 
 def _correction_forms(node: MemoryNode, csrf: str) -> Markup:
