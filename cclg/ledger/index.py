@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
     Result = TypeVar("Result")
 
-SCHEMA_VERSION = "cclg.index.v4"  # v4: the content column holds the questions a memory answers
+SCHEMA_VERSION = "cclg.index.v5"  # v4: the content column holds the questions a memory answers; v5: type, trust
 MAX_READS = 3  # runs of a read whose served memories keep changing on disk, before it is served as is
 BUSY_TIMEOUT = 30.0  # seconds a writer waits for the index's write lock
 READER_WAIT = 0.3  # seconds a reader waits for it to catch up with the files, else it reads the index as it is
@@ -74,6 +74,8 @@ CREATE TABLE IF NOT EXISTS nodes (
     session TEXT,
     project TEXT,
     workspace TEXT,
+    type TEXT NOT NULL DEFAULT '',
+    trust TEXT NOT NULL DEFAULT '',
     created REAL NOT NULL,
     updated REAL NOT NULL,
     starts REAL NOT NULL,
@@ -88,6 +90,7 @@ CREATE TABLE IF NOT EXISTS nodes (
 CREATE INDEX IF NOT EXISTS nodes_key ON nodes(key);
 CREATE INDEX IF NOT EXISTS nodes_hash ON nodes(hash);
 CREATE INDEX IF NOT EXISTS nodes_current ON nodes(current);
+CREATE INDEX IF NOT EXISTS nodes_kinds ON nodes(current, type, trust, project);  -- the web view's counts, filters
 CREATE INDEX IF NOT EXISTS nodes_session ON nodes(session) WHERE session IS NOT NULL;
 CREATE INDEX IF NOT EXISTS nodes_pinned ON nodes(id) WHERE pinned = 1;
 CREATE INDEX IF NOT EXISTS nodes_files ON nodes(id, mtime_ns, size);  -- comparing with the files reads no record
@@ -199,8 +202,7 @@ def _list_conditions(filters: dict[str, str]) -> tuple[list[str], list[object]]:
         conditions.append(_SCOPES[filters["scope"]])
     for field in ("type", "trust"):
         if filters.get(field):
-            path = "$.type" if field == "type" else "$.metadata.trust"
-            conditions.append(f"json_extract(n.record, '{path}') = ?")
+            conditions.append(f"n.{field} = ?")
             params.append(filters[field])
     if filters.get("tag"):
         conditions.append("EXISTS (SELECT 1 FROM json_each(n.record, '$.tags') WHERE value = ?)")
@@ -391,8 +393,9 @@ class Index:
     def _insert_node(self, node: MemoryNode, text: str, mtime_ns: int, size: int) -> None:
         ends = parse_time(node.effective_until).timestamp() if node.effective_until else None
         cursor = self.db.execute(
-            "INSERT INTO nodes (id, status, key, hash, level, session, project, workspace, created, updated, starts,"
-            " ends, pinned, mtime_ns, size, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO nodes (id, status, key, hash, level, session, project, workspace, type, trust, created,"
+            " updated, starts, ends, pinned, mtime_ns, size, record)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 node.id,
                 node.status,
@@ -402,6 +405,8 @@ class Index:
                 node.scope.session,
                 node.scope.project,
                 node.scope.workspace,
+                node.type,
+                str(node.metadata.get("trust", "")),
                 parse_time(node.created_at).timestamp(),
                 parse_time(node.updated_at).timestamp(),
                 parse_time(node.effective_from).timestamp(),
@@ -623,11 +628,12 @@ class Index:
 
     def counts_by(self, column: str) -> dict[str, int]:
         """How many nodes hold each value of ``column`` (``status``, ``project``, ``type``), the current ones
-        for all but ``status``: the web view's overview (one pass over the covering index, or for ``type``
-        over the records)."""
-        expression = {"status": "n.status", "project": "n.project", "type": "json_extract(n.record, '$.type')"}[column]
+        for all but ``status``: the web view's overview, counted on the covering indexes (``nodes_view``,
+        ``nodes_kinds``), never on the records."""
+        if column not in ("status", "project", "type"):
+            raise ValueError(f"no count by {column!r}")
         where = "1" if column == "status" else "n.current = 1"
-        rows = self.db.execute(f"SELECT {expression}, count(*) FROM nodes n WHERE {where} GROUP BY 1 ORDER BY 2 DESC")
+        rows = self.db.execute(f"SELECT n.{column}, count(*) FROM nodes n WHERE {where} GROUP BY 1 ORDER BY 2 DESC")
         return {str(value) if value is not None else "": count for value, count in rows}
 
     def document_frequencies(self, terms: list[str]) -> tuple[int, dict[str, int]]:
