@@ -144,7 +144,9 @@ def run_the_story(page: Page, root: Path, url: str, shots: Path) -> None:
     assert graph.locator("g.version").count() == 2 and graph.locator("g.edge").count() == 1
     assert "the proxy moved the billing API to 9090" in page.locator("#lineage").inner_text()
     page.screenshot(path=str(shots / "memory.png"), full_page=True)
-    page.screenshot(path=str(shots / "readme.png"))  # the window's view, as the README shows it
+    page.set_viewport_size({"width": 1000, "height": 560})
+    page.screenshot(path=str(shots / "readme.png"))  # the top of the page, as the README shows it
+    page.set_viewport_size({"width": 1200, "height": 900})
 
     given = packed(root, QUERY)
     assert NEW_FACT in given and OLD_FACT not in given

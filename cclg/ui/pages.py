@@ -222,9 +222,8 @@ def memory(store: api.Store, form: Form, memory_id: str) -> tuple[str, Markup]:
     facts: dict[str, object] = {"status": status_badge(node.status), "type": node.type, "key": node.key or ""}
     facts |= {"scope": ", ".join(f"{k} {v}" for k, v in node.scope.to_dict().items() if v)}
     facts |= {**labels, "tags": " ".join(node.tags), "confidence": node.confidence, "created": node.created_at}
-    parts = [h('<div class="content" id="content">$c</div>', c=node.content), definitions(facts)]
-    parts.append(_provenance(cited))
-    parts.append(_lineage(store, node.id))
+    parts = [h('<div class="content" id="content">$c</div>', c=node.content), _lineage(store, node.id)]
+    parts += [h("<h2>Labels</h2>"), definitions(facts), _provenance(cited)]
     usage = learning.usage_of(store, node.id)
     parts.append(h("<h2>Usage</h2><p>Delivered to $d finished sessions: used in $u, ignored in $i.</p>",
                    d=usage["delivered"], u=usage["used"], i=usage["ignored"]))  # fmt: skip
