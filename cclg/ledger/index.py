@@ -91,6 +91,7 @@ CREATE INDEX IF NOT EXISTS nodes_key ON nodes(key);
 CREATE INDEX IF NOT EXISTS nodes_hash ON nodes(hash);
 CREATE INDEX IF NOT EXISTS nodes_current ON nodes(current);
 CREATE INDEX IF NOT EXISTS nodes_kinds ON nodes(current, type, trust, project);  -- the web view's counts, filters
+CREATE INDEX IF NOT EXISTS nodes_status ON nodes(status);  -- the web view's list of one status, newest first
 CREATE INDEX IF NOT EXISTS nodes_session ON nodes(session) WHERE session IS NOT NULL;
 CREATE INDEX IF NOT EXISTS nodes_pinned ON nodes(id) WHERE pinned = 1;
 CREATE INDEX IF NOT EXISTS nodes_files ON nodes(id, mtime_ns, size);  -- comparing with the files reads no record
