@@ -307,3 +307,27 @@ def test_cclg_ui_prints_its_url_and_serves_it(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_resolve_a_conflict_from_the_page(client: TestClient, store: Store) -> None:
+    from cclg.core.records import Source, new_node
+    from cclg.ledger.writer import create_nodes
+
+    node = new_node("The release branch is main.", status="conflict_pending", source=Source(label="sync"))
+    create_nodes(store, [node], reason="a container disagreed")
+    overview = client.get("/").text
+    assert node.id in overview.split("Open conflicts", 1)[1]
+    assert "Resolve the conflict" in client.get(f"/memory/{node.id}").text
+    page = post(client, node.id, "resolve", {"content": "The release branch is release/2.", "reason": "we cut 2.0"})
+    assert store.read_node(node.id).status != "conflict_pending" and "resolve_conflict" in page
+    assert "No memory waits for a decision." in client.get("/").text
+
+
+def test_the_code_page_ranks_a_repository_s_files(client: TestClient, store: Store, tmp_path: Path) -> None:
+    from tests.test_codegraph import GitRepo
+
+    repo = GitRepo(tmp_path / "shop")
+    repo.commit({"billing/money.py": "def invoice_total(v):\n    return round(v, 2)\n", "web/<b>.py": "x = 1\n"})
+    api.code_index(store, repo.root)
+    page = client.get("/code", params={"repo": str(repo.root), "q": "invoice total"}).text
+    assert "billing/money.py" in page and "what each signal added" in page and "<b>.py" not in page
