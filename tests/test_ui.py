@@ -222,9 +222,16 @@ def test_a_session_shows_its_timeline(client: TestClient, store: Store) -> None:
             "tokens": 40,
         },
     )
+    tool = {"tool_name": "Bash", "step": {"signals": [{"sensor": "pain", "message": "same error 3 times"}]},
+            "rules_given": ["rule.pytest-cache"]}  # fmt: skip
+    learning.record_event(store, "sess-ui-1", "post_tool", {}, summary=tool)
+    compact = {"trigger": "auto", "recent_prompts": ["fix the cache"], "loaded_memory_ids": [memory_id]}
+    learning.record_event(store, "sess-ui-1", "pre_compact", {}, summary=compact)
     assert "sess-ui-1" in client.get("/sessions").text and "sess-ui-1" in client.get("/").text
     page = client.get("/session/sess-ui-1").text
     assert "what is the &lt;cache&gt; written in?" in page and memory_id in page and "the pack gave" in page
+    assert "same error 3 times" in page and "rule.pytest-cache" in page
+    assert "given before the compaction" in page and "fix the cache" in page
 
 
 # ---------------------------------------------------------------- corrections, each a patch with its reason

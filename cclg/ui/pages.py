@@ -350,7 +350,6 @@ _EVENT_LISTS = (  # what an event's summary names, and how the page titles it
     ("loaded_memory_ids", "the pack gave"),
     ("listed_retired_ids", "listed as no longer true"),
     ("offered_related_ids", "offered as possibly related"),
-    ("loaded_memory_ids_compact", "given before the compaction"),
 )
 
 
@@ -363,6 +362,8 @@ def _event(event: Mapping[str, Any]) -> Markup:
         if payload.get(name):
             items[name] = short(payload[name], 600)
     for name, title in _EVENT_LISTS:
+        if name == "loaded_memory_ids" and "compact" in kind:
+            title = "given before the compaction"
         ids = payload.get(name)
         if isinstance(ids, list) and ids:
             items[title] = join((memory_link(i) for i in ids), " ")
@@ -373,6 +374,8 @@ def _event(event: Mapping[str, Any]) -> Markup:
         items["sensors"] = short(json.dumps(step["signals"], ensure_ascii=False), 600)
     if payload.get("rules_given"):
         items["rules given"] = " ".join(str(r) for r in payload["rules_given"])
+    if payload.get("recent_prompts"):
+        items["recent prompts"] = " · ".join(short(p, 200) for p in payload["recent_prompts"])
     if payload.get("previous_turn_given"):
         items["previous turn"] = "given"
     if isinstance(payload.get("turn"), dict):
@@ -387,19 +390,27 @@ def rules(store: api.Store, form: Form) -> tuple[str, Markup]:
     found = learning.list_rules(store)
     rows = [
         (memory_link(r["id"]) if r.get("id") else "", status_badge(r.get("status")), r.get("project") or "",
-         r.get("evidence"), "yes" if r["session_start"] else "no", short(r.get("content"), 400))
+         short(r.get("content"), 400), _evidence(r), "yes" if r["session_start"] else "no")
         for r in found
     ]  # fmt: skip
     head = h(
         "<p>Rules are learned from failures a session got out of; each is a memory, corrected like any other. "
-        "The sensors (burn, clock, pain, reach, loop) speak in the sessions' timelines.</p>"
+        "The sensors (burn, clock, pain, reach, loop) speak in the sessions' timelines, with the rules they gave.</p>"
     )
     body = (
-        table(("memory", "status", "project", "evidence", "opens sessions", "rule"), rows)
+        table(("memory", "status", "project", "rule", "evidence", "opens sessions"), rows)
         if rows
         else h("<p>No rule has been learned yet.</p>")
     )
     return "Rules and sensors", head + body
+
+
+def _evidence(rule: Mapping[str, Any]) -> Markup:
+    counts = {k: rule.get(k, 0) for k in ("learned", "detection", "suppression", "delivered")}
+    trigger = rule.get("trigger") or {}
+    items: dict[str, object] = {"evidence": rule.get("evidence"), **counts}
+    items |= {f"trigger {k}": short(v if isinstance(v, str) else json.dumps(v), 200) for k, v in trigger.items()}
+    return definitions(items)
 
 
 def code(store: api.Store, form: Form) -> tuple[str, Markup]:
