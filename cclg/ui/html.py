@@ -127,7 +127,8 @@ form.inline{display:inline}fieldset{background:#fff;border:1px solid #dde1e7;mar
 textarea{width:100%;min-height:4em}input[type=text]{min-width:22em}.error{background:#fde8e8;padding:.6em}
 .why{color:#4a5566;font-size:.92em}dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}
 dt{font-weight:600}dd{margin:0}.event{background:#fff;border-left:4px solid #9db4d6;margin:.5em 0;padding:.4em .8em}
-.filters select,.filters input{margin-right:.5em}svg text{font:12px system-ui,sans-serif}
+.filters select,.filters input{margin-right:.5em}.counts{display:flex;gap:2.5em;flex-wrap:wrap}
+svg text{font:12px system-ui,sans-serif}
 """
 
 

@@ -91,11 +91,12 @@ class DoctorCache:
 
 def overview(store: api.Store, form: Form, doctor: DoctorCache) -> tuple[str, Markup]:
     counts = api.memory_counts(store)
-    parts = [h("<p>Store <code>$root</code></p>", root=store.root)]
+    columns = []
     for name, title in (("status", "Memories by status (every version)"), ("type", "Current memories by type"),
                         ("project", "Current memories by project")):  # fmt: skip
         rows = [(_count_link(name, value), count) for value, count in counts[name].items()]
-        parts.append(h("<h2>$t</h2>", t=title) + table((name, "memories"), rows))
+        columns.append(h("<div><h2>$t</h2>$table</div>", t=title, table=table((name, "memories"), rows)))
+    parts = [h("<p>Store <code>$root</code></p>", root=store.root), h('<div class="counts">$c</div>', c=join(columns))]
     conflicts = api.list_memories(store, {"status": "conflict_pending"}, limit=20)["memories"]
     parts.append(h("<h2>Open conflicts</h2>"))
     parts.append(_memory_rows(conflicts) if conflicts else h("<p>No memory waits for a decision.</p>"))
