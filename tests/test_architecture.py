@@ -158,9 +158,9 @@ def test_the_checks_see_a_violation(tmp_path: Path) -> None:
     assert imported(sample) == {"cclg.api", "cclg.ledger.index"}
 
 
-# The surfaces: the command line, the MCP server and its tools, the hook.
+# The surfaces: the command line, the web view, the MCP server and its tools, the hook.
 SURFACES = sorted(
-    name for name in MODULES if name.split(".")[1:2] in (["cli"], ["hook"], ["mcp_tools"], ["mcp_server"])
+    name for name in MODULES if name.split(".")[1:2] in (["cli"], ["ui"], ["hook"], ["mcp_tools"], ["mcp_server"])
 )
 # The hook's own start-up-light modules: what it imports before (or besides) a handler reaches the library,
 # the payload's reading (``fields``), the token estimate (``text``) and session ids (``ids``).

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from cclg import api
@@ -45,3 +46,28 @@ def test_the_cli_prints_the_chain(store: Store) -> None:
     assert "supersede" in text and "port change" in text and "[active]  The API listens on 8443" in text
     data = json.loads(runner.invoke(cli, ["--root", str(store.root), "log", "--lineage", first.id, "--json"]).output)
     assert len(data["members"]) == 2
+
+
+def test_one_memory_s_chain_and_patches_never_read_the_whole_ledger(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The web view shows a memory's lineage and provenance on every visit: the index says which patches
+    name it, and only those files are read (a store of 100,000 memories has as many patches)."""
+    first = api.add_memory(store, "The queue is drained every hour.", source="test").new_nodes[0].id
+    for n in range(5):
+        api.add_memory(store, f"Unrelated fact number {n}.", source="test")
+    new = apply_patch(store, "supersede", [first], reason="now every ten minutes", contents=["Drained every 10 min."])
+    newer = new.new_nodes[0].id
+    rollback(store, apply_patch(store, "forget", [newer], reason="oops").patch.id, reason="undo the forget")
+
+    def whole_ledger() -> None:
+        raise AssertionError("read every patch")
+
+    monkeypatch.setattr(Store, "load_patches", lambda self: whole_ledger())
+    chain = lineage(store, newer)
+    assert [s["operation"] for s in chain["steps"]] == ["create", "supersede", "forget"]
+    assert chain["steps"][-1]["undone"] is True
+    assert {m["id"] for m in chain["members"]} == {first, newer}
+    touching = api.history(store, memory_id=newer)
+    assert [p.operation for p in touching] == ["rollback", "forget", "supersede"]
+    assert api.cite(store, newer)["created_by_patch"] == new.patch.id

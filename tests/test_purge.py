@@ -142,7 +142,9 @@ def test_a_purge_cannot_be_rolled_back_nor_any_patch_that_needs_the_text(spread:
             continue
         refused = cclg(root, "rollback", earlier)
         assert refused.exit_code == 6 and f"{purge_id} purged" in refused.stderr, refused.output
-    assert files_of(root) == before, "nothing was written"
+    # `cclg log --memory` reads through the index, which may catch up with the files: a projection, not the ledger.
+    ledger = lambda files: {k: v for k, v in files.items() if not k.startswith("index.sqlite")}  # noqa: E731
+    assert ledger(files_of(root)) == ledger(before), "nothing was written"
 
 
 def test_purge_of_an_unknown_memory_or_without_confirmation_changes_nothing(spread: dict[str, Any]) -> None:

@@ -44,6 +44,7 @@ __all__ = [
     "distill_review",
     "learn_from_step",
     "list_rules",
+    "list_sessions",
     "log_hook_failure",
     "mark_turn_context_emptied",
     "note_prompt",
@@ -58,8 +59,10 @@ __all__ = [
     "session_digest",
     "session_project",
     "session_store",
+    "session_timeline",
     "start_session",
     "tool_window",
+    "usage_of",
     "usage_report",
     "write_turn",
 ]
@@ -127,6 +130,24 @@ def record_event(
     from cclg.ledger import sessions
 
     sessions.record_event(store, session_id, event, payload, summary=summary)
+
+
+def list_sessions(store: Store, *, limit: int = 50) -> list[dict[str, Any]]:
+    """The ``limit`` sessions started last, newest first: each session's record without its events."""
+    found = sorted(store.load_sessions(), key=lambda s: (s.started_at or "", s.id), reverse=True)[:limit]
+    return [{k: v for k, v in session.to_dict().items() if k != "events"} for session in found]
+
+
+def session_timeline(store: Store, session_id: str, *, limit: int = 200) -> dict[str, Any]:
+    """A session's record (``session``) and its last ``limit`` events, oldest first (``events``: each
+    prompt with the memories its pack loaded, tool calls with the sensors' step and the rules given,
+    compactions, turn ends), read from the end of its log (a long log is never read whole); ``NotFoundError``
+    for a session the store does not hold."""
+    from cclg.ledger import sessions
+
+    record = store.read_session(session_id).to_dict()
+    events = [*record.pop("events", []), *sessions.last_events(store, session_id, limit)][-limit:]
+    return {"session": record, "events": events}
 
 
 def recent_prompts(store: Store, session_id: str, count: int = 5) -> list[str]:
@@ -321,6 +342,14 @@ def distill_accept(store: Store, session_id: str, numbers: list[int] | None) -> 
     from cclg.learning import distill
 
     return distill.accept(store, session_id, numbers)
+
+
+def usage_of(store: Store, memory_id: str) -> dict[str, int]:
+    """How many finished sessions were given the memory ``memory_id`` (its full id), and used or ignored it."""
+    from cclg.retrieval.usage_prior import counts
+
+    delivered, used = counts(store).get(memory_id, [0, 0])
+    return {"delivered": delivered, "used": used, "ignored": delivered - used}
 
 
 def usage_report(store: Store, *, dead_weight: bool = False, min_delivered: int = 10) -> dict[str, Any]:

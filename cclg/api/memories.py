@@ -33,7 +33,7 @@ from cclg.core.labels import SENSITIVITY, check_labels, labels_of, least_trusted
 from cclg.core.records import MemoryNode, MemoryPatch, Source
 from cclg.core.repository import project_of
 from cclg.core.secrets import SecretError
-from cclg.core.store import Store
+from cclg.core.store import Store, patch_order
 from cclg.errors import (
     CclgError,
     ConcurrencyError,
@@ -55,7 +55,7 @@ from cclg.intake.new_memories import (
     scope_for,
 )
 from cclg.ledger import writer
-from cclg.ledger.index import rebuild_index
+from cclg.ledger.index import LIST_SCOPES, Index, read_fresh, rebuild_index
 from cclg.ledger.lattice import LIVE_STATUSES
 from cclg.ledger.staging import finish
 from cclg.ledger.view import effective_view
@@ -79,6 +79,8 @@ else:
 
 
 __all__ = [
+    "LIST_FILTERS",
+    "LIST_SCOPES",
     "AddResult",
     "Adoption",
     "CclgError",
@@ -110,6 +112,8 @@ __all__ = [
     "init_store",
     "keep_raw",
     "label",
+    "list_memories",
+    "memory_counts",
     "memory_lineage",
     "named_memory_id",
     "open_store",
@@ -257,20 +261,55 @@ def status(store: Store, folder: Path | None = None) -> dict[str, Any]:
     return report
 
 
+LIST_FILTERS = ("status", "type", "scope", "project", "trust", "tag")  # what ``list_memories`` filters by
+
+
+def list_memories(
+    store: Store, filters: dict[str, str] | None = None, *, before: int | None = None, limit: int = 50
+) -> dict[str, Any]:
+    """One page of memories, newest first: the current ones, or those of ``filters["status"]``, narrowed
+    by any of ``LIST_FILTERS`` (``scope`` is one of ``LIST_SCOPES``). ``memories`` holds the nodes,
+    ``next`` what to pass as ``before`` for the page after (None on the last page). Read from the index
+    (``Index.listed_rows``), a page at a time: fast at any size of store."""
+    chosen = {k: v for k, v in (filters or {}).items() if v}
+    unknown = sorted(set(chosen) - set(LIST_FILTERS))
+    if unknown:
+        raise UsageError(f"unknown filter {', '.join(unknown)}; use {', '.join(LIST_FILTERS)}")
+    if chosen.get("scope") and chosen["scope"] not in LIST_SCOPES:
+        raise UsageError(f"unknown scope {chosen['scope']!r}; use one of {', '.join(LIST_SCOPES)}")
+    if chosen.get("status") and chosen["status"] not in fmt.NODE_STATUSES:
+        raise UsageError(f"unknown status {chosen['status']!r}; use one of {', '.join(fmt.NODE_STATUSES)}")
+
+    def page(index: Index) -> dict[str, Any]:
+        rows = index.listed_rows(chosen, before=before, limit=limit + 1)
+        nodes = [MemoryNode.from_dict(json.loads(row["record"]), where=f"index:{row['id']}") for row in rows[:limit]]
+        return {"memories": nodes, "next": rows[limit - 1]["rowid"] if len(rows) > limit else None}
+
+    result: dict[str, Any] = read_fresh(store, page, lambda found: [n.id for n in found["memories"]])
+    return result
+
+
+def memory_counts(store: Store) -> dict[str, dict[str, int]]:
+    """The memories by status (every node), and the current ones by type and by project (``""``: no
+    project): the overview's counts, from the index."""
+    return read_fresh(store, lambda index: {c: index.counts_by(c) for c in ("status", "type", "project")})
+
+
 def history(store: Store, *, memory_id: str | None = None, limit: int | None = None) -> list[MemoryPatch]:
     """Patches newest first, optionally only those touching the memory ``memory_id`` (id or prefix, or
-    the full id of a memory the store no longer holds: ``named_memory_id``)."""
-    if memory_id is not None:
-        memory_id = named_memory_id(store, memory_id)
-    patches = store.load_patches()
-    if memory_id is not None:
+    the full id of a memory the store no longer holds: ``named_memory_id``). One memory's patches are
+    found through the index (``Index.patches_naming``), and only their files are read."""
+    if memory_id is None:
+        patches = store.load_patches()
+    else:
+        node_id = named_memory_id(store, memory_id)
+        named = read_fresh(store, lambda index: index.patches_naming([node_id]))
+        patches = sorted((store.read_patch(p) for p in named), key=patch_order)
         patches = [
-            p
-            for p in patches
-            if memory_id in p.target_ids or memory_id in p.new_node_ids or memory_id in p.prior_states
+            p for p in patches if node_id in p.target_ids or node_id in p.new_node_ids or node_id in p.prior_states
         ]
-        if not patches and not store.node_path(memory_id).exists():
-            raise NotFoundError(f"no memory {memory_id} in {store.root}, and no patch names it")
+        if not patches and not store.node_path(node_id).exists():
+            raise NotFoundError(f"no memory {node_id} in {store.root}, and no patch names it")
     patches.reverse()
     return patches[:limit] if limit else patches
 
@@ -301,6 +340,7 @@ def cite(store: Store, memory_id: str) -> dict[str, Any]:
     """Provenance of one memory: source, quote, raw spans with their text, and its patch history."""
     node = show(store, memory_id)
     node_id = node.id
+    touching = history(store, memory_id=node_id)
     spans = []
     for span in node.source.raw_spans:
         text = None
@@ -315,8 +355,8 @@ def cite(store: Store, memory_id: str) -> dict[str, Any]:
         "content": node.content,
         "source": node.source.to_dict(),
         "raw_spans": spans,
-        "created_by_patch": next((p.id for p in history(store, memory_id=node_id) if node_id in p.new_node_ids), None),
-        "patches": [p.id for p in history(store, memory_id=node_id)],
+        "created_by_patch": next((p.id for p in touching if node_id in p.new_node_ids), None),
+        "patches": [p.id for p in touching],
         "relations": {k: v for k, v in node.relations.items() if v},
     }
 

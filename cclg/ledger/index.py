@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
     Result = TypeVar("Result")
 
-SCHEMA_VERSION = "cclg.index.v4"  # v4: the content column holds the questions a memory answers
+SCHEMA_VERSION = "cclg.index.v5"  # v4: the content column holds the questions a memory answers; v5: type, trust
 MAX_READS = 3  # runs of a read whose served memories keep changing on disk, before it is served as is
 BUSY_TIMEOUT = 30.0  # seconds a writer waits for the index's write lock
 READER_WAIT = 0.3  # seconds a reader waits for it to catch up with the files, else it reads the index as it is
@@ -74,6 +74,8 @@ CREATE TABLE IF NOT EXISTS nodes (
     session TEXT,
     project TEXT,
     workspace TEXT,
+    type TEXT NOT NULL DEFAULT '',
+    trust TEXT NOT NULL DEFAULT '',
     created REAL NOT NULL,
     updated REAL NOT NULL,
     starts REAL NOT NULL,
@@ -88,6 +90,8 @@ CREATE TABLE IF NOT EXISTS nodes (
 CREATE INDEX IF NOT EXISTS nodes_key ON nodes(key);
 CREATE INDEX IF NOT EXISTS nodes_hash ON nodes(hash);
 CREATE INDEX IF NOT EXISTS nodes_current ON nodes(current);
+CREATE INDEX IF NOT EXISTS nodes_kinds ON nodes(current, type, trust, project);  -- the web view's counts, filters
+CREATE INDEX IF NOT EXISTS nodes_status ON nodes(status);  -- the web view's list of one status, newest first
 CREATE INDEX IF NOT EXISTS nodes_session ON nodes(session) WHERE session IS NOT NULL;
 CREATE INDEX IF NOT EXISTS nodes_pinned ON nodes(id) WHERE pinned = 1;
 CREATE INDEX IF NOT EXISTS nodes_files ON nodes(id, mtime_ns, size);  -- comparing with the files reads no record
@@ -177,6 +181,37 @@ def _row_filter(
         condition += " AND (n.workspace IS NULL OR n.workspace = ?)"
         params.append(workspace)
     return condition, params
+
+
+_SCOPES = {  # a memory's narrowest scope, from its row's columns
+    "session": "n.session IS NOT NULL",
+    "project": "n.session IS NULL AND n.project IS NOT NULL",
+    "workspace": "n.session IS NULL AND n.project IS NULL AND n.workspace IS NOT NULL",
+    "global": "n.session IS NULL AND n.project IS NULL AND n.workspace IS NULL",
+}
+
+
+def _list_conditions(filters: dict[str, str]) -> tuple[list[str], list[object]]:
+    """The SQL conditions (and parameters) on ``nodes n`` of ``Index.listed_rows``'s ``filters``."""
+    status = filters.get("status")
+    conditions = ["n.status = ?" if status else "n.current = 1"]
+    params: list[object] = [status] if status else []
+    if filters.get("project"):
+        conditions.append("n.project = ?")
+        params.append(filters["project"])
+    if filters.get("scope"):
+        conditions.append(_SCOPES[filters["scope"]])
+    for field in ("type", "trust"):
+        if filters.get(field):
+            conditions.append(f"n.{field} = ?")
+            params.append(filters[field])
+    if filters.get("tag"):
+        conditions.append("EXISTS (SELECT 1 FROM json_each(n.record, '$.tags') WHERE value = ?)")
+        params.append(filters["tag"])
+    return conditions, params
+
+
+LIST_SCOPES = tuple(_SCOPES)
 
 
 class IndexDamage(sqlite3.DatabaseError):
@@ -359,8 +394,9 @@ class Index:
     def _insert_node(self, node: MemoryNode, text: str, mtime_ns: int, size: int) -> None:
         ends = parse_time(node.effective_until).timestamp() if node.effective_until else None
         cursor = self.db.execute(
-            "INSERT INTO nodes (id, status, key, hash, level, session, project, workspace, created, updated, starts,"
-            " ends, pinned, mtime_ns, size, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO nodes (id, status, key, hash, level, session, project, workspace, type, trust, created,"
+            " updated, starts, ends, pinned, mtime_ns, size, record)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 node.id,
                 node.status,
@@ -370,6 +406,8 @@ class Index:
                 node.scope.session,
                 node.scope.project,
                 node.scope.workspace,
+                node.type,
+                str(node.metadata.get("trust", "")),
                 parse_time(node.created_at).timestamp(),
                 parse_time(node.updated_at).timestamp(),
                 parse_time(node.effective_from).timestamp(),
@@ -564,6 +602,48 @@ class Index:
             (node_id,),
         )
         return [row[0] for row in rows]
+
+    def patches_naming(self, node_ids: Iterable[str]) -> list[str]:
+        """The ids of the patches that name any of ``node_ids`` as a target or a new node, by id."""
+        ids = sorted(set(node_ids))
+        found: set[str] = set()
+        for first in range(0, len(ids), PARAMETERS):
+            chunk = ids[first : first + PARAMETERS]
+            rows = self.db.execute(
+                f"SELECT patch_id FROM patch_nodes WHERE node_id IN ({','.join('?' * len(chunk))})", chunk
+            )
+            found.update(row[0] for row in rows)
+        return sorted(found)
+
+    def undone_patch_ids(self) -> set[str]:
+        """The patches that stand undone (a rollback of them that is not itself undone)."""
+        return self._undone()
+
+    def listed_rows(self, filters: dict[str, str], *, before: int | None, limit: int) -> list[sqlite3.Row]:
+        """One page of nodes (``VIEW_COLUMNS`` and ``record``), newest row first, older than row ``before``:
+        the web view's list. ``filters`` (each optional): ``status`` (one node status, else the current
+        memories), ``project``, ``scope`` (``session``, ``project``, ``workspace`` or ``global``: the
+        narrowest the memory is held to), ``type``, ``trust``, ``tag``. The walk runs down the rowid and
+        stops at ``limit`` matches: a page costs what it reads, never a scan of the whole store (unless
+        few memories match)."""
+        conditions, params = _list_conditions(filters)
+        if before is not None:
+            conditions.append("n.rowid < ?")
+            params.append(before)
+        return self._rows(
+            f"SELECT {_VIEW_ROW}, n.record FROM nodes n WHERE {' AND '.join(conditions)} ORDER BY n.rowid DESC LIMIT ?",
+            [*params, limit],
+        )
+
+    def counts_by(self, column: str) -> dict[str, int]:
+        """How many nodes hold each value of ``column`` (``status``, ``project``, ``type``), the current ones
+        for all but ``status``: the web view's overview, counted on the covering indexes (``nodes_view``,
+        ``nodes_kinds``), never on the records."""
+        if column not in ("status", "project", "type"):
+            raise ValueError(f"no count by {column!r}")
+        where = "1" if column == "status" else "n.current = 1"
+        rows = self.db.execute(f"SELECT n.{column}, count(*) FROM nodes n WHERE {where} GROUP BY 1 ORDER BY 2 DESC")
+        return {str(value) if value is not None else "": count for value, count in rows}
 
     def document_frequencies(self, terms: list[str]) -> tuple[int, dict[str, int]]:
         """(number of indexed nodes, nodes containing each term).

@@ -15,7 +15,7 @@ import difflib
 
 from cclg.core.store import Store
 from cclg.errors import NotFoundError
-from cclg.ledger.lattice import undone_patches
+from cclg.ledger.index import Index, healing
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,20 +29,29 @@ def lineage(store: Store, memory_id: str) -> dict[str, Any]:
     order (each with its operation, reason, targets, new memories and whether it stands undone), and
     every member with its status and content, oldest first; ``dangling``, how many members the
     patches name that the store no longer holds (skipped). ``memory_id`` must be a full id, of a stored
-    memory or of one a patch names."""
-    every = store.load_patches()
-    patches = [p for p in every if p.operation != "rollback"]  # a rollback links no versions
-    undone = undone_patches((p.id, p.rollback_of) for p in every if p.rollback_of)
-    links: dict[str, list[MemoryPatch]] = {}
-    for patch in patches:
-        for member in [*patch.target_ids, *patch.new_node_ids]:
-            links.setdefault(member, []).append(patch)
-    if memory_id not in links:
+    memory or of one a patch names. The walk asks the index which patches name each member and reads
+    only those: a member's chain costs its own patches, never the whole ledger."""
+    return healing(store, lambda index: _walk(store, index, memory_id))
+
+
+def _walk(store: Store, index: Index, memory_id: str) -> dict[str, Any]:
+    read: dict[str, MemoryPatch] = {}
+
+    def patches_of(node_id: str) -> list[MemoryPatch]:
+        found = []
+        for patch_id in index.patches_naming([node_id]):
+            if patch_id not in read:
+                read[patch_id] = store.read_patch(patch_id)
+            if read[patch_id].operation != "rollback":  # a rollback links no versions
+                found.append(read[patch_id])
+        return found
+
+    if not patches_of(memory_id):
         store.read_node(memory_id)  # NotFoundError for an id neither the store nor a patch knows
     members, chain, frontier = {memory_id}, {}, [memory_id]
     while frontier:
         current = frontier.pop()
-        for patch in links.get(current, ()):
+        for patch in patches_of(current):
             chain[patch.id] = patch
             if patch.operation == "create":
                 continue  # a create links nothing: its new memories came from no other
@@ -50,6 +59,7 @@ def lineage(store: Store, memory_id: str) -> dict[str, Any]:
                 if other not in members:
                     members.add(other)
                     frontier.append(other)
+    undone = index.undone_patch_ids()
     steps = [_step(patch, patch.id in undone) for patch in chain.values()]
     steps.sort(key=lambda s: (s["created_at"], s["patch"]))
     found = _members(store, members)
