@@ -1061,9 +1061,11 @@ def _request(conn: Any) -> tuple[Any, bytes]:
         if not chunk:
             break
         data += chunk
-        if len(data) > MAX_REQUEST and b"\n" not in data:
-            raise ValueError(f"the request is larger than {MAX_REQUEST:,} bytes")
+        if len(data) > MAX_REQUEST:
+            break
     line, _, rest = data.partition(b"\n")
+    if len(line) > MAX_REQUEST:
+        raise ValueError(f"the request is larger than {MAX_REQUEST:,} bytes")
     request = parse_json(line)
     length = request.get("length") if isinstance(request, dict) and "event" in request else 0
     if not isinstance(length, int) or not 0 <= length <= MAX_EVENT:
