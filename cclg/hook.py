@@ -632,7 +632,6 @@ def _reach_helper(root: str | None) -> tuple[Any, str]:
     """A connection to the helper of the store at ``root`` (the store's folder, absolute, with it), checked
     as the semantic client checks it: the runtime folder and the socket are this user's alone, and so is
     the process serving it (``cclg.core.runtime``). Raises when there is none, or it is not to be trusted."""
-    import _socket  # not ``socket``: its import alone costs the hook milliseconds
     import stat
 
     from cclg.core import runtime
@@ -640,14 +639,16 @@ def _reach_helper(root: str | None) -> tuple[Any, str]:
     uid = os.geteuid()
     folder = os.path.abspath(runtime.store_root(root))
     path = runtime.socket_for(folder, uid)
+    info = os.lstat(path)  # no helper (the usual FileNotFoundError): nothing more is loaded
+    if not stat.S_ISSOCK(info.st_mode):
+        raise FileNotFoundError(path)
     place = os.lstat(os.path.dirname(path))
     if not stat.S_ISDIR(place.st_mode):
         raise runtime.Untrusted(f"{os.path.dirname(path)} is not a folder")
     runtime.check_private(os.path.dirname(path), place, "runtime folder", uid)
-    info = os.lstat(path)
-    if not stat.S_ISSOCK(info.st_mode):
-        raise FileNotFoundError(path)
     runtime.check_private(path, info, "helper's socket", uid)
+    import _socket  # not ``socket``: its import alone costs the hook milliseconds
+
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         conn.settimeout(HANDOFF_READY)
