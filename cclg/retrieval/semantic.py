@@ -16,6 +16,20 @@ store holds the model and the vectors and answers over a Unix socket:
   It exits after ``--idle`` seconds without a request (default ``$CCLG_SEMANTIC_IDLE``
   or 600), unless its store has sessions going (``cclg.ledger.sessions.active_sessions``).
   It never takes the store lock: it reads memories through the index like any reader.
+- The hook's events: the helper clients start is ``python -m cclg.hook --helper --root
+  STORE`` (``HELPER_MODULE``), which serves with the hook's event runner (``serve``'s
+  ``events``): a line ``{"event", "agent", "root", "include_codegraph", "semantic",
+  "version", "package", "length"}`` followed by the payload's bytes -> ``{"refused": why}``
+  or ``{"ready": true}``; the client's ``go`` line -> ``{"output": the hook's JSON}``. The
+  event runs only after ``go`` (``_take_event``), so a client that gave up before never
+  sees it handled twice, and one that said ``go`` never handles it itself. It is refused
+  for another user (the client's peer credentials), another store, another cclg (its
+  version and package folder) or code changed on disk since the helper started
+  (``Serving.check_code``: such a helper then exits), and when another event holds the
+  helper for ``EVENT_BUSY_WAIT``. Each connection is served in a thread of its own:
+  events one at a time (``Serving.events_lock``), the vectors one query at a time
+  (``Serving.lock``), so a question from another process waits for one query, not an
+  event; the events' own questions go to the vectors directly (``consult``, ``wake``).
 - Warm and current: ``wake`` (a session's start) starts the helper, or pings the one
   running, without waiting for it. ``helper_version`` (the package's version, the
   model's id, a digest of this code) is in every answer: a client that finds another
@@ -893,6 +907,10 @@ class Serving:
         if not self.stale and time.monotonic() - self.checked >= within:
             self.stale = runtime.code_fingerprint(self.package) != self.code
             self.checked = time.monotonic()
+            if self.stale:  # end now, as on SIGTERM (the events in flight finish): the next start is of the new code
+                import signal
+
+                os.kill(os.getpid(), signal.SIGTERM)
         return not self.stale
 
 
