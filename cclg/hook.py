@@ -172,6 +172,18 @@ def handle(
     return HANDLERS[event](call)
 
 
+_later: list[Callable[[], object]] | None = None  # in the helper: the event's records, written after its answer
+
+
+def _after_answer(write: Callable[[], object]) -> None:
+    """Write one of the event's records that its answer does not read: now, in the hook's own process; in
+    the helper, right after the host has the answer (``run_event``), before the helper takes another event."""
+    if _later is None:
+        write()
+    else:
+        _later.append(write)
+
+
 def _bookkeeping(write: Callable[[], object]) -> None:
     """Run one of the hook's records of the session (its record, an event): a disk that refuses the
     write (full, read-only) costs that record, never the answer, which needs no write."""
@@ -191,7 +203,7 @@ def on_user_prompt(call: Call) -> str | None:
         raise ValueError("user-prompt payload has no prompt string")
     given = call.given().in_context
     summary = {"prompt": _text(prompt), "cwd": call.payload.get("cwd"), "at": time.time()}
-    _note_prompt(call)
+    _after_answer(lambda: _note_prompt(call))  # a pointer for `cclg turn write`: nothing the answer reads
     turn = _deliver_previous_turn(call)
     if turn:
         summary["previous_turn_given"] = True
@@ -397,7 +409,7 @@ def _record_and_answer(
         summary["listed_retired_ids"] = [node["id"] for node in retired]
         summary["offered_related_ids"] = [entry["id"] for entry in related]  # used only once opened (usage)
         summary["tokens"] = estimate_tokens(query) + estimate_tokens(context or "")  # what it adds to the context
-        _bookkeeping(lambda: call.record(summary))
+        _after_answer(lambda: _bookkeeping(lambda: call.record(summary)))
     return context
 
 
@@ -678,14 +690,32 @@ def _line(conn: Any, seconds: float) -> bytes:
     return data
 
 
-def run_event(facts: dict[str, Any], data: bytes) -> str:
-    """In the helper: the output line of an event handed to it (``hand_off``), done as ``run`` does it."""
+def run_event(facts: dict[str, Any], data: bytes) -> tuple[str, Callable[[], None]]:
+    """In the helper: the output line of an event handed to it (``hand_off``), done as ``run`` does it, and
+    what writes the event's records once the answer is sent (``_after_answer``; a failure there is logged,
+    as the hook's own process logs it)."""
+    global _later
     args = Arguments()
     args.event = str(facts.get("event"))
     args.agent = facts.get("agent") if facts.get("agent") in ("claude", "codex") else None
     args.root = str(facts["root"])
     args.include_codegraph = facts.get("include_codegraph") is True
-    return run(args, data)
+    _later = []
+    try:
+        output = run(args, data)
+    finally:
+        writes, _later = _later, None
+
+    def finish() -> None:
+        for write in writes:
+            try:
+                write()
+            except Exception:
+                import traceback
+
+                _log_failure(args.root, args.event, traceback.format_exc())
+
+    return output, finish
 
 
 if __name__ == "__main__":

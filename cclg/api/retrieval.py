@@ -80,7 +80,7 @@ def wake_semantic(store: Store) -> str:
     return semantic.wake(store)
 
 
-def serve_helper(argv: list[str], events: Callable[[dict[str, Any], bytes], str]) -> int:
+def serve_helper(argv: list[str], events: Callable[[dict[str, Any], bytes], tuple[str, Callable[[], None]]]) -> int:
     """Run the store's helper (``python -m cclg.hook --helper --root STORE``): it answers the semantic
     questions and takes the hook's events, each run by ``events`` (``cclg.retrieval.semantic.serve``)."""
     from cclg.retrieval import semantic

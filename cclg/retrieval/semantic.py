@@ -753,6 +753,7 @@ def serve(root: str, idle: float, after: int | None = None, events: Events | Non
     from cclg.core.store import Store
 
     began = time.time()
+    code = _own_code()  # the code it runs, taken at its start: a change on disk from now on shows
     if after is not None:
         _wait_for_end(after, LOCK_WAIT)
     store = Store.open(root)
@@ -774,13 +775,22 @@ def serve(root: str, idle: float, after: int | None = None, events: Events | Non
             return 0
         vectors = Vectors(store)
         read_fresh(store, vectors.refresh)
-        return _listen(store, vectors, idle, folder, events)
+        return _listen(store, vectors, idle, folder, Serving(store, vectors, events, code))
     finally:
         # Its own start marker, not the one of a helper started since to replace it (``_replace``).
         if not _fresh(_marker(store.root, ".start"), time.time() - began):
             _marker(store.root, ".start").unlink(missing_ok=True)
         lock_path.unlink(missing_ok=True)  # while held: a helper starting now takes a new lock file
         os.close(lock)
+
+
+def _own_code() -> tuple[str, str, tuple[Any, ...]]:
+    """The cclg this helper runs: its version, its package's folder and the fingerprint of its modules
+    (``cclg.core.runtime.code_fingerprint``), which an event's client must match."""
+    import cclg
+
+    package = os.path.dirname(os.path.abspath(cclg.__file__))
+    return cclg.__version__, package, runtime.code_fingerprint(package)
 
 
 def _hold_lock(path: Path) -> int | None:
@@ -825,7 +835,7 @@ def _exit(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
 
-def _listen(store: Store, vectors: Vectors, idle: float, folder: Path, events: Events | None) -> int:
+def _listen(store: Store, vectors: Vectors, idle: float, folder: Path, serving: Serving) -> int:
     """Accept connections until idle (``idle`` seconds without a request and no session going), each
     served in a thread of its own (``_connection``), so an event being handled never holds up another
     client's question longer than the vectors' lock; the threads in flight finish before it exits."""
@@ -834,7 +844,6 @@ def _listen(store: Store, vectors: Vectors, idle: float, folder: Path, events: E
 
     path = socket_path(store.root)
     path.unlink(missing_ok=True)  # a socket left by a helper that died, or garbage: the lock says it is ours
-    serving = Serving(store, vectors, events)
     _serving.append(serving)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
         umask = os.umask(0o177)  # the socket is 0600 from its first moment
@@ -869,26 +878,25 @@ def _listen(store: Store, vectors: Vectors, idle: float, folder: Path, events: E
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    # The hook's event runner (``cclg.hook.run_event``): (the event's facts, its payload's bytes) -> its output line.
-    Events = Callable[[dict[str, Any], bytes], str]
+    # The hook's event runner (``cclg.hook.run_event``): (the event's facts, its payload's bytes) -> its output
+    # line, and what writes the event's records once the answer is sent.
+    Events = Callable[[dict[str, Any], bytes], tuple[str, Callable[[], None]]]
 
 
 class Serving:
     """What the helper's threads share: the store, its vectors (one query at a time, under ``lock``),
     the hook's event runner (one event at a time, under ``events_lock``) and the code it started with."""
 
-    def __init__(self, store: Store, vectors: Vectors, events: Events | None) -> None:
+    def __init__(
+        self, store: Store, vectors: Vectors, events: Events | None, code: tuple[str, str, tuple[Any, ...]]
+    ) -> None:
         import threading
-
-        import cclg
 
         self.store, self.vectors, self.events = store, vectors, events
         self.lock = threading.Lock()
         self.events_lock = threading.Lock()
         self.last = time.monotonic()
-        self.package = os.path.dirname(os.path.abspath(cclg.__file__))
-        self.version = cclg.__version__
-        self.code = runtime.code_fingerprint(self.package)
+        self.version, self.package, self.code = code
         self.checked = time.monotonic()
         self.stale = False
 
@@ -973,7 +981,7 @@ def _send(conn: Any, answer: dict[str, Any]) -> bool:
 
 
 EVENT_GO_WAIT = 2.0  # seconds the helper waits for the client's "go" after saying it is ready
-EVENT_BUSY_WAIT = 0.02  # seconds an event waits for the one being handled before it is refused ("busy")
+EVENT_BUSY_WAIT = 0.04  # seconds an event waits for the one being handled (its records) before it is refused
 
 
 def _take_event(conn: Any, request: dict[str, Any], payload: bytes, serving: Serving) -> None:
@@ -991,12 +999,13 @@ def _take_event(conn: Any, request: dict[str, Any], payload: bytes, serving: Ser
         if not _send(conn, {"ready": True}) or _read_line(conn, EVENT_GO_WAIT) != b"go":
             return  # the client did not wait: it handles the event itself
         _test_delay("answer")
-        output = _run_event(serving, request, payload)
+        output, finish = _run_event(serving, request, payload)
+        if not _send(conn, {"output": output}):
+            with contextlib.suppress(Exception):
+                _log_late(serving.store, str(request.get("event")))
+        finish()  # the event's records, once the host has its answer; before the next event
     finally:
         serving.events_lock.release()
-    if not _send(conn, {"output": output}):
-        with contextlib.suppress(Exception):
-            _log_late(serving.store, str(request.get("event")))
     serving.check_code()  # after the answer: the next event finds out whether the code changed
 
 
@@ -1020,16 +1029,17 @@ def _event_refusal(conn: Any, request: dict[str, Any], payload: bytes, serving: 
     return None
 
 
-def _run_event(serving: Serving, request: dict[str, Any], payload: bytes) -> str:
+def _run_event(serving: Serving, request: dict[str, Any], payload: bytes) -> tuple[str, Callable[[], None]]:
     """The hook's output for the event, run as the hook would, with the hook's ``CCLG_SEMANTIC`` (the one
-    variable of its environment the handlers read); a failure is the hook's fail-open ``{}``."""
+    variable of its environment the handlers read), and what writes its records after the answer; a
+    failure is the hook's fail-open ``{}``."""
     assert serving.events is not None
     wanted, before = request.get("semantic"), os.environ.get("CCLG_SEMANTIC")
     try:
         _set_env("CCLG_SEMANTIC", wanted if isinstance(wanted, str) else None)
         return serving.events(request, payload)
     except Exception:
-        return "{}"
+        return "{}", lambda: None
     finally:
         _set_env("CCLG_SEMANTIC", before)
 
