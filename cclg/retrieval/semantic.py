@@ -504,6 +504,7 @@ def _start(store: Store, after: int | None = None) -> None:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
         close_fds=True,
+        cwd="/",  # not the host's project: ``-m`` would import a ``cclg`` folder found there
     )
 
 
