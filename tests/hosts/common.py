@@ -165,7 +165,7 @@ def assert_code_graph_reached(leaves: list[str]) -> None:
 
 
 # Prompts of one working day, each its own session (session-start wakes the store's helper): the helper's
-# share of the prompts after the first (issue 29: at least 95%).
+# share of the prompts after the first (issue 29's target: at least 95%).
 HELPER_PROMPTS = (
     PROMPT,
     "which script deploys kestrel?",
@@ -174,7 +174,6 @@ HELPER_PROMPTS = (
     "how do I ship kestrel to production?",
     "what do kestrel deploys use now?",
 )
-HELPER_SHARE = 0.95
 
 
 @contextlib.contextmanager
