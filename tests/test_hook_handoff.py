@@ -228,6 +228,23 @@ def test_an_event_the_helper_took_is_never_handled_again_when_its_answer_is_late
     assert any("gave no answer in time" in f for f in failures) and any("stopped waiting" in f for f in failures)
 
 
+def test_a_prompt_right_after_its_session_start_waits_for_those_records_in_the_helper(
+    tmp_path: Path, runtime: Path
+) -> None:
+    """A host sends the prompt as soon as the session's start is answered, while the helper still writes
+    that start's records: the prompt is taken (not refused, which would leave it to the hook's process)
+    and handled once they are written, so the session's log is in order."""
+    project = tmp_path / "shop"
+    store = _seeded(tmp_path / "store", project)
+    start = {**BASE, "session_id": "s-next", "hook_event_name": "SessionStart", "source": "startup"}
+    with _helper(store, CCLG_HELPER_TEST_DELAY="records:1.0"):
+        _run(HOOK, store.root, "session-start", {**start, "cwd": str(project)})
+        _, output = _hook(store, _prompt("s-next", project))
+        assert "release workflow" in json.dumps(output)
+    names = [e["event"] for e in read_jsonl(store.session_events_path("s-next")).records]
+    assert names == ["session_start", "user_prompt"]  # done in the hook's process, the prompt would come first
+
+
 def test_a_helper_refuses_events_of_other_code_and_another_store(tmp_path: Path, runtime: Path) -> None:
     """The handshake: an event from other code (another version, another install) or for another store is
     refused before anything is done, and the hook does it in process."""

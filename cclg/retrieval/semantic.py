@@ -26,7 +26,9 @@ store holds the model and the vectors and answers over a Unix socket:
   for another user (the client's peer credentials), another store, another cclg (its
   version and package folder) or code changed on disk since the helper started
   (``Serving.check_code``: such a helper then exits), and when another event holds the
-  helper for ``EVENT_BUSY_WAIT``. Each connection is served in a thread of its own:
+  helper for ``EVENT_BUSY_WAIT``; an event that comes while the one before writes its records
+  (a host's prompt right after its session's start) is taken, and handled once they are
+  written. Each connection is served in a thread of its own:
   events one at a time (``Serving.events_lock``), the vectors one query at a time
   (``Serving.lock``), so a question from another process waits for one query, not an
   event; the events' own questions go to the vectors directly (``consult``, ``wake``).
@@ -900,6 +902,7 @@ class Serving:
         self.version, self.package, self.code = code
         self.checked = time.monotonic()
         self.stale = False
+        self.writing = False  # an event's records are being written (``_claim``)
 
     def query(self, text: str, where: Where, ids: list[str] | None, limit: int) -> list[tuple[str, float]] | None:
         """``Vectors.query`` under the lock; None when another query holds it past the budget."""
@@ -982,16 +985,18 @@ def _send(conn: Any, answer: dict[str, Any]) -> bool:
 
 
 EVENT_GO_WAIT = 2.0  # seconds the helper waits for the client's "go" after saying it is ready
-EVENT_BUSY_WAIT = 0.04  # seconds an event waits for the one being handled (its records) before it is refused
+EVENT_BUSY_WAIT = 0.04  # seconds an event waits for the one being handled before it is refused
+EVENT_QUEUE_WAIT = 3.0  # seconds an event taken behind another's records waits for them (then {}, logged)
 
 
 def _take_event(conn: Any, request: dict[str, Any], payload: bytes, serving: Serving) -> None:
     """Handle a hook's event, at most once: refused (the client then handles it in its own process) unless
-    it comes from this user, for this store, from the code this helper runs, and no other event holds
-    the helper; else "ready", and the event is handled only once the client's "go" comes back, after
-    which the client never handles it itself (``cclg.hook.hand_off``)."""
+    it comes from this user, for this store, from the code this helper runs, and no other event is being
+    handled (``_claim``); else "ready", and the event is handled only once the client's "go" comes back,
+    after which the client never handles it itself (``cclg.hook.hand_off``)."""
     refusal = _event_refusal(conn, request, payload, serving)
-    if refusal is None and not serving.events_lock.acquire(timeout=EVENT_BUSY_WAIT):
+    held = _claim(serving) if refusal is None else None
+    if refusal is None and held is None:
         refusal = "busy with another event"
     if refusal is not None:
         _send(conn, {"refused": refusal})
@@ -999,15 +1004,41 @@ def _take_event(conn: Any, request: dict[str, Any], payload: bytes, serving: Ser
     try:
         if not _send(conn, {"ready": True}) or _read_line(conn, EVENT_GO_WAIT) != b"go":
             return  # the client did not wait: it handles the event itself
+        if not held:  # taken behind the records of the event before: they are written first
+            held = serving.events_lock.acquire(timeout=EVENT_QUEUE_WAIT)
+            if not held:
+                _send(conn, {"output": "{}"})
+                with contextlib.suppress(Exception):
+                    _log_late(serving.store, str(request.get("event")), handled=False)
+                return
         _test_delay("answer")
         output, finish = _run_event(serving, request, payload)
         if not _send(conn, {"output": output}):
             with contextlib.suppress(Exception):
                 _log_late(serving.store, str(request.get("event")))
-        finish()  # the event's records, once the host has its answer; before the next event
+        serving.writing = True
+        try:
+            _test_delay("records")
+            finish()  # the event's records, once the host has its answer; before the next event
+        finally:
+            serving.writing = False
     finally:
-        serving.events_lock.release()
+        if held:
+            serving.events_lock.release()
     serving.check_code()  # after the answer: the next event finds out whether the code changed
+
+
+def _claim(serving: Serving) -> bool | None:
+    """The events' lock for a new event: True when it is held now; False when the event before is writing
+    its records (a short wait: the new event is taken, and waits for them after "go"); None when another
+    event is being handled past ``EVENT_BUSY_WAIT`` (refused: the client does it in its own process)."""
+    deadline = time.monotonic() + EVENT_BUSY_WAIT
+    while not serving.events_lock.acquire(timeout=0.005):
+        if serving.writing:
+            return False
+        if time.monotonic() >= deadline:
+            return None
+    return True
 
 
 def _event_refusal(conn: Any, request: dict[str, Any], payload: bytes, serving: Serving) -> str | None:
@@ -1053,17 +1084,23 @@ def _set_env(name: str, value: str | None) -> None:
 
 
 def _test_delay(where: str) -> None:
-    """``CCLG_HELPER_TEST_DELAY=ready:SECONDS`` or ``answer:SECONDS``: lets the tests play a slow helper."""
+    """``CCLG_HELPER_TEST_DELAY=ready:SECONDS``, ``answer:SECONDS`` or ``records:SECONDS``: lets the tests play
+    a slow helper."""
     setting = os.environ.get("CCLG_HELPER_TEST_DELAY", "")
     if setting.startswith(where + ":"):
         time.sleep(float(setting.split(":", 1)[1]))
 
 
-def _log_late(store: Store, event: str) -> None:
-    """Say in the hook failure log that an event was handled (recorded) after its hook stopped waiting."""
+def _log_late(store: Store, event: str, handled: bool = True) -> None:
+    """Say in the hook failure log that an event was handled (recorded) after its hook stopped waiting, or
+    (``handled`` False) not at all: the records of the event before it took past ``EVENT_QUEUE_WAIT``."""
     from cclg.core.ids import now_iso
 
-    error = "the helper handled the event after the hook stopped waiting: it is recorded, its host got no context"
+    error = (
+        "the helper handled the event after the hook stopped waiting: it is recorded, its host got no context"
+        if handled
+        else f"the helper took the event behind another's records, which took over {EVENT_QUEUE_WAIT} s: not recorded"
+    )
     store.append(store.hook_failures_path, [{"event": event, "error": error, "created_at": now_iso()}])
 
 
