@@ -3,7 +3,7 @@
 Run by hand (not part of the test suite):
 
     python benchmarks/bench_hook.py [--sizes 1000,10000] [--runs 15] [--compare OTHER_CCLG_HOOK]
-    python benchmarks/bench_hook.py --semantic off|helper [--sizes 10000] [--runs 15]
+    python benchmarks/bench_hook.py --semantic off|helper [--sizes 10000] [--runs 15] [--stores DIR]
     python benchmarks/bench_hook.py --session [--sizes 10000] [--runs 8] [--gap 2]
 
 For each size a store is built as ``bench_pack.py`` builds it (in a temporary
@@ -20,10 +20,12 @@ real use.
 previous release in its own virtualenv) on the same store and queries, each run
 right after the first one's, and reports both medians and their ratio.
 
-``--semantic`` times user-prompt alone, p50 and p95: ``off`` without a semantic helper
-(``CCLG_SEMANTIC=off``), ``helper`` with one that is up and has embedded the store
-(started by a ``session-start`` and waited for); it reports how many of the prompts the
-helper answered in time (``cclg doctor``'s counts). ``--session`` plays a session as a user
+``--semantic`` times user-prompt alone, p50 and p95: ``off`` without a helper
+(``CCLG_SEMANTIC=off``: the hook does the event in its own process), ``helper`` with one that
+is up and has embedded the store (started by a ``session-start`` and waited for), which takes
+the hook's whole event (``cclg.hook.hand_off``); it reports how many of the prompts the
+helper answered in time (``cclg doctor``'s counts). ``--stores DIR`` keeps the stores, and the
+vectors their helpers embed, for the next run. ``--session`` plays a session as a user
 starts one: ``session-start``, then ``--runs`` prompts ``--gap`` seconds apart, first on a
 store whose vectors are not embedded yet, then again (a later session: the helper gone, its
 vectors kept); it reports the share of prompts the helper answered. Both use a runtime folder
@@ -101,6 +103,7 @@ def main() -> None:
     parser.add_argument("--semantic", choices=("off", "helper"), help="time user-prompt without or with a helper")
     parser.add_argument("--session", action="store_true", help="the share of a session's prompts the helper answered")
     parser.add_argument("--gap", type=float, default=2.0, help="--session: seconds between prompts")
+    parser.add_argument("--stores", help="--semantic/--session: keep the stores (and their vectors) in this folder")
     args = parser.parse_args()
     if args.compare:
         compare(args)
@@ -152,6 +155,16 @@ def main() -> None:
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _store(args: argparse.Namespace, work: Path, size: int) -> Path:
+    """The store of ``size`` memories: built in ``work``, or kept in ``--stores`` (built there once: the
+    100,000-memory store takes minutes to build, and its helper minutes more to embed it)."""
+    root = (Path(args.stores) if args.stores else work) / f"store-{size}"
+    if not root.exists():
+        build_store(root, size, root.parent)
+        open_index(Store.open(root)).close()
+    return root
 
 
 def _payload(size: int, event: str, **fields: object) -> bytes:
@@ -216,9 +229,7 @@ def semantic_runs(args: argparse.Namespace) -> None:
     runtime = Path(tempfile.mkdtemp(prefix="cb", dir="/tmp"))
     try:
         for size in (int(s) for s in args.sizes.split(",")):
-            root = work / f"store-{size}"
-            build_store(root, size, work)
-            open_index(Store.open(root)).close()
+            root = _store(args, work, size)
             queries = synth.bench_queries(args.runs, size=size)
             projects = synth.Vocabulary(size, random.Random(7)).projects
             env = _hook_env(runtime, args.semantic)

@@ -33,6 +33,7 @@ one, so an event loads only what its handler uses.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -47,7 +48,6 @@ from cclg.core.hook_events import (
     USER_PROMPT,
     logged,
 )
-from cclg.core.text import estimate_tokens
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -172,6 +172,18 @@ def handle(
     return HANDLERS[event](call)
 
 
+_later: list[Callable[[], object]] | None = None  # in the helper: the event's records, written after its answer
+
+
+def _after_answer(write: Callable[[], object]) -> None:
+    """Write one of the event's records that its answer does not read: now, in the hook's own process; in
+    the helper, right after the host has the answer (``run_event``), before the helper takes another event."""
+    if _later is None:
+        write()
+    else:
+        _later.append(write)
+
+
 def _bookkeeping(write: Callable[[], object]) -> None:
     """Run one of the hook's records of the session (its record, an event): a disk that refuses the
     write (full, read-only) costs that record, never the answer, which needs no write."""
@@ -191,7 +203,7 @@ def on_user_prompt(call: Call) -> str | None:
         raise ValueError("user-prompt payload has no prompt string")
     given = call.given().in_context
     summary = {"prompt": _text(prompt), "cwd": call.payload.get("cwd"), "at": time.time()}
-    _note_prompt(call)
+    _after_answer(lambda: _note_prompt(call))  # a pointer for `cclg turn write`: nothing the answer reads
     turn = _deliver_previous_turn(call)
     if turn:
         summary["previous_turn_given"] = True
@@ -368,6 +380,7 @@ def _record_and_answer(
     raised afterwards (and logged as a hook failure).
     """
     from cclg.api import retrieval
+    from cclg.core.text import estimate_tokens  # 5 ms of imports: not on the way to the helper
 
     max_chars, max_tokens = context_limits(call.store, call.agent)
     codegraph = _codegraph(call, query, max_chars, max_tokens) if call.include_codegraph else ""
@@ -396,7 +409,7 @@ def _record_and_answer(
         summary["listed_retired_ids"] = [node["id"] for node in retired]
         summary["offered_related_ids"] = [entry["id"] for entry in related]  # used only once opened (usage)
         summary["tokens"] = estimate_tokens(query) + estimate_tokens(context or "")  # what it adds to the context
-        _bookkeeping(lambda: call.record(summary))
+        _after_answer(lambda: _bookkeeping(lambda: call.record(summary)))
     return context
 
 
@@ -520,17 +533,45 @@ def parse_arguments(argv: list[str]) -> Arguments:
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--helper"]:  # the store's helper (``cclg.retrieval.semantic``), which takes events too
+        from cclg.api import retrieval
+
+        sys.exit(retrieval.serve_helper(argv[1:], events=run_event))
     if "-h" in argv or "--help" in argv:
         sys.stdout.write(USAGE.format(events=", ".join(HANDLERS)))
         sys.exit(0)
     args = parse_arguments(argv)
+    data = _stdin()
+    output = hand_off(args, data)  # the store's helper does the work, when one is up and takes it
+    if output is None:
+        output = run(args, data)  # else this process does it, the same way
+    sys.stdout.write(output + "\n")
+    sys.stdout.flush()
+    sys.exit(0)
+
+
+def _stdin() -> bytes | None:
+    """The payload's bytes (one more than the hook reads, so a larger one is known), None if unreadable."""
+    try:
+        return sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
+    except Exception:
+        return None
+
+
+def run(args: Arguments, data: bytes | None) -> str:
+    """The event's output line, done in this process: the JSON object the host gets; ``{}`` on any failure,
+    which is logged. The helper runs the same (``run_event``)."""
     output: dict[str, Any] = {}
     try:
+        from io import BytesIO
+
         from cclg.core.fields import read_json
 
         if args.event not in HANDLERS:
             raise ValueError(f"unknown hook event {args.event!r}; use one of {', '.join(HANDLERS)}")
-        payload = read_json(sys.stdin.buffer, MAX_STDIN_BYTES, "the payload")
+        if data is None:
+            raise ValueError("the payload could not be read from stdin")
+        payload = read_json(BytesIO(data), MAX_STDIN_BYTES, "the payload")
         if not isinstance(payload, dict):
             raise ValueError("the payload is not a JSON object")
         agent = args.agent or detect_agent(payload)
@@ -540,6 +581,142 @@ def main(argv: list[str] | None = None) -> None:
 
         _log_failure(args.root, str(args.event), traceback.format_exc())
         output = {}
-    sys.stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
-    sys.stdout.flush()
-    sys.exit(0)
+    return json.dumps(output, ensure_ascii=False)
+
+
+# ---------------------------------------------------------------- the hand-off to the store's helper
+
+HANDOFF_READY = 0.05  # seconds to reach the helper and hear it take the event; past them, this process does it
+HANDOFF_ANSWER = 5.0  # seconds for the answer of an event the helper took; past them, the host gets {}
+
+
+def hand_off(args: Arguments, data: bytes | None) -> str | None:
+    """The event's output line from the store's helper, or None when no helper took the event (none
+    runs, it is not this user's, it runs other code, it is busy, it did not say "ready" within
+    ``HANDOFF_READY``): then this process does the work itself (``run``), and the output is the same.
+
+    It imports only the standard library and ``cclg.core.runtime``, which finds the helper's socket as
+    every part of cclg does. What it sends: the event's facts (the event, ``--agent``, the store's
+    folder, ``--include-codegraph``, ``$CCLG_SEMANTIC``: all the handlers read besides the payload;
+    they read the working folder from the payload's ``cwd``, not the process's) and the payload's
+    bytes as read. An event is handled once: the helper answers "ready", handles it only after this
+    process's "go", and once "go" is sent this process never handles it, even when the answer does
+    not come within ``HANDOFF_ANSWER`` (the host then gets ``{}`` and the miss is logged)."""
+    if args.event not in HANDLERS or data is None or len(data) > MAX_STDIN_BYTES:
+        return None
+    try:
+        conn, root = _reach_helper(args.root)
+    except Exception:  # no helper, or not this user's: this process does the work (and says what it found)
+        return None
+    try:
+        try:
+            import cclg
+
+            facts = {
+                "event": args.event,
+                "agent": args.agent,
+                "root": root,
+                "include_codegraph": args.include_codegraph,
+                "semantic": os.environ.get("CCLG_SEMANTIC"),
+                "version": cclg.__version__,
+                "package": os.path.dirname(os.path.abspath(cclg.__file__)),
+                "length": len(data),
+            }
+            conn.sendall(json.dumps(facts).encode() + b"\n" + data)
+            if json.loads(_line(conn, HANDOFF_READY)).get("ready") is not True:
+                return None  # refused (its reason is in the answer): this process does it
+            conn.sendall(b"go\n")
+        except Exception:  # no "go" went out: the helper drops the event
+            return None
+        try:  # the helper has the event now: never done here as well
+            output = json.loads(_line(conn, HANDOFF_ANSWER))["output"]
+            if not isinstance(output, str) or not isinstance(json.loads(output), dict):
+                raise ValueError(f"the helper's output is not a JSON object: {output!r}")
+            return output
+        except Exception as error:
+            _log_failure(root, args.event, f"the helper took the event and gave no answer in time: {error!r}")
+            return "{}"
+    finally:
+        conn.close()
+
+
+def _reach_helper(root: str | None) -> tuple[Any, str]:
+    """A connection to the helper of the store at ``root`` (the store's folder, absolute, with it), checked
+    as the semantic client checks it: the runtime folder and the socket are this user's alone, and so is
+    the process serving it (``cclg.core.runtime``). Raises when there is none, or it is not to be trusted."""
+    import stat
+
+    from cclg.core import runtime
+
+    uid = os.geteuid()
+    folder = os.path.abspath(runtime.store_root(root))
+    path = runtime.socket_for(folder, uid)
+    info = os.lstat(path)  # no helper (the usual FileNotFoundError): nothing more is loaded
+    if not stat.S_ISSOCK(info.st_mode):
+        raise FileNotFoundError(path)
+    place = os.lstat(os.path.dirname(path))
+    if not stat.S_ISDIR(place.st_mode):
+        raise runtime.Untrusted(f"{os.path.dirname(path)} is not a folder")
+    runtime.check_private(os.path.dirname(path), place, "runtime folder", uid)
+    runtime.check_private(path, info, "helper's socket", uid)
+    import _socket  # not ``socket``: its import alone costs the hook milliseconds
+
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        conn.settimeout(HANDOFF_READY)
+        conn.connect(path)
+        peer = runtime.peer_uid(conn)
+        if peer is not None and peer != uid:
+            raise runtime.Untrusted(f"the helper's socket {path} is served by uid {peer}, not {uid}")
+    except BaseException:
+        conn.close()
+        raise
+    return conn, folder
+
+
+def _line(conn: Any, seconds: float) -> bytes:
+    """One line from ``conn`` within ``seconds`` in all (``TimeoutError`` past them)."""
+    deadline = time.monotonic() + seconds
+    data = b""
+    while not data.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("no answer in time")
+        conn.settimeout(left)
+        chunk = conn.recv(1 << 20)
+        if not chunk:
+            raise ConnectionError("the helper closed the connection")
+        data += chunk
+    return data
+
+
+def run_event(facts: dict[str, Any], data: bytes) -> tuple[str, Callable[[], None]]:
+    """In the helper: the output line of an event handed to it (``hand_off``), done as ``run`` does it, and
+    what writes the event's records once the answer is sent (``_after_answer``; a failure there is logged,
+    as the hook's own process logs it)."""
+    global _later
+    args = Arguments()
+    args.event = str(facts.get("event"))
+    args.agent = facts.get("agent") if facts.get("agent") in ("claude", "codex") else None
+    args.root = str(facts["root"])
+    args.include_codegraph = facts.get("include_codegraph") is True
+    _later = []
+    try:
+        output = run(args, data)
+    finally:
+        writes, _later = _later, None
+
+    def finish() -> None:
+        for write in writes:
+            try:
+                write()
+            except Exception:
+                import traceback
+
+                _log_failure(args.root, args.event, traceback.format_exc())
+
+    return output, finish
+
+
+if __name__ == "__main__":
+    main()

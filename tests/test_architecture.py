@@ -164,7 +164,13 @@ SURFACES = sorted(
 )
 # The hook's own start-up-light modules: what it imports before (or besides) a handler reaches the library,
 # the payload's reading (``fields``), the token estimate (``text``) and session ids (``ids``).
-HOOK_LIGHT_MODULES = ["cclg.core.text", "cclg.core.ids", "cclg.core.fields", "cclg.core.hook_events"]
+HOOK_LIGHT_MODULES = [
+    "cclg.core.text",
+    "cclg.core.ids",
+    "cclg.core.fields",
+    "cclg.core.hook_events",
+    "cclg.core.runtime",
+]
 SURFACES_MAY_IMPORT = {
     "cclg",  # the package itself: its version
     "cclg.errors",

@@ -165,6 +165,9 @@ def test_a_helper_stopped_with_sigterm_leaves_no_socket_or_lock(tmp_path: Path, 
     try:
         lock = semantic.socket_path(store.root).with_suffix(".lock")
         assert _wait(lambda: lock.exists() and lock.read_text().strip() == str(helper.pid))
+        # Asked before its socket is up, the client would start a helper of its own, which would take
+        # the lock this one lets go of.
+        assert _wait(lambda: semantic.socket_path(store.root).exists())
         assert _wait(lambda: _serving(store))
         helper.send_signal(signal.SIGTERM)
         assert helper.wait(timeout=30) == 0

@@ -55,12 +55,12 @@ class Helper:
                 return
             data = b""
             conn.settimeout(2.0)
-            while not data.endswith(b"\n"):
+            while b"\n" not in data:
                 chunk = conn.recv(65536)
                 if not chunk:
                     break
                 data += chunk
-            self.received.append(json.loads(data))
+            self.received.append(json.loads(data.partition(b"\n")[0]))  # a hook's event: its line, then its payload
             if self.hang:
                 self.held.append(conn)
                 continue

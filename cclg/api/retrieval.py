@@ -20,6 +20,7 @@ _LAZY = {  # module -> the public names it serves, imported on first use
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
+    from collections.abc import Callable
     from typing import Any
 
     from cclg.core.store import Store
@@ -53,6 +54,7 @@ __all__ = [
     "recall",
     "render",
     "search_memories",
+    "serve_helper",
     "to_toml",
     "wake_semantic",
 ]
@@ -76,3 +78,11 @@ def wake_semantic(store: Store) -> str:
     from cclg.retrieval import semantic
 
     return semantic.wake(store)
+
+
+def serve_helper(argv: list[str], events: Callable[[dict[str, Any], bytes], tuple[str, Callable[[], None]]]) -> int:
+    """Run the store's helper (``python -m cclg.hook --helper --root STORE``): it answers the semantic
+    questions and takes the hook's events, each run by ``events`` (``cclg.retrieval.semantic.serve``)."""
+    from cclg.retrieval import semantic
+
+    return semantic.main(argv, events=events, prog="python -m cclg.hook --helper")

@@ -4,6 +4,8 @@ No module here knows memories' meaning, only their shapes; imports point down th
 
 - ``text``: every tokenizer (prose, CJK, code identifiers), the token estimate, Markdown fencing;
 - ``hook_events``: the name of each hook event inside cclg (the host's names are the hook's);
+- ``runtime``: where a store's helper listens (the store a hook event belongs to, the runtime folder,
+  the socket, who is at its other end) and its code's fingerprint, with the standard library only;
 - ``ids``: ids, times and content hashes;
 - ``fields``: strict field reading and the records' JSON text;
 - ``records``: the record classes (MemoryNode, MemoryPatch, MemoryEdge, Session...);
@@ -15,5 +17,6 @@ No module here knows memories' meaning, only their shapes; imports point down th
 - ``config``: the store's settings, ``config.json``'s sections typed, with defaults;
 - ``store``: where a store lives, every path in it, locked writes, raw evidence, recovery.
 
-``text``, ``ids``, ``fields`` and ``hook_events`` are light: the hook imports them at start-up.
+``text``, ``ids``, ``fields``, ``hook_events`` and ``runtime`` are light: the hook imports them at start-up
+(``hook_events`` and ``runtime`` before it hands its event to the store's helper).
 """

@@ -21,6 +21,7 @@ import time
 import unicodedata
 from collections.abc import Iterator
 
+from cclg.core.runtime import sha256_hex as sha256_hex  # SHA-256 without OpenSSL's start-up cost (re-exported)
 from cclg.errors import UsageError, ValidationError
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
@@ -204,33 +205,3 @@ def content_hash(value: Any) -> str:
     except UnicodeEncodeError as exc:  # a lone surrogate, from a JSON escape such as \ud800: no text
         raise ValidationError(f"the text is not valid Unicode (a lone surrogate): {exc}") from None
     return "sha256:" + sha256_hex(data)
-
-
-def sha256_hex(data: bytes) -> str:
-    """Hex SHA-256 of ``data``.
-
-    CPython's own SHA-256 module loads in well under a millisecond; ``hashlib``
-    loads OpenSSL first, which costs the hook about 10 ms of start-up. Both give
-    the same digest; ``hashlib`` is the fallback where the built-in module is absent.
-    The constructor is found once per process (a failed import is not cached by
-    Python: retried on every call it cost 34 µs against 0.5 µs for the digest).
-    """
-    global _sha256
-    if _sha256 is None:
-        _sha256 = _find_sha256()
-    digest: str = _sha256(data).hexdigest()
-    return digest
-
-
-_sha256: Any = None
-
-
-def _find_sha256() -> Any:
-    try:
-        from _sha2 import sha256  # type: ignore[import-not-found]  # Python 3.12+
-    except ImportError:
-        try:
-            from _sha256 import sha256  # type: ignore[import-not-found]  # Python 3.11
-        except ImportError:
-            from hashlib import sha256
-    return sha256

@@ -93,13 +93,11 @@ RECORD_PREFIXES = {"nodes": "mem", "patches": "patch", "edges": "edge", "session
 
 
 def resolve_root(root: str | os.PathLike[str] | None = None) -> Path:
-    """The store folder: ``root`` if given, else ``$CCLG_HOME``, else ``~/.cclg``."""
-    if root is not None and str(root) != "":
-        return Path(root).expanduser()
-    env = os.environ.get("CCLG_HOME")
-    if env:
-        return Path(env).expanduser()
-    return Path("~/.cclg").expanduser()
+    """The store folder: ``root`` if given, else ``$CCLG_HOME``, else ``~/.cclg`` (``cclg.core.runtime.store_root``,
+    which the hook reads before it imports this module)."""
+    from cclg.core.runtime import store_root
+
+    return Path(store_root(root))
 
 
 class Store:

@@ -16,6 +16,22 @@ store holds the model and the vectors and answers over a Unix socket:
   It exits after ``--idle`` seconds without a request (default ``$CCLG_SEMANTIC_IDLE``
   or 600), unless its store has sessions going (``cclg.ledger.sessions.active_sessions``).
   It never takes the store lock: it reads memories through the index like any reader.
+- The hook's events: the helper clients start is ``python -m cclg.hook --helper --root
+  STORE`` (``HELPER_MODULE``), which serves with the hook's event runner (``serve``'s
+  ``events``): a line ``{"event", "agent", "root", "include_codegraph", "semantic",
+  "version", "package", "length"}`` followed by the payload's bytes -> ``{"refused": why}``
+  or ``{"ready": true}``; the client's ``go`` line -> ``{"output": the hook's JSON}``. The
+  event runs only after ``go`` (``_take_event``), so a client that gave up before never
+  sees it handled twice, and one that said ``go`` never handles it itself. It is refused
+  for another user (the client's peer credentials), another store, another cclg (its
+  version and package folder) or code changed on disk since the helper started
+  (``Serving.check_code``: such a helper then exits), and when another event holds the
+  helper for ``EVENT_BUSY_WAIT``; an event that comes while the one before writes its records
+  (a host's prompt right after its session's start) is taken, and handled once they are
+  written. Each connection is served in a thread of its own:
+  events one at a time (``Serving.events_lock``), the vectors one query at a time
+  (``Serving.lock``), so a question from another process waits for one query, not an
+  event; the events' own questions go to the vectors directly (``consult``, ``wake``).
 - Warm and current: ``wake`` (a session's start) starts the helper, or pings the one
   running, without waiting for it. ``helper_version`` (the package's version, the
   model ids of ``embed.ENGINES``, a digest of this code) is in every answer: a client that finds another
@@ -70,6 +86,7 @@ import stat
 import sys
 import time
 
+from cclg.core import runtime
 from cclg.core.fields import parse_json
 from cclg.core.files import create_private
 from cclg.ledger.index import IndexDamage, is_damage, read_fresh
@@ -86,6 +103,7 @@ if TYPE_CHECKING:
     from cclg.ledger.index import Index
 
 IN_PROCESS = False  # set by long-lived processes that load the model themselves
+HELPER_MODULE = "cclg.hook"  # the helper clients start: ``python -m cclg.hook --helper``, which takes hook events too
 TIMEOUT = 0.05  # seconds for the whole exchange with the helper
 IDLE_SECONDS = 600.0
 START_INTERVAL = 60.0  # at most one helper start per store this often
@@ -93,7 +111,7 @@ OFF_SECONDS = 3600.0  # after the model failed to load, no helper is started for
 BATCH = 256  # memories embedded at a time
 MAX_ANSWER = 1 << 20
 MAX_REQUEST = 1 << 20  # a request is a query and a scope: far less
-SOCKET_PATH_MAX = 107  # bytes of a Unix socket's path
+MAX_EVENT = 8 * 1024 * 1024 + 1  # a hook event's payload (the hook reads at most 8 MiB and one byte)
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS vectors"
     " (id TEXT PRIMARY KEY, model TEXT NOT NULL, hash TEXT NOT NULL, vector BLOB NOT NULL)"
@@ -113,30 +131,19 @@ def expected_uid() -> int:
 
 
 def runtime_dir() -> Path:
-    """Where the helpers' sockets and markers live: ``$CCLG_SEMANTIC_DIR``; else ``$XDG_RUNTIME_DIR/cclg``
-    when that folder is what the XDG spec promises (absolute, this user's, 0700) and short enough for a
-    socket's path; else ``/tmp/cclg-<uid>``. Whichever it is, ``private_dir`` checks it before use."""
+    """Where the helpers' sockets and markers live (``cclg.core.runtime.runtime_folder``: ``$CCLG_SEMANTIC_DIR``;
+    else ``$XDG_RUNTIME_DIR/cclg`` when that folder is what the XDG spec promises, absolute, this user's,
+    0700, and short enough for a socket's path; else ``/tmp/cclg-<uid>``). ``private_dir`` checks it before use."""
     from pathlib import Path
 
-    chosen = os.environ.get("CCLG_SEMANTIC_DIR")
-    if chosen:
-        return Path(chosen)
-    xdg = os.environ.get("XDG_RUNTIME_DIR") or ""
-    if os.path.isabs(xdg) and len(os.fsencode(xdg)) <= SOCKET_PATH_MAX - len("/cclg/.sock") - 20:
-        try:
-            info = os.stat(xdg)
-        except OSError:
-            info = None
-        if info is not None and stat.S_ISDIR(info.st_mode) and _private(info):
-            return Path(xdg) / "cclg"
-    return Path(f"/tmp/cclg-{os.getuid()}")
+    return Path(runtime.runtime_folder(expected_uid()))
 
 
 def socket_path(root: Path) -> Path:
-    """The helper's socket for the store at ``root`` (short: a socket path has at most 107 bytes)."""
-    from cclg.core.ids import sha256_hex
+    """The helper's socket for the store at ``root`` (``cclg.core.runtime.socket_for``, which the hook uses too)."""
+    from pathlib import Path
 
-    return runtime_dir() / f"{sha256_hex(str(root.resolve()).encode())[:20]}.sock"
+    return Path(runtime.socket_for(root, expected_uid()))
 
 
 ANSWERED, COLD, OFF = "answered", "cold", "off"  # what the pack says of the semantic signal (``consult``)
@@ -192,6 +199,12 @@ def consult(
             return hits, OFF if hits is None else ANSWERED
         if not enabled() or not query.strip():
             return None, OFF
+        if _serving:  # in the helper, handling a hook's event: its own vectors, as a client would get them
+            hits = _serving[0].query(embed.clip(query), where, ids, limit)
+            if hits is None:
+                return None, _missed(store)
+            count_answer(store, True)
+            return hits, ANSWERED
         request = {
             "query": embed.clip(query),
             "ids": ids,
@@ -236,6 +249,8 @@ def wake(store: Store) -> str:
     try:
         if IN_PROCESS or not enabled():
             return OFF
+        if _serving:  # a session's start handled by the helper itself: it is up
+            return ANSWERED
         private_dir()
         if not _our_socket(socket_path(store.root)):
             _start(store)
@@ -303,20 +318,12 @@ def _in_process(
 # ---------------------------------------------------------------- who the client talks to
 
 
-class Untrusted(PermissionError):
-    """The runtime folder, the socket or the process behind it is not this user's alone."""
-
-
-def _private(info: os.stat_result) -> bool:
-    return info.st_uid == expected_uid() and not info.st_mode & 0o077
+Untrusted = runtime.Untrusted  # the runtime folder, the socket or the process behind it is not this user's alone
 
 
 def _check_private(path: Path, info: os.stat_result, what: str) -> None:
     """Refuse ``path`` (whose ``lstat`` is ``info``) unless it is this user's with no access for others."""
-    if info.st_uid != expected_uid():
-        raise Untrusted(f"the {what} {path} belongs to uid {info.st_uid}, not {expected_uid()}")
-    if info.st_mode & 0o077:
-        raise Untrusted(f"the {what} {path} is open to others (mode {stat.S_IMODE(info.st_mode):o})")
+    runtime.check_private(path, info, what, expected_uid())
 
 
 def private_dir() -> Path:
@@ -348,16 +355,7 @@ def _our_socket(path: Path) -> bool:
 def _peer_uid(conn: Any) -> int | None:
     """The uid of the process at the other end of the Unix socket ``conn``, from the kernel; None where
     the system has no way to tell (then the folder's and the socket's checks stand alone)."""
-    import socket
-    import struct
-
-    if hasattr(socket, "SO_PEERCRED"):  # Linux: struct ucred {pid_t pid; uid_t uid; gid_t gid}
-        _, uid, _ = struct.unpack("iII", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
-        return int(uid)
-    if hasattr(socket, "LOCAL_PEERCRED"):  # macOS, FreeBSD: struct xucred {u_int version; uid_t uid; ...}
-        data = conn.getsockopt(0, socket.LOCAL_PEERCRED, 76)  # level SOL_LOCAL
-        return int(struct.unpack_from("II", data)[1])
-    return None
+    return runtime.peer_uid(conn)
 
 
 REFUSAL_EVERY = 3600.0  # seconds: a refusal that stays is logged at most once in this long
@@ -438,12 +436,7 @@ def _exchange(store: Store, request: dict[str, Any], timeout: float) -> dict[str
 
 def _peer_pid(conn: Any) -> int | None:
     """The pid of the process serving ``conn``, from the kernel where it says (Linux), else None."""
-    import socket
-    import struct
-
-    if hasattr(socket, "SO_PEERCRED"):
-        return int(struct.unpack("iII", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0])
-    return None
+    return runtime.peer_pid(conn)
 
 
 def _replace(store: Store, pid: int | None) -> None:
@@ -507,12 +500,13 @@ def _start(store: Store, after: int | None = None) -> None:
 
     replacing = [] if after is None else ["--after", str(after)]
     subprocess.Popen(
-        [sys.executable, "-m", "cclg.retrieval.semantic", "--root", str(store.root.resolve()), *replacing],
+        [sys.executable, "-m", HELPER_MODULE, "--helper", "--root", str(store.root.resolve()), *replacing],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
         close_fds=True,
+        cwd="/",  # not the host's project: ``-m`` would import a ``cclg`` folder found there
     )
 
 
@@ -687,7 +681,7 @@ def _open_vectors(store: Store) -> sqlite3.Connection:
             discard_vectors(store, exc)
         except (sqlite3.Error, OSError):
             break
-    db = sqlite3.connect(":memory:")
+    db = sqlite3.connect(":memory:", check_same_thread=False)
     db.execute(_SCHEMA)
     return db
 
@@ -696,7 +690,8 @@ def _vectors_file(store: Store) -> sqlite3.Connection:
     import sqlite3
 
     create_private(store.semantic_path)  # SQLite would create it with the umask's mode
-    db = sqlite3.connect(store.semantic_path, timeout=10)
+    # The helper's threads use it, one at a time (``Serving.lock``).
+    db = sqlite3.connect(store.semantic_path, timeout=10, check_same_thread=False)
     try:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute(_SCHEMA)
@@ -755,14 +750,16 @@ def heal_vectors(store: Store) -> str | None:
 # ---------------------------------------------------------------- the helper
 
 
-def serve(root: str, idle: float, after: int | None = None) -> int:
+def serve(root: str, idle: float, after: int | None = None, events: Events | None = None) -> int:
     """Run the helper for the store at ``root`` until ``idle`` seconds pass without a request (and its
-    store has no session going); first, a helper it replaces (pid ``after``) is waited for."""
+    store has no session going); first, a helper it replaces (pid ``after``) is waited for. ``events``
+    runs a hook's event (the hook's helper, ``cclg.hook --helper``); without it, events are refused."""
     import signal
 
     from cclg.core.store import Store
 
     began = time.time()
+    code = _own_code()  # the code it runs, taken at its start: a change on disk from now on shows
     if after is not None:
         _wait_for_end(after, LOCK_WAIT)
     store = Store.open(root)
@@ -784,13 +781,22 @@ def serve(root: str, idle: float, after: int | None = None) -> int:
             return 0
         vectors = Vectors(store)
         read_fresh(store, vectors.refresh)
-        return _listen(store, vectors, idle, folder)
+        return _listen(store, vectors, idle, folder, Serving(store, vectors, events, code))
     finally:
         # Its own start marker, not the one of a helper started since to replace it (``_replace``).
         if not _fresh(_marker(store.root, ".start"), time.time() - began):
             _marker(store.root, ".start").unlink(missing_ok=True)
         lock_path.unlink(missing_ok=True)  # while held: a helper starting now takes a new lock file
         os.close(lock)
+
+
+def _own_code() -> tuple[str, str, tuple[Any, ...]]:
+    """The cclg this helper runs: its version, its package's folder and the fingerprint of its modules
+    (``cclg.core.runtime.code_fingerprint``), which an event's client must match."""
+    import cclg
+
+    package = os.path.dirname(os.path.abspath(cclg.__file__))
+    return cclg.__version__, package, runtime.code_fingerprint(package)
 
 
 def _hold_lock(path: Path) -> int | None:
@@ -835,11 +841,16 @@ def _exit(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
 
-def _listen(store: Store, vectors: Vectors, idle: float, folder: Path) -> int:
+def _listen(store: Store, vectors: Vectors, idle: float, folder: Path, serving: Serving) -> int:
+    """Accept connections until idle (``idle`` seconds without a request and no session going), each
+    served in a thread of its own (``_connection``), so an event being handled never holds up another
+    client's question longer than the vectors' lock; the threads in flight finish before it exits."""
     import socket
+    import threading
 
     path = socket_path(store.root)
     path.unlink(missing_ok=True)  # a socket left by a helper that died, or garbage: the lock says it is ours
+    _serving.append(serving)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
         umask = os.umask(0o177)  # the socket is 0600 from its first moment
         try:
@@ -848,26 +859,77 @@ def _listen(store: Store, vectors: Vectors, idle: float, folder: Path) -> int:
             os.umask(umask)
         server.listen(16)
         _marker(store.root, ".start").unlink(missing_ok=True)
-        last = time.monotonic()
         try:
-            while True:
-                left = last + idle - time.monotonic()
+            while not serving.stale:
+                left = serving.last + idle - time.monotonic()
                 if not store.root.is_dir():
                     return 0
                 if left <= 0:
                     if not _sessions_active(store, idle):
                         return 0
-                    last, left = time.monotonic(), idle  # its store has sessions going: it stays
+                    serving.last, left = time.monotonic(), idle  # its store has sessions going: it stays
                 server.settimeout(min(left, 5.0))
                 try:
                     conn, _ = server.accept()
                 except TimeoutError:
+                    serving.check_code()
                     continue
-                with conn:
-                    _answer(conn, vectors)
-                last = time.monotonic()
+                serving.last = time.monotonic()
+                threading.Thread(target=_connection, args=(conn, serving), name="cclg-connection").start()
+            return 0  # its code changed on disk: the next client starts a helper of the new code
         finally:
             path.unlink(missing_ok=True)
+
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    # The hook's event runner (``cclg.hook.run_event``): (the event's facts, its payload's bytes) -> its output
+    # line, and what writes the event's records once the answer is sent.
+    Events = Callable[[dict[str, Any], bytes], tuple[str, Callable[[], None]]]
+
+
+class Serving:
+    """What the helper's threads share: the store, its vectors (one query at a time, under ``lock``),
+    the hook's event runner (one event at a time, under ``events_lock``) and the code it started with."""
+
+    def __init__(
+        self, store: Store, vectors: Vectors, events: Events | None, code: tuple[str, str, tuple[Any, ...]]
+    ) -> None:
+        import threading
+
+        self.store, self.vectors, self.events = store, vectors, events
+        self.lock = threading.Lock()
+        self.events_lock = threading.Lock()
+        self.last = time.monotonic()
+        self.version, self.package, self.code = code
+        self.checked = time.monotonic()
+        self.stale = False
+        self.writing = False  # an event's records are being written (``_claim``)
+
+    def query(self, text: str, where: Where, ids: list[str] | None, limit: int) -> list[tuple[str, float]] | None:
+        """``Vectors.query`` under the lock; None when another query holds it past the budget."""
+        if not self.lock.acquire(timeout=TIMEOUT):
+            return None
+        try:
+            return self.vectors.query(text, where, ids, limit)
+        finally:
+            self.lock.release()
+
+    def check_code(self, within: float = 0.0) -> bool:
+        """Whether the package's modules are still those this helper started with (looked at again when
+        the last look is older than ``within`` seconds); once they are not, the helper is ``stale``."""
+        if not self.stale and time.monotonic() - self.checked >= within:
+            self.stale = runtime.code_fingerprint(self.package) != self.code
+            self.checked = time.monotonic()
+            if self.stale:  # end now, as on SIGTERM (the events in flight finish): the next start is of the new code
+                import signal
+
+                os.kill(os.getpid(), signal.SIGTERM)
+        return not self.stale
+
+
+_serving: list[Serving] = []  # in the helper: what it serves, which the events it handles ask directly
 
 
 ACTIVE_WITHIN = 12 * 3600.0  # seconds: a session that logged nothing for this long no longer keeps a helper up
@@ -884,43 +946,215 @@ def _sessions_active(store: Store, idle: float) -> bool:
         return False
 
 
-def _answer(conn: Any, vectors: Vectors) -> None:
-    """Read one request line, write one answer line with the helper's version (``helper_version``, which
-    the client compares with its own); a ping gets the version alone; a bad request gets an error,
-    never the helper's end."""
-    conn.settimeout(2.0)
+def _connection(conn: Any, serving: Serving) -> None:
+    """Serve one connection: a hook's event (``_take_event``), a ping or a question."""
+    with conn:
+        conn.settimeout(2.0)
+        try:
+            request, rest = _request(conn)
+        except Exception as error:  # a bad request: answer, keep serving
+            _send(conn, {"error": f"{type(error).__name__}: {error}"})
+            return
+        if isinstance(request, dict) and "event" in request:
+            _take_event(conn, request, rest, serving)
+        else:
+            _answer(conn, request, serving)
+        serving.last = time.monotonic()
+
+
+def _answer(conn: Any, request: Any, serving: Serving) -> None:
+    """Write one answer line with the helper's version (``helper_version``, which the client compares with
+    its own); a ping gets the version alone; a bad request gets an error, never the helper's end."""
     answer: dict[str, Any] = {}
     try:
-        request = _request(conn)
         if not request.get("ping"):
             where = Where(request.get("session_id"), request.get("project"), request.get("workspace"))
             limit = int(request.get("limit") or 10)
-            hits = vectors.query(str(request["query"]), where, request.get("ids"), limit)
+            with serving.lock:
+                hits = serving.vectors.query(str(request["query"]), where, request.get("ids"), limit)
             answer = {"hits": hits} if hits is not None else {"error": str(embed.failure())}
     except Exception as error:  # one bad request or a failed refresh: answer, keep serving
         answer = {"error": f"{type(error).__name__}: {error}"}
-    with contextlib.suppress(OSError):  # the client gave up waiting
+    _send(conn, answer)
+
+
+def _send(conn: Any, answer: dict[str, Any]) -> bool:
+    """Write ``answer`` as one line, with the helper's version; False when the client is gone."""
+    try:
         conn.sendall(json.dumps({**answer, "version": helper_version()}).encode() + b"\n")
+    except OSError:  # the client gave up waiting
+        return False
+    return True
 
 
-def _request(conn: Any) -> Any:
-    """The request line ``conn`` sends, read with the bounded reader (``cclg.core.fields.parse_json``): at most
-    ``MAX_REQUEST`` bytes are held, and a line nested too deep is a ``ValueError``."""
+EVENT_GO_WAIT = 2.0  # seconds the helper waits for the client's "go" after saying it is ready
+EVENT_BUSY_WAIT = 0.04  # seconds an event waits for the one being handled before it is refused
+EVENT_QUEUE_WAIT = 3.0  # seconds an event taken behind another's records waits for them (then {}, logged)
+
+
+def _take_event(conn: Any, request: dict[str, Any], payload: bytes, serving: Serving) -> None:
+    """Handle a hook's event, at most once: refused (the client then handles it in its own process) unless
+    it comes from this user, for this store, from the code this helper runs, and no other event is being
+    handled (``_claim``); else "ready", and the event is handled only once the client's "go" comes back,
+    after which the client never handles it itself (``cclg.hook.hand_off``)."""
+    refusal = _event_refusal(conn, request, payload, serving)
+    held = _claim(serving) if refusal is None else None
+    if refusal is None and held is None:
+        refusal = "busy with another event"
+    if refusal is not None:
+        _send(conn, {"refused": refusal})
+        return
+    try:
+        if not _send(conn, {"ready": True}) or _read_line(conn, EVENT_GO_WAIT) != b"go":
+            return  # the client did not wait: it handles the event itself
+        if not held:  # taken behind the records of the event before: they are written first
+            held = serving.events_lock.acquire(timeout=EVENT_QUEUE_WAIT)
+            if not held:
+                _send(conn, {"output": "{}"})
+                with contextlib.suppress(Exception):
+                    _log_late(serving.store, str(request.get("event")), handled=False)
+                return
+        _test_delay("answer")
+        output, finish = _run_event(serving, request, payload)
+        if not _send(conn, {"output": output}):
+            with contextlib.suppress(Exception):
+                _log_late(serving.store, str(request.get("event")))
+        serving.writing = True
+        try:
+            _test_delay("records")
+            finish()  # the event's records, once the host has its answer; before the next event
+        finally:
+            serving.writing = False
+    finally:
+        if held:
+            serving.events_lock.release()
+    serving.check_code()  # after the answer: the next event finds out whether the code changed
+
+
+def _claim(serving: Serving) -> bool | None:
+    """The events' lock for a new event: True when it is held now; False when the event before is writing
+    its records (a short wait: the new event is taken, and waits for them after "go"); None when another
+    event is being handled past ``EVENT_BUSY_WAIT`` (refused: the client does it in its own process)."""
+    deadline = time.monotonic() + EVENT_BUSY_WAIT
+    while not serving.events_lock.acquire(timeout=0.005):
+        if serving.writing:
+            return False
+        if time.monotonic() >= deadline:
+            return None
+    return True
+
+
+def _event_refusal(conn: Any, request: dict[str, Any], payload: bytes, serving: Serving) -> str | None:
+    """Why the helper will not handle this event, or None."""
+    peer = _peer_uid(conn)
+    if peer is not None and peer != expected_uid():
+        return f"the client is uid {peer}, not {expected_uid()}"
+    if serving.events is None:
+        return "this helper takes no hook events"
+    if request.get("version") != serving.version or request.get("package") != serving.package:
+        return f"the client runs cclg {request.get('version')} from {request.get('package')}"
+    if not serving.check_code(within=1.0):
+        return "this helper's code changed on disk since it started"
+    root = request.get("root")
+    if not isinstance(root, str) or runtime.socket_for(root, expected_uid()) != str(socket_path(serving.store.root)):
+        return "the event is for another store"
+    if request.get("length") != len(payload):
+        return "the payload was cut short"
+    _test_delay("ready")
+    return None
+
+
+def _run_event(serving: Serving, request: dict[str, Any], payload: bytes) -> tuple[str, Callable[[], None]]:
+    """The hook's output for the event, run as the hook would, with the hook's ``CCLG_SEMANTIC`` (the one
+    variable of its environment the handlers read), and what writes its records after the answer; a
+    failure is the hook's fail-open ``{}``."""
+    assert serving.events is not None
+    wanted, before = request.get("semantic"), os.environ.get("CCLG_SEMANTIC")
+    try:
+        _set_env("CCLG_SEMANTIC", wanted if isinstance(wanted, str) else None)
+        return serving.events(request, payload)
+    except Exception:
+        return "{}", lambda: None
+    finally:
+        _set_env("CCLG_SEMANTIC", before)
+
+
+def _set_env(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
+def _test_delay(where: str) -> None:
+    """``CCLG_HELPER_TEST_DELAY=ready:SECONDS``, ``answer:SECONDS`` or ``records:SECONDS``: lets the tests play
+    a slow helper."""
+    setting = os.environ.get("CCLG_HELPER_TEST_DELAY", "")
+    if setting.startswith(where + ":"):
+        time.sleep(float(setting.split(":", 1)[1]))
+
+
+def _log_late(store: Store, event: str, handled: bool = True) -> None:
+    """Say in the hook failure log that an event was handled (recorded) after its hook stopped waiting, or
+    (``handled`` False) not at all: the records of the event before it took past ``EVENT_QUEUE_WAIT``."""
+    from cclg.core.ids import now_iso
+
+    error = (
+        "the helper handled the event after the hook stopped waiting: it is recorded, its host got no context"
+        if handled
+        else f"the helper took the event behind another's records, which took over {EVENT_QUEUE_WAIT} s: not recorded"
+    )
+    store.append(store.hook_failures_path, [{"event": event, "error": error, "created_at": now_iso()}])
+
+
+def _read_line(conn: Any, timeout: float) -> bytes:
+    """One short line from ``conn`` within ``timeout`` seconds, without its newline; b"" when none came."""
+    conn.settimeout(timeout)
     data = b""
-    while not data.endswith(b"\n"):
+    with contextlib.suppress(OSError):
+        while not data.endswith(b"\n") and len(data) < 64:
+            chunk = conn.recv(64)
+            if not chunk:
+                break
+            data += chunk
+    return data.rstrip(b"\n") if data.endswith(b"\n") else b""
+
+
+def _request(conn: Any) -> tuple[Any, bytes]:
+    """The request line ``conn`` sends, read with the bounded reader (``cclg.core.fields.parse_json``): at most
+    ``MAX_REQUEST`` bytes are held, and a line nested too deep is a ``ValueError``. An event's line is
+    followed by its payload (``length`` bytes, at most ``MAX_EVENT``), returned with it."""
+    data = b""
+    while b"\n" not in data:
         chunk = conn.recv(65536)
         if not chunk:
             break
         data += chunk
         if len(data) > MAX_REQUEST:
-            raise ValueError(f"the request is larger than {MAX_REQUEST:,} bytes")
-    return parse_json(data)
+            break
+    line, _, rest = data.partition(b"\n")
+    if len(line) > MAX_REQUEST:
+        raise ValueError(f"the request is larger than {MAX_REQUEST:,} bytes")
+    request = parse_json(line)
+    length = request.get("length") if isinstance(request, dict) and "event" in request else 0
+    if not isinstance(length, int) or not 0 <= length <= MAX_EVENT:
+        raise ValueError(f"an event's payload is at most {MAX_EVENT:,} bytes")
+    while len(rest) < length:
+        chunk = conn.recv(min(1 << 20, length - len(rest)))
+        if not chunk:
+            break
+        rest += chunk
+    return request, rest
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(
+    argv: list[str] | None = None, events: Events | None = None, prog: str = "python -m cclg.retrieval.semantic"
+) -> int:
+    """The helper's command line; ``events`` is the hook's event runner (``python -m cclg.hook --helper``,
+    the helper clients start), else the helper answers questions only."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m cclg.retrieval.semantic", description="the semantic recall helper")
+    parser = argparse.ArgumentParser(prog=prog, description="the semantic recall helper")
     parser.add_argument("--root", required=True, help="the store")
     parser.add_argument(
         "--idle", type=float, help=f"exit after this many idle seconds (default $CCLG_SEMANTIC_IDLE or {IDLE_SECONDS})"
@@ -934,7 +1168,7 @@ def main(argv: list[str] | None = None) -> int:
             idle = float(setting)
         except ValueError:
             parser.error(f"CCLG_SEMANTIC_IDLE must be a number of seconds, not {setting!r}")
-    return serve(args.root, idle, args.after)
+    return serve(args.root, idle, args.after, events)
 
 
 if __name__ == "__main__":
