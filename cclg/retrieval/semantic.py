@@ -499,6 +499,10 @@ def _start(store: Store, after: int | None = None) -> None:
     import subprocess  # 4 ms: only once a helper is to start
 
     replacing = [] if after is None else ["--after", str(after)]
+    # The helper runs the code of the process that starts it, wherever that was imported from (an
+    # install, a checkout on sys.path): the hand-off's handshake takes events only from the same code.
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    paths = os.environ.get("PYTHONPATH")
     subprocess.Popen(
         [sys.executable, "-m", HELPER_MODULE, "--helper", "--root", str(store.root.resolve()), *replacing],
         stdin=subprocess.DEVNULL,
@@ -507,6 +511,7 @@ def _start(store: Store, after: int | None = None) -> None:
         start_new_session=True,
         close_fds=True,
         cwd="/",  # not the host's project: ``-m`` would import a ``cclg`` folder found there
+        env={**os.environ, "PYTHONPATH": here + (os.pathsep + paths if paths else "")},
     )
 
 
