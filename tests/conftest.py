@@ -5,6 +5,7 @@ no project scope unless the test makes one)."""
 from __future__ import annotations
 
 import os
+import sys
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,9 @@ from cclg.core.store import Store
 # No semantic helper started behind the tests' backs, not even by module-scoped fixtures that run
 # before the autouse one (tests/test_semantic.py turns it on for itself).
 os.environ["CCLG_SEMANTIC"] = "off"
+# The commands the tests run (cclg, cclg-hook, cclg-mcp) are those of the interpreter that runs them,
+# whether or not its environment is activated (the README runs `.venv/bin/python -m pytest`).
+os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
 DATA = Path(__file__).parent / "data"
 REPO = Path(__file__).parent.parent
 
