@@ -408,9 +408,14 @@ def _record_and_answer(
         summary["loaded_memory_ids"] = [node["id"] for node in nodes]
         summary["listed_retired_ids"] = [node["id"] for node in retired]
         summary["offered_related_ids"] = [entry["id"] for entry in related]  # used only once opened (usage)
+        # why each was given, as the pack said it then (the ui's session page shows it beside the id)
+        summary["why"] = {entry["id"]: str(entry["why"])[:WHY_CHARS] for entry in nodes + related if entry.get("why")}
         summary["tokens"] = estimate_tokens(query) + estimate_tokens(context or "")  # what it adds to the context
         _after_answer(lambda: _bookkeeping(lambda: call.record(summary)))
     return context
+
+
+WHY_CHARS = 160  # of each given memory's reason, kept in the session's log
 
 
 # The last line of every context a prompt or a session start gets: the agent's own session, for the

@@ -5,8 +5,8 @@ no project scope unless the test makes one)."""
 from __future__ import annotations
 
 import os
-import sys
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 

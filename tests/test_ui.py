@@ -234,6 +234,21 @@ def test_a_session_shows_its_timeline(client: TestClient, store: Store) -> None:
     assert "given before the compaction" in page and "fix the cache" in page
 
 
+def test_a_prompt_s_page_shows_why_each_memory_was_given_then(client: TestClient, store: Store) -> None:
+    """The reasons are the pack's, recorded by the real hook when it gave them: the page shows them even
+    after the memory and the relevance decision changed."""
+    from tests.test_hook import claude_prompt, run_hook
+
+    memory_id = added(store, "The payments service listens on port 7443.")
+    prompt = claude_prompt("which port does the payments service listen on?", session="sess-why", cwd=str(store.root))
+    done = run_hook(store.root, "user-prompt", prompt)
+    assert done.returncode == 0 and memory_id in done.stdout.decode()
+    api.forget(store, memory_id, reason="moved")
+    page = client.get("/session/sess-why").text
+    then = page.split("why, then", 1)[1].split("why, now", 1)[0]
+    assert memory_id in then and re.search(r"payments|port|7443", then), then
+
+
 # ---------------------------------------------------------------- corrections, each a patch with its reason
 
 

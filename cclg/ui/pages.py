@@ -368,8 +368,12 @@ def _event(event: Mapping[str, Any]) -> Markup:
         ids = payload.get(name)
         if isinstance(ids, list) and ids:
             items[title] = join((memory_link(i) for i in ids), " ")
+    reasons = payload.get("why")
+    if isinstance(reasons, dict) and reasons:  # as the pack said it when it was given
+        items["why, then"] = join(h("<div>$l $w</div>", l=memory_link(i), w=short(w, 200)) for i, w in reasons.items())
     if payload.get("prompt"):
-        items["why"] = h('<a href="$u">explain this prompt\'s pack now</a>', u=href("memories", q=payload["prompt"]))
+        now = href("memories", q=payload["prompt"])
+        items["why, now"] = h('<a href="$u">explain this prompt\'s pack now</a>', u=now)
     step = payload.get("step")
     if isinstance(step, dict) and step.get("signals"):
         items["sensors"] = short(json.dumps(step["signals"], ensure_ascii=False), 600)
