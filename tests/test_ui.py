@@ -331,6 +331,35 @@ def test_cclg_ui_prints_its_url_and_serves_it(tmp_path: Path) -> None:
         process.wait(timeout=10)
 
 
+def test_cclg_ui_open_hands_the_printed_url_to_the_browser(tmp_path: Path) -> None:
+    """``--open`` opens the same URL it prints, through the user's browser (``$BROWSER``, which Python's
+    webbrowser honours: here a script that writes down what it was given)."""
+    import os
+    import time
+
+    root, seen = tmp_path / "served", tmp_path / "opened.txt"
+    api.init_store(root)
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {seen}\n', encoding="utf-8")
+    browser.chmod(0o700)
+    env = {**os.environ, "BROWSER": str(browser), "DISPLAY": ""}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cclg", "ui", "--store", str(root), "--open"], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert process.stdout is not None
+        url = re.search(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+", process.stdout.readline())
+        assert url
+        for _ in range(100):
+            if seen.exists() and seen.read_text(encoding="utf-8"):
+                break
+            time.sleep(0.1)
+        assert seen.read_text(encoding="utf-8") == url.group(0)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
 def test_resolve_a_conflict_from_the_page(client: TestClient, store: Store) -> None:
     from cclg.core.records import Source, new_node
     from cclg.ledger.writer import create_nodes
