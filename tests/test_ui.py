@@ -382,3 +382,17 @@ def test_the_code_page_ranks_a_repository_s_files(client: TestClient, store: Sto
     api.code_index(store, repo.root)
     page = client.get("/code", params={"repo": str(repo.root), "q": "invoice total"}).text
     assert "billing/money.py" in page and "what each signal added" in page and "<b>.py" not in page
+
+
+def test_the_doctor_page_never_waits_for_the_check_and_shows_its_findings(client: TestClient, store: Store) -> None:
+    """``/doctor`` answers at once (the whole-store check runs in the background) and shows a finding
+    once the check that page started is done."""
+    import time
+
+    (store.root / "nodes" / "mem_broken.json").write_text("{ not json", encoding="utf-8")
+    for _ in range(100):
+        page = client.get("/doctor").text  # each visit starts a check unless one runs
+        if "mem_broken.json" in page:
+            break
+        time.sleep(0.1)
+    assert "mem_broken.json" in page, page

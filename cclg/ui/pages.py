@@ -67,7 +67,7 @@ def short(text: object, most: int = 160) -> str:
 
 class DoctorCache:
     """``cclg doctor``'s last report for the overview, checked in a thread so no page waits for a
-    whole-store check (a large store takes seconds); ``/doctor`` checks again, in the request."""
+    whole-store check (a large store takes seconds); ``/doctor`` starts another."""
 
     def __init__(self) -> None:
         self.report: Any = None
@@ -130,8 +130,14 @@ def findings(report: Any) -> Markup:
 
 
 def doctor_page(store: api.Store, form: Form, doctor: DoctorCache) -> tuple[str, Markup]:
-    doctor.report, doctor.at = api.diagnose(store), time.time()
-    return "Doctor", findings(doctor.report)
+    """Starts a new check in the background (a whole-store check takes seconds on a large store: no
+    request waits for it) and shows the last report, saying when the new one is still running."""
+    doctor.refresh(store)
+    running = h("<p>A new check is running: reload to see it.</p>") if doctor.running else h("")
+    if doctor.report is None:
+        return "Doctor", running
+    at = time.strftime("%H:%M:%S", time.localtime(doctor.at or 0))
+    return "Doctor", running + h("<p>Last checked at $at.</p>", at=at) + findings(doctor.report)
 
 
 def _session_rows(sessions: list[dict[str, Any]]) -> Markup:
