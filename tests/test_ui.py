@@ -190,6 +190,16 @@ def test_the_list_filters_and_pages(client: TestClient, store: Store) -> None:
     assert "next-page" in client.get("/memories").text or len(ids) < 50
 
 
+@pytest.mark.parametrize("tag", ["ci", "CI-timeout", 'say "hi"', "c++", "日本語"])
+def test_the_tag_filter_is_exact(store: Store, tag: str) -> None:
+    """The full-text index narrows the rows; only memories holding exactly the tag are listed: not one
+    whose tag holds it as a word, nor one with the tag's words in its content."""
+    exact = added(store, "Holds the tag itself.", tags=[tag, "other"])
+    added(store, "Holds a longer tag.", tags=[f"{tag}-longer", f"x {tag}"])
+    added(store, f"Says {tag} in its content only.")
+    assert [n.id for n in api.list_memories(store, {"tag": tag})["memories"]] == [exact]
+
+
 def test_the_search_shows_the_pack_and_its_explanation(client: TestClient, store: Store) -> None:
     memory_id = added(store, "The staging database is reset every night at 02:00 UTC.")
     page = client.get("/memories", params={"q": "when is the staging database reset"}).text

@@ -206,7 +206,12 @@ def _list_conditions(filters: dict[str, str]) -> tuple[list[str], list[object]]:
             conditions.append(f"n.{field} = ?")
             params.append(filters[field])
     if filters.get("tag"):
-        conditions.append("EXISTS (SELECT 1 FROM json_each(n.record, '$.tags') WHERE value = ?)")
+        words = tokens(filters["tag"])
+        if words:  # the full-text index narrows to the rows whose tags hold its words (no scan of records)
+            phrase = " ".join(words).replace('"', '""')
+            conditions.append("n.rowid IN (SELECT rowid FROM nodes_fts WHERE nodes_fts MATCH ?)")
+            params.append(f'tags : "{phrase}"')
+        conditions.append("EXISTS (SELECT 1 FROM json_each(n.record, '$.tags') WHERE value = ?)")  # the exact tag
         params.append(filters["tag"])
     return conditions, params
 
