@@ -342,6 +342,24 @@ def test_a_real_helper_answers_with_its_version_and_is_replaced_when_it_differs(
     assert int(lock.read_text()) != old
 
 
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads a process's environment in /proc")
+def test_a_started_helper_runs_its_math_on_one_thread_unless_the_user_chose(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The helper a client starts gets one thread for each numerical library's pool; a count the user
+    set is kept."""
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
+    store, _ = _store(tmp_path / "threads")
+    assert semantic.wake(store) == semantic.COLD
+    lock = semantic.socket_path(store.root).with_suffix(".lock")
+    assert _wait(lambda: lock.exists() and lock.read_text().strip().isdigit())
+    raw = Path(f"/proc/{int(lock.read_text())}/environ").read_bytes()
+    env = dict(item.split("=", 1) for item in raw.decode().split("\0") if "=" in item)
+    assert (env["OMP_NUM_THREADS"], env["MKL_NUM_THREADS"], env["OPENBLAS_NUM_THREADS"]) == ("1", "1", "3")
+
+
 def _reaped(pid: int) -> bool:
     with contextlib.suppress(ChildProcessError):
         return os.waitpid(pid, os.WNOHANG)[0] == pid
