@@ -244,3 +244,20 @@ def test_without_pyarrow_the_error_names_the_extra_and_nothing_else_loads_it(tmp
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert loaded.stdout.strip() == "False"
+
+
+def test_import_jsonl_reads_a_view_export_of_memories_without_history(tmp_path: Path) -> None:
+    source, _ = Store.init(tmp_path / "a")
+    api.add_memory(source, "Tests run with pytest -q", source="user", tags=["tests"])
+    api.add_memory(source, "Lint with ruff", source="user", scope=Scope(project="p"))
+    out = tmp_path / "view.jsonl"
+    assert run(source.root, "export", "--format", "jsonl", str(out)).exit_code == 0
+    target = tmp_path / "b"
+    run(target, "init")
+    result = run(target, "import-jsonl", str(out), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["imported"] == 2
+    assert {n.content for n in Store.open(target).load_nodes().values()} == {
+        "Tests run with pytest -q",
+        "Lint with ruff",
+    }
