@@ -264,7 +264,6 @@ def print_linear_time(args: argparse.Namespace) -> None:
         f"    {'the re module (grep before UserPattern)':<44} {timed_case('user regex under re', 0, args.timeout):>20}"
     )
     from cclg.retrieval import search
-
     if not hasattr(search, "UserPattern"):
         print(f"    {'search.UserPattern':<44} {'n/a':>20}")
     else:

@@ -106,18 +106,14 @@ def pages(about: dict[str, str], client: Client) -> dict[str, str]:
 def bench_size(size: int, runs: int, work: Path) -> dict[str, dict[str, float]]:
     root = work / f"store-{size}"
     about = build_store(root, size)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "cclg", "ui", "--store", str(root)], stdout=subprocess.PIPE, text=True
-    )
+    process = subprocess.Popen([sys.executable, "-m", "cclg", "ui", "--store", str(root)], stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
         client = Client(process.stdout.readline().split()[-1])
         start = time.perf_counter()
         while b"Checked at" not in client.get("/")[2]:
             time.sleep(0.5)
-        print(
-            f"  the doctor's first check done within {time.perf_counter() - start:.1f}s of the first page", flush=True
-        )
+        print(f"  the doctor's first check done within {time.perf_counter() - start:.1f}s of the first page", flush=True)
         results = {}
         timed = pages(about, client)
         for path in timed.values():
