@@ -74,7 +74,7 @@ def test_raw_keeps_any_bytes_with_their_mime_type_and_sha256(kept: tuple[Path, d
         data = (root / info["path"]).read_bytes()
         assert info["sha256"] == hashlib.sha256(data).hexdigest() and info["bytes"] == len(data)
     assert (root / blob["path"]).read_bytes() == bytes(range(256)) * 4 + b"\xff\xfe\x00PNG"  # verbatim
-    record = json.loads((root / "raw" / ".records" / f"{Path(shot['path']).name}.json").read_text())
+    record = json.loads((root / "raw_records" / f"{Path(shot['path']).name}.json").read_text())
     assert record["mime"] == "image/png" and record["sha256"] == shot["sha256"]
     again = run(root, "raw", "-", "--name", "again.png", "--json", input=png())
     assert json.loads(again.stdout)["sha256"] == shot["sha256"]  # the same bytes, once per name

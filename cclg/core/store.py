@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any
 
-LAYOUT = ("raw", "raw/.records", "nodes", "patches", "edges", "sessions", "audit", "active", "active/codegraphs", "tmp")
+LAYOUT = ("raw", "raw_records", "nodes", "patches", "edges", "sessions", "audit", "active", "active/codegraphs", "tmp")
 LOCK_TIMEOUT_SECONDS = 30.0
 HOOK_FAILURES = "audit/hook_failures.jsonl"
 RULE_EVIDENCE = (
@@ -583,8 +583,8 @@ class Store:
 
     def raw_record_path(self, raw_name: str) -> Path:
         """The record of the raw file ``raw_name`` (its MIME type, size and SHA-256 when kept), in
-        ``raw/.records/``: beside the evidence, never listed as evidence itself."""
-        return self.root / "raw" / ".records" / f"{safe_name(raw_name)}.json"
+        ``raw_records/``: apart from the evidence, so ``raw/`` holds evidence only."""
+        return self.root / "raw_records" / f"{safe_name(raw_name)}.json"
 
     def raw_record(self, raw_name: str) -> dict[str, Any] | None:
         """The record ``cclg raw`` kept for the raw file ``raw_name``; None when there is none (evidence
