@@ -5,7 +5,7 @@
 - ``learning``: sessions, the sensors, rules, the previous turn, distilling, usage;
 - ``code``: the code graph;
 - ``hosts``: installing cclg into Claude Code and Codex;
-- ``container``: the ``.cclg`` file;
+- ``container``: moving memory: the ``.cclg`` file, and tables (JSON lines, Arrow, Parquet);
 - ``surfaces``: what the surfaces share that is not an operation (showing outside text, the label
   vocabularies, ``--project``).
 - ``lazy``: how an area module serves names from the modules below it on their first use.

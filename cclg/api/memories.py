@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from cclg import format as fmt
 from cclg.api.lazy import served_on_first_use
-from cclg.core import secrets
+from cclg.core import media, secrets
 from cclg.core.files import read_jsonl
-from cclg.core.ids import is_valid_id, parse_moment
+from cclg.core.ids import is_valid_id, now_iso, parse_moment, sha256_hex
 from cclg.core.labels import SENSITIVITY, check_labels, labels_of, least_trusted
 from cclg.core.records import MemoryNode, MemoryPatch, Source
 from cclg.core.repository import project_of
@@ -124,6 +124,8 @@ __all__ = [
     "promote",
     "purge_memory",
     "purge_preview",
+    "raw_citation",
+    "raw_info",
     "redact_store",
     "reindex",
     "repair",
@@ -337,18 +339,22 @@ def _read_optional(store: Store, node_id: str) -> MemoryNode | None:
 
 
 def cite(store: Store, memory_id: str) -> dict[str, Any]:
-    """Provenance of one memory: source, quote, raw spans with their text, and its patch history."""
+    """Provenance of one memory: source, quote, raw spans with their text, and its patch history. A span
+    of a binary raw file has no text: it is named instead (``binary``: its MIME type, size, SHA-256)."""
     node = show(store, memory_id)
     node_id = node.id
     touching = history(store, memory_id=node_id)
     spans = []
     for span in node.source.raw_spans:
-        text = None
-        raw_path = store.raw_file(str(span.get("source_id", "")))
-        if raw_path is not None:
-            content = raw_path.read_bytes().decode("utf-8", errors="replace")
-            text = content[span["char_start"] : span["char_end"]]
-        spans.append({**span, "text": text})
+        entry: dict[str, Any] = {**span, "text": None}
+        name = str(span.get("source_id", ""))
+        info = raw_info(store, name) if store.raw_file(name) is not None else None
+        if info is not None and not info["text"]:
+            entry["binary"] = media.attachment(name, info["bytes"], info["sha256"], info["mime"])
+        elif info is not None:
+            content = media.readable_text(store.path_of(info["path"]).read_bytes(), name, info["mime"]) or ""
+            entry["text"] = content[span["char_start"] : span["char_end"]]
+        spans.append(entry)
     return {
         "id": node.id,
         "status": node.status,
@@ -560,20 +566,58 @@ def _loosened(current: dict[str, str], labels: dict[str, str]) -> list[str]:
     return looser
 
 
-def keep_raw(store: Store, data: bytes, name: str) -> dict[str, Any]:
-    """``cclg raw``: keep bytes verbatim as evidence (content-addressed, never overwritten), up to the
-    store's ``raw_bytes`` limit."""
+def keep_raw(store: Store, data: bytes, name: str, *, mime: str | None = None) -> dict[str, Any]:
+    """``cclg raw``: keep any bytes verbatim as evidence (content-addressed, never overwritten), up to the
+    store's ``raw_bytes`` limit, with a record of their MIME type (``mime``, else read from the bytes and
+    the name: ``cclg.core.media.sniff``) and SHA-256. Returns where they are and that record."""
     most = writer.limit(store, "raw_bytes")
     if len(data) > most:
         raise UsageError(
             f"{len(data):,} bytes is over the limit of {most:,} for one raw file "
             '(set config.json "limits": {"raw_bytes": N} to change it); nothing was written'
         )
+    chosen = media.checked_mime(mime) if mime is not None else media.sniff(data, name)
     # Read as `cclg scan` reads a file (UTF-8, other bytes one character each): one detector, one reading.
     text = data.decode("utf-8", "surrogateescape")
     secrets.refuse_secrets({"raw": text, "name": name}, f"keeping {secrets.redact(name)[0]}")
     stored, written = store.write_raw(data, name)
-    return {"path": stored, "bytes": len(data), "written": written}
+    raw_name = stored.split("/", 1)[1]
+    record = {"name": raw_name, "mime": chosen, "bytes": len(data), "sha256": sha256_hex(data), "kept_at": now_iso()}
+    with store.after_commit(f"raw file {stored}", then="its MIME type is read from its bytes"):
+        store.write_raw_record(raw_name, record)
+    info = raw_info(store, raw_name)
+    return {"path": stored, "bytes": len(data), "sha256": info["sha256"], "mime": info["mime"], "written": written}
+
+
+def raw_info(store: Store, name: str) -> dict[str, Any]:
+    """What a raw file is (``name`` as a span's ``source_id`` or ``cclg raw`` names it, ``raw/`` or not):
+    its path, size and SHA-256 (as it is now), MIME type (as kept, else sniffed) and whether a reader
+    may show it as ``text``. ``NotFoundError`` when the store has no such raw file."""
+    raw_name = name.removeprefix("raw/")
+    path = store.raw_file(raw_name)
+    if path is None:
+        raise NotFoundError(f"no raw file {name!r} in {store.root} (`cclg raw FILE` keeps one)")
+    data = path.read_bytes()
+    kept = (store.raw_record(raw_name) or {}).get("mime")
+    mime = media.mime_of(data, raw_name, kept)
+    text = media.readable_text(data, raw_name, kept) is not None
+    return {"path": f"raw/{path.name}", "bytes": len(data), "sha256": sha256_hex(data), "mime": mime, "text": text}
+
+
+def raw_citation(store: Store, names: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``cclg add --raw NAME``: (the raw spans citing each raw file whole, the attachments naming the
+    binary ones). A text file's span counts characters, a binary file's bytes."""
+    spans, attachments = [], []
+    for name in names:
+        info = raw_info(store, name)
+        raw_name = info["path"].split("/", 1)[1]
+        if info["text"]:
+            end = len(media.readable_text(store.path_of(info["path"]).read_bytes(), raw_name, info["mime"]) or "")
+        else:
+            end = info["bytes"]
+            attachments.append(media.attachment(raw_name, info["bytes"], info["sha256"], info["mime"]))
+        spans.append({"source_id": raw_name, "turn_id": None, "char_start": 0, "char_end": end})
+    return spans, attachments
 
 
 def reindex(store: Store) -> dict[str, Any]:

@@ -13,21 +13,40 @@ from cclg.cli.common import emit, json_option, shown, store_of
 
 @click.command("export")
 @click.argument("out")
+@click.option(
+    "--format",
+    "format_",
+    type=click.Choice(api.EXPORT_FORMATS),
+    default="cclg",
+    show_default=True,
+    help="cclg: the .cclg container (the whole ledger); jsonl, arrow (Arrow IPC file), parquet: a table "
+    "(arrow and parquet need the 'arrow' extra).",
+)
+@click.option("--ledger", is_flag=True, help="A table of every record (nodes, patches, edges, sessions), not the view.")
 @click.option("--session", "session_ids", multiple=True, help="Only this session's record in @sessions (repeatable).")
 @click.option("--force", is_flag=True, help="Replace OUT if it exists.")
 @click.pass_context
-def export_command(ctx: click.Context, out: str, session_ids: tuple[str, ...], force: bool) -> None:
-    """Write the store's whole ledger into one portable .cclg container ('-' writes stdout).
+def export_command(
+    ctx: click.Context, out: str, format_: str, ledger: bool, session_ids: tuple[str, ...], force: bool
+) -> None:
+    """Write the store's whole ledger into one portable .cclg container, or a table ('-' writes stdout).
 
-    Nodes, patches and edges always travel whole; --session narrows only the
+    A container holds nodes, patches and edges whole; --session narrows only the
     session records. The file is checksummed and other runtimes can load it.
+    --format jsonl|arrow|parquet writes a table of the current memories (the
+    effective view) or, with --ledger, of every record: one row per record, its
+    columns in the README's "Tables" section.
 
-    Example: cclg export backup.cclg
+    Example: cclg export backup.cclg; cclg export --format parquet --ledger memory.parquet
     """
+    sessions = list(session_ids) or None
     if out == "-":
-        sys.stdout.write(api.export_store(store_of(ctx), list(session_ids) or None))
+        sys.stdout.buffer.write(api.export_bytes(store_of(ctx), format_, ledger=ledger, session_ids=sessions))
         return
-    header = api.export_to(store_of(ctx), Path(out), session_ids=list(session_ids) or None, force=force)
+    header = api.export_to(store_of(ctx), Path(out), format=format_, ledger=ledger, session_ids=sessions, force=force)
+    if format_ != "cclg":
+        click.echo(f"wrote {out}: {header['format']}, {header['view']}, {header['bytes']:,} bytes")
+        return
     summary = ", ".join(f"{n} {name}" for name, n in header["counts"].items())
     click.echo(f"wrote {out}: {summary} (sha256 {header['content_sha256'][:12]})")
 

@@ -80,6 +80,14 @@ def init(ctx: click.Context) -> None:
     show_default=True,
     help="required memories are packed first, whatever the query.",
 )
+@click.option(
+    "--raw",
+    "raw_names",
+    multiple=True,
+    metavar="PATH",
+    help="Raw evidence it rests on, as `cclg raw` printed it (raw/NAME); repeatable. A binary file (a screenshot, "
+    "a HAR) is named in packs, never inlined.",
+)
 @click.option("--force", is_flag=True, help="Add it even if the same content was forgotten or discarded before.")
 @valid_from_option
 @valid_until_option
@@ -101,6 +109,7 @@ def add(
     trust: str,
     sensitivity: str,
     retention: str,
+    raw_names: tuple[str, ...],
     force: bool,
     valid_from: str | None,
     valid_until: str | None,
@@ -117,8 +126,10 @@ def add(
 
     Example: cclg add --type project_decision --content "Tests run with pytest -q" --source user --key test.command
     """
+    store = store_of(ctx)
+    spans, attachments = api.raw_citation(store, list(raw_names))
     result = api.add_memory(
-        store_of(ctx),
+        store,
         text_arg(content),
         source=source,
         type=type_,
@@ -135,6 +146,8 @@ def add(
         force=force,
         valid_from=valid_from,
         valid_until=valid_until,
+        raw_spans=spans,
+        attachments=attachments,
     )
     emit(result.to_dict(), as_json)
     if result.duplicate_of:
@@ -150,15 +163,19 @@ def add(
 @click.command()
 @click.argument("path")
 @click.option("--name", help="File name to keep the evidence under (default: the file's name, or 'stdin').")
+@click.option("--mime", help="Its MIME type (default: read from its first bytes, then its name).")
 @json_option
 @click.pass_context
-def raw(ctx: click.Context, path: str, name: str | None, as_json: bool) -> None:
-    """Keep a file (or stdin, '-') verbatim as raw evidence; never overwrites.
+def raw(ctx: click.Context, path: str, name: str | None, mime: str | None, as_json: bool) -> None:
+    """Keep a file (or stdin, '-') verbatim as raw evidence, any bytes; never overwrites.
 
-    Example: cclg raw notes/meeting.md
+    Prints where it is kept, its size, SHA-256 and MIME type. A memory cites it
+    with `cclg add --raw PATH`; a binary file is named, never shown as text.
+
+    Example: cclg raw screenshots/failing-login.png
     """
     data = read_input(path)
-    emit(api.keep_raw(store_of(ctx), data, name or input_name(path)), as_json)
+    emit(api.keep_raw(store_of(ctx), data, name or input_name(path), mime=mime), as_json)
 
 
 @click.command("import-jsonl")

@@ -13,6 +13,8 @@ No module here knows memories' meaning, only their shapes; imports point down th
   vocabulary; ``fencing``: marking outside text for a model (``quote_outside``) and a terminal
   (``terminal_text``);
 - ``files``: atomic writes, private folders and JSON-lines logs;
+- ``media``: what kind of bytes a raw file holds (its MIME type; text or binary) and how binary
+  evidence is named (never shown);
 - ``repository``: the project a folder belongs to (its repository's identity);
 - ``config``: the store's settings, ``config.json``'s sections typed, with defaults;
 - ``store``: where a store lives, every path in it, locked writes, raw evidence, recovery.

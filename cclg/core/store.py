@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any
 
-LAYOUT = ("raw", "nodes", "patches", "edges", "sessions", "audit", "active", "active/codegraphs", "tmp")
+LAYOUT = ("raw", "raw_records", "nodes", "patches", "edges", "sessions", "audit", "active", "active/codegraphs", "tmp")
 LOCK_TIMEOUT_SECONDS = 30.0
 HOOK_FAILURES = "audit/hook_failures.jsonl"
 RULE_EVIDENCE = (
@@ -580,6 +580,25 @@ class Store:
         except FileNotFoundError:
             raise NotFoundError(f"no {name} in {self.root}") from None
         return parse(data, where=self.relative(path))
+
+    def raw_record_path(self, raw_name: str) -> Path:
+        """The record of the raw file ``raw_name`` (its MIME type, size and SHA-256 when kept), in
+        ``raw_records/``: apart from the evidence, so ``raw/`` holds evidence only."""
+        return self.root / "raw_records" / f"{safe_name(raw_name)}.json"
+
+    def raw_record(self, raw_name: str) -> dict[str, Any] | None:
+        """The record ``cclg raw`` kept for the raw file ``raw_name``; None when there is none (evidence
+        the hook keeps has none) or it cannot be read."""
+        try:
+            data = parse_json(self.raw_record_path(raw_name).read_bytes())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def write_raw_record(self, raw_name: str, record: dict[str, Any]) -> None:
+        """Keep ``record`` for the raw file ``raw_name`` unless one is kept already (never replaced)."""
+        with contextlib.suppress(FileExistsError):
+            self.write_file(self.raw_record_path(raw_name), dumps(record), replace=False)
 
     def raw_files(self) -> list[Path]:
         """The raw evidence files, sorted by name."""

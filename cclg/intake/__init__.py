@@ -4,5 +4,7 @@
   duplicates, and content a purge erased;
 - ``container``: the portable ``.cclg`` file (written by ``cclg export``, checked when read);
 - ``container_import``: ``cclg import-container``, bringing a container's records into a store
-  (foreign records never change local memories).
+  (foreign records never change local memories);
+- ``tables``: records as a table (JSON lines, Arrow IPC, Parquet; ``cclg export --format``), its
+  columns defined once, read back and imported as memories (a view) or as a ledger.
 """

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from cclg import format as fmt
-from cclg.core import labels
+from cclg.core import labels, media
 from cclg.core.fields import parse_json
 from cclg.core.ids import content_hash, normalize_text
 from cclg.core.records import MemoryNode, MemoryPatch, Record, Scope, Source, new_node, set_questions
@@ -119,6 +119,8 @@ def build_node(
     valid_until: str | None = None,
     flags: list[str] | None = None,
     questions: list[str] | None = None,
+    raw_spans: list[dict[str, Any]] | None = None,
+    attachments: list[dict[str, Any]] | None = None,
 ) -> MemoryNode:
     """A new node from user-level arguments, checked like a record read from disk.
 
@@ -127,7 +129,9 @@ def build_node(
     CLI, says trusted). ``create_nodes`` flags content that reads as instructions;
     ``flags`` adds what the caller knows of text the content only quotes in part
     (a rule's excerpt of tool output). ``questions``: the questions it answers, in the words a user
-    would ask with (``cclg.core.records.set_questions``).
+    would ask with (``cclg.core.records.set_questions``). ``raw_spans``: the raw evidence it cites;
+    ``attachments``: the binary files among them, named in ``metadata.attachments``
+    (``cclg.core.media.attachment``), which packs name and never inline.
     """
     if not content.strip():
         raise UsageError("content must not be empty")
@@ -146,6 +150,8 @@ def build_node(
     }
     if flags:
         metadata["flags"] = sorted(set(flags))
+    if attachments:
+        metadata[media.ATTACHMENTS] = attachments
     node = new_node(
         content,
         type=type,
@@ -154,7 +160,7 @@ def build_node(
         confidence=confidence,
         priority=priority,
         tags=tags,
-        source=Source(label=source, quote=quote),
+        source=Source(label=source, quote=quote, raw_spans=list(raw_spans or [])),
         metadata=metadata,
         effective_from=effective_from,
         effective_until=effective_until,

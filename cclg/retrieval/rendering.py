@@ -76,7 +76,7 @@ def to_toml(data: dict[str, Any]) -> str:
 def prompt_toml(pack: dict[str, Any]) -> str:
     """The pack as the contract's prompt TOML: memories as id, type, status, source, content;
     retired ones only as id, status and a content prefix."""
-    fields = [*_PROMPT_RULES["emit_fields"], "trust", "flags"]
+    fields = [*_PROMPT_RULES["emit_fields"], "trust", "flags", "attachments"]
     data = {
         "schema_version": pack["schema_version"],
         "query": pack["query"],
@@ -125,7 +125,17 @@ def _shortened(query: str) -> str:
 def _memory_line(e: dict[str, Any]) -> str:
     trust = f"; {e['trust']}" if e.get("trust", "trusted") != "trusted" else ""
     content = fencing.quote_outside(e["content"], flagged="instruction_like" in e.get("flags", []))
-    return f"- {e['id']} ({e['type']}; source {fencing.quote_outside(e['source'])}{trust}): {content}"
+    line = f"- {e['id']} ({e['type']}; source {fencing.quote_outside(e['source'])}{trust}): {content}"
+    return line + "".join(f"\n  - attached, not shown: {attached_text(a)}" for a in e.get("attachments", []))
+
+
+def attached_text(attachment: dict[str, Any]) -> str:
+    """A binary file a memory cites, named (never its bytes): raw name, MIME type, size, SHA-256 prefix
+    (``cclg.core.media.attachments_of`` let only safe characters through)."""
+    return (
+        f"raw/{attachment['raw']} ({attachment['mime']}, {attachment['bytes']:,} bytes, "
+        f"sha256 {attachment['sha256'][:16]})"
+    )
 
 
 def _retired_line(e: dict[str, Any]) -> str:

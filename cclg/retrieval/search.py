@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from cclg import format as fmt
+from cclg.core import media
 from cclg.core.ids import parse_time
 from cclg.core.records import MemoryNode, Record
 from cclg.core.store import Store, patch_order
@@ -218,7 +219,10 @@ def grep(
     matches, _ = read_fresh(store, read, lambda result: result[1])
     if raw:
         for path in store.raw_files():
-            text = path.read_bytes().decode("utf-8", errors="replace")
+            record = store.raw_record(path.name) or {}
+            text = media.readable_text(path.read_bytes(), path.name, record.get("mime"))
+            if text is None:  # binary evidence is never printed as text
+                continue
             for number, line in enumerate(text.split("\n"), start=1):
                 if compiled.search(line):
                     matches.append(GrepMatch(store.relative(path), number, line))

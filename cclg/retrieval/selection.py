@@ -43,7 +43,7 @@ A new pack option is a field of ``PackRequest`` (or ``Budget``) and the code tha
 from __future__ import annotations
 
 from cclg import format as fmt
-from cclg.core import fencing
+from cclg.core import fencing, media
 from cclg.core.ids import now_iso, short_id
 from cclg.core.labels import labels_of
 from cclg.core.records import MemoryNode, Record
@@ -230,6 +230,9 @@ def _entry(node: MemoryNode, content: str, score: float | None, pinned: bool) ->
     flags = sorted({*stored, *fencing.instruction_flags(node.content)})
     if flags:
         entry["flags"] = flags
+    attached = media.attachments_of(node.metadata)  # binary evidence: named, never inlined
+    if attached:
+        entry["attachments"] = attached
     if pinned:
         entry["pinned"] = True
     if score is not None:

@@ -247,12 +247,14 @@ def _provenance(cited: Mapping[str, Any]) -> Markup:
     parts = [h("<h2>Provenance</h2>"), definitions(items)]
     for span in cited.get("raw_spans", []):
         where = f"{span.get('source_id')} characters {span.get('char_start')}–{span.get('char_end')}"
-        text = span.get("text")
-        parts.append(
-            h('<p>Raw evidence, $w:</p><pre class="content raw-span">$t</pre>', w=where, t=text)
-            if text is not None
-            else h("<p>Raw evidence $w is no longer in the store.</p>", w=where)
-        )
+        text, binary = span.get("text"), span.get("binary")
+        if binary is not None:  # named, never shown: a screenshot's bytes are no text
+            what = f"{binary['mime']}, {binary['bytes']:,} bytes, sha256 {binary['sha256']}"
+            parts.append(h("<p>Binary raw evidence raw/$n ($w), not shown.</p>", n=binary["raw"], w=what))
+        elif text is not None:
+            parts.append(h('<p>Raw evidence, $w:</p><pre class="content raw-span">$t</pre>', w=where, t=text))
+        else:
+            parts.append(h("<p>Raw evidence $w is no longer in the store.</p>", w=where))
     return join(parts)
 
 
