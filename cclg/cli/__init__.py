@@ -12,7 +12,7 @@ raw, patch, purge...), ``inspect`` (status, show, log, audit, doctor, rules...),
 ``retrieval`` (search, grep, recall, pack, reindex), ``containers`` (export, open,
 import-container), ``code`` (code-index, code-search), ``hosts`` (install, uninstall,
 demo-store), ``turns`` (turn), ``sessions`` (distill, stats), ``projects`` (project),
-``ui`` (ui: the web view, ``cclg.ui``);
+``ui`` (ui: the web view, ``cclg.ui``), ``sources`` (sources, import);
 ``__main__`` runs the group.
 """
 
@@ -51,6 +51,7 @@ COMMAND_MODULES = {  # module of cclg.cli -> the commands it defines (in its COM
     "sessions": ["distill", "stats"],
     "projects": ["project"],
     "ui": ["ui"],
+    "sources": ["sources", "import"],
 }
 
 

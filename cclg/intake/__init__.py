@@ -4,5 +4,9 @@
   duplicates, and content a purge erased;
 - ``container``: the portable ``.cclg`` file (written by ``cclg export``, checked when read);
 - ``container_import``: ``cclg import-container``, bringing a container's records into a store
-  (foreign records never change local memories).
+  (foreign records never change local memories);
+- ``source_items``: what a source yields (``SourceItem``, ``Document``), Markdown blocks and front matter;
+- ``source_kinds``: the kinds of source, one table (``SOURCE_KINDS``: a kind's reader and trust), and the
+  plugins of the ``cclg.sources`` entry point group;
+- ``source_sync``: the registry of sources and their sync, as patches (``cclg sources``, ``cclg import``).
 """
