@@ -259,6 +259,7 @@ def on_session_start(call: Call) -> str | None:
 
     source = call.payload.get("source")
     retrieval.wake_semantic(call.store)  # so that the first prompt, seconds later, finds the helper ready
+    _sync_instructions(call)
     learning.reopen_session(call.store, call.session_id)  # a resumed session that had ended is active again
     given = call.given()
     offer = list(given.ever) if source == "compact" else []
@@ -271,6 +272,20 @@ def on_session_start(call: Call) -> str | None:
         learning.mark_turn_context_emptied(call.store, call.session_id)
     rules = RULES_FRAME + "\n".join(lines) if lines else ""
     return _record_and_answer(call, summary, query="", offer=offer, skip=skip, appendix=rules)
+
+
+def _sync_instructions(call: Call) -> None:
+    """Bring the project's registered instruction files in step when one moved since its last sync
+    (``cclg.api.sources.sync_changed_instructions``: a stat per file first). A failure is logged: the
+    session still opens."""
+    try:
+        from cclg.api import sources
+
+        sources.sync_changed_instructions(call.store, call.payload.get("cwd"))
+    except Exception:
+        import traceback
+
+        _log_failure(str(call.store.root), f"{call.logged_as} (instruction files)", traceback.format_exc())
 
 
 RULES_FRAME = (
