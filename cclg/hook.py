@@ -21,7 +21,8 @@ the table against the contract's events and the host templates):
 which fits the host's cap in one pass); ``post-tool`` and ``post-tool-failure`` record
 the tool call (the full response is kept once, in raw/) with what the sensors make of
 it (``cclg.learning.sensors``) and the rules it nears or teaches (``cclg.learning.rules``); ``session-start``
-opens or resumes the session and returns the pinned memories and the strong rules;
+opens or resumes the session (bringing the project's registered instruction files in step when one
+moved: ``cclg.api.sources``) and returns the pinned memories and the strong rules;
 ``pre-compact`` / ``post-compact`` keep a compact record; ``stop`` / ``session-end``
 close the session record (and count the rules it was given that held). The session
 bookkeeping lives in ``cclg.ledger.sessions``, the code graph's part in

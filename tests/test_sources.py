@@ -63,8 +63,11 @@ def test_claude_md_finds_instruction_files_in_any_folder_but_dependencies() -> N
     found = items_of("claude-md", FIXTURES / "repo")
     names = {name for name, _, _ in found}
     assert names == {"CLAUDE.md", "AGENTS.md", "services/api/GEMINI.md", ".github/copilot-instructions.md"}
-    assert ("CLAUDE.md", (8, 9), "Run the tests with `uv run pytest -q`\n(the integration tests need "
-            "`docker compose up db` first)") in found  # fmt: skip
+    assert (
+        "CLAUDE.md",
+        (8, 9),
+        "Run the tests with `uv run pytest -q`\n(the integration tests need `docker compose up db` first)",
+    ) in found
     assert ("CLAUDE.md", (14, 14), "Money is stored in integer cents, never floats.") in found
     assert not any("editors: keep" in content for _, _, content in found), "an HTML comment is no item"
     heading = {i.content: i.heading for i in SOURCE_KINDS["claude-md"].read(FIXTURES / "repo")}
@@ -84,8 +87,10 @@ def test_cursor_rules_keep_their_front_matter() -> None:
 
 
 def test_claude_auto_memory_topic_files_and_index_lines() -> None:
-    found = {i.document.name: i for i in SOURCE_KINDS["claude-auto-memory"].read(
-        FIXTURES / "claude-auto-memory" / "-home-dev-shop" / "memory")}  # fmt: skip
+    found = {
+        i.document.name: i
+        for i in SOURCE_KINDS["claude-auto-memory"].read(FIXTURES / "claude-auto-memory" / "-home-dev-shop" / "memory")
+    }
     assert found["feedback_testing.md"].type == "correction" and found["feedback_testing.md"].lines == (6, 8)
     assert found["user_role.md"].type == "identity_fact"
     index = found["MEMORY.md"]
@@ -284,8 +289,10 @@ def test_moved_lines_are_the_same_items() -> None:
     from cclg.intake.source_items import Document, SourceItem
 
     doc = Document("CLAUDE.md", "")
-    old = [{"key": "CLAUDE.md#", "file": "CLAUDE.md", "lines": [1, 1], "text": t, "memory_id": t, "record_id": None}
-           for t in ("alpha beta gamma", "delta epsilon zeta")]  # fmt: skip
+    old = [
+        {"key": "CLAUDE.md#", "file": "CLAUDE.md", "lines": [1, 1], "text": t, "memory_id": t, "record_id": None}
+        for t in ("alpha beta gamma", "delta epsilon zeta")
+    ]
     new = [
         SourceItem("delta epsilon zeta", doc, (1, 1), "CLAUDE.md#x"),
         SourceItem("alpha beta gamma!", doc, (2, 2), "CLAUDE.md#"),

@@ -397,8 +397,11 @@ def plugins() -> dict[str, Any]:
 
     found: dict[str, Any] = {}
     for point in entry_points(group=PLUGIN_GROUP):
-        value = point.load()
-        plugin = value() if callable(value) and not hasattr(value, "load") else value
+        try:
+            value = point.load()
+            plugin = value() if isinstance(value, type) or not hasattr(value, "load") else value
+        except Exception as exc:  # a plugin's bug is its own: reported, never a crash of cclg
+            raise UsageError(f"source plugin {point.name} ({point.value}) failed to load: {exc!r}") from None
         if not callable(getattr(plugin, "load", None)):
             raise UsageError(f"source plugin {point.name} ({point.value}) has no load()")
         found[str(getattr(plugin, "id", point.name))] = plugin
@@ -412,7 +415,10 @@ def read_plugin(path: Path) -> Iterator[SourceItem]:
     found = plugins()
     if plugin_id not in found:
         raise UsageError(f"no source plugin {plugin_id!r}; installed: {', '.join(sorted(found)) or 'none'}")
-    records = [_record(r) for r in found[plugin_id].load()]
+    try:
+        records = [_record(r) for r in found[plugin_id].load()]
+    except Exception as exc:  # a plugin's bug is its own: reported, never a crash of cclg
+        raise UsageError(f"source plugin {plugin_id} failed: {exc!r}") from None
     document = _rows_document(
         f"plugin-{plugin_id}.jsonl", [{k: v for k, v in r.items() if k in PLUGIN_FIELDS} for r in records]
     )

@@ -74,7 +74,12 @@ def save_registry(store: Store, registry: dict[str, Any]) -> None:
 
 
 def _location(kind: SourceKind, path: str) -> str:
-    if not kind.is_path:
+    if not kind.is_path:  # a plugin's id: it must be installed
+        from cclg.intake.source_kinds import plugins
+
+        installed = plugins()
+        if path not in installed:
+            raise UsageError(f"no source plugin {path!r}; installed: {', '.join(sorted(installed)) or 'none'}")
         return path
     resolved = Path(path).expanduser().resolve()
     if not resolved.exists():
