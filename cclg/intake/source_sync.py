@@ -39,14 +39,14 @@ from cclg.core.records import MemoryNode, Scope, Source
 from cclg.core.repository import git_project
 from cclg.core.store import Store
 from cclg.errors import CclgError, NotFoundError, UsageError
-from cclg.intake.new_memories import build_node, seen_content
 from cclg.intake.source_items import SourceItem
 from cclg.intake.source_kinds import SourceKind, source_kind
-from cclg.ledger import writer
-from cclg.ledger.index import Index, healing
 from cclg.ledger.lattice import LIVE_STATUSES
 from cclg.ledger.staging import finish
-from cclg.ledger.writer import purged_contents
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cclg.ledger.index import Index
 
 REGISTRY_SCHEMA = "cclg.sources.v1"
 SIMILAR = 0.6  # how alike (difflib ratio) an item's old and new text must be to count as one item changed
@@ -335,13 +335,18 @@ def _sync_items(
 ) -> list[dict[str, Any]]:
     """Match, decide and write one source's changes; returns its registry items after. The index is
     opened only when some item was added, changed or removed."""
-    items = _refuse_secrets(items, report)
     matched = match_items(entry["items"], items)
-    changed, removed, added = matched.changed, matched.removed, matched.added
     plan = _Plan()
-    for old, item in matched.unchanged:
+    for old, item in matched.unchanged:  # their text was checked when it was written
         report.unchanged += 1
         plan.kept.append({**old, "lines": list(item.lines), "key": item.key})
+    added = [item for item in matched.added if _clean(item, report)]
+    changed, removed = [], matched.removed
+    for old, item, likeness in matched.changed:
+        if _clean(item, report):
+            changed.append((old, item, likeness))
+        else:  # its memory keeps what the file said before
+            plan.kept.append(old)
     if not (changed or removed or added):
         return sorted(plan.kept, key=_order)
     for old, item, likeness in changed:
@@ -357,6 +362,8 @@ def _sync_items(
         if memory_head(store, old["memory_id"])[1]:
             plan.expire.append(old)
 
+    from cclg.ledger.index import healing  # the writing half, loaded only when something is to be written
+
     def write(index: Index) -> list[dict[str, Any]]:
         _plan_creates(store, index, entry, added, plan, report)
         return _write(store, index, entry, plan, report)
@@ -368,16 +375,13 @@ def _order(item: dict[str, Any]) -> tuple[str, int, str]:
     return (item["file"], item["lines"][0], item["key"])
 
 
-def _refuse_secrets(items: list[SourceItem], report: SyncReport) -> list[SourceItem]:
-    kept = []
-    for item in items:
-        found = secrets.scan(item.content)
-        if found:
-            where = f"{item.document.name}:{item.lines[0]}-{item.lines[1]}"
-            report.refused.append({"where": where, "why": f"holds {found[0].description} (rule {found[0].rule})"})
-        else:
-            kept.append(item)
-    return kept
+def _clean(item: SourceItem, report: SyncReport) -> bool:
+    """Whether ``item`` holds no secret; one that does is refused (reported with its place and rule)."""
+    found = secrets.scan(item.content)
+    if found:
+        where = f"{item.document.name}:{item.lines[0]}-{item.lines[1]}"
+        report.refused.append({"where": where, "why": f"holds {found[0].description} (rule {found[0].rule})"})
+    return not found
 
 
 def memory_head(store: Store, memory_id: str) -> tuple[MemoryNode | None, bool]:
@@ -419,6 +423,9 @@ def _plan_creates(
     thrown-out content (forgotten, discarded, purged) is refused."""
     if not added:
         return
+    from cclg.intake.new_memories import build_node, seen_content
+    from cclg.ledger.writer import purged_contents
+
     kind = source_kind(entry["kind"])
     purged = purged_contents(store, index)
     projects: dict[str, str | None] = {}
@@ -475,6 +482,8 @@ def _auto_memory_project(folder: Path) -> Path | None:
 
 def _write(store: Store, index: Index, entry: dict[str, Any], plan: _Plan, report: SyncReport) -> list[dict[str, Any]]:
     """Write the plan: the raw files its new versions cite, the create, each refine, the expire."""
+    from cclg.ledger import writer
+
     after = list(plan.kept)
     documents: dict[str, tuple[str, str]] = {}  # name -> (raw name, raw text)
     if plan.create:
