@@ -418,6 +418,7 @@ COMMANDS = {
     "cclg.cli.sessions": {"distill", "stats"},
     "cclg.cli.projects": {"project"},
     "cclg.cli.ui": {"ui"},
+    "cclg.cli.sources": {"sources", "import"},
 }
 
 

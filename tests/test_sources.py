@@ -290,7 +290,7 @@ def test_moved_lines_are_the_same_items() -> None:
 
     doc = Document("CLAUDE.md", "")
     old = [
-        {"key": "CLAUDE.md#", "file": "CLAUDE.md", "lines": [1, 1], "text": t, "memory_id": t, "record_id": None}
+        {"key": "CLAUDE.md#", "file": "CLAUDE.md", "lines": [1, 1], "content": t, "memory_id": t, "record_id": None}
         for t in ("alpha beta gamma", "delta epsilon zeta")
     ]
     new = [
@@ -298,8 +298,8 @@ def test_moved_lines_are_the_same_items() -> None:
         SourceItem("alpha beta gamma!", doc, (2, 2), "CLAUDE.md#"),
     ]
     matched = match_items(old, new)
-    assert [o["text"] for o, _ in matched.unchanged] == ["delta epsilon zeta"]
-    assert [(o["text"], n.content) for o, n, _ in matched.changed] == [("alpha beta gamma", "alpha beta gamma!")]
+    assert [o["content"] for o, _ in matched.unchanged] == ["delta epsilon zeta"]
+    assert [(o["content"], n.content) for o, n, _ in matched.changed] == [("alpha beta gamma", "alpha beta gamma!")]
 
 
 def test_sources_list_and_remove_keep_the_memories(store: Store, tmp_path: Path) -> None:
@@ -325,3 +325,15 @@ def test_instruction_files_of_a_repository(store: Store, tmp_path: Path) -> None
     result = sources.import_instruction_files(store, repo)
     assert [s["source"]["kind"] for s in result["sources"]] == ["claude-md", "cursor-rules"]
     assert len(current(store)) == 14
+
+
+def test_a_purge_erases_the_item_from_the_registry_and_the_sync_refuses_it(store: Store, tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "shop")
+    secret_plan = "The merger with Initech closes on 2027-01-15"
+    (repo / "CLAUDE.md").write_text(f"- {secret_plan}\n- Deploys go out from CI\n")
+    sources.add_source(store, "claude-md", str(repo))
+    api.purge_memory(store, current(store)[secret_plan].id)
+    assert secret_plan not in store.sources_path.read_text(), "the registry holds the item's text as content"
+    (report,) = [r.to_dict() for r in sources.sync_sources(store)]
+    assert report["new"] == [] and "purged" in report["refused"][0]["why"]
+    assert not any(secret_plan in p.read_text(errors="replace") for p in store.root.rglob("*.json"))

@@ -158,7 +158,7 @@ def match_items(old: list[dict[str, Any]], new: list[SourceItem]) -> Matched:
     found = Matched()
     by_text: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for entry in old:
-        by_text.setdefault((entry["file"], _norm(entry["text"])), []).append(entry)
+        by_text.setdefault((entry["file"], _norm(entry["content"])), []).append(entry)
     rest = []
     for item in new:
         twins = by_text.get((item.document.name, _norm(item.content)))
@@ -172,7 +172,7 @@ def match_items(old: list[dict[str, Any]], new: list[SourceItem]) -> Matched:
     for item in rest:
         other = by_record.pop((item.document.name, item.record_id), None) if item.record_id else None
         if other is not None:
-            likeness = difflib.SequenceMatcher(None, _norm(other["text"]), _norm(item.content)).ratio()
+            likeness = difflib.SequenceMatcher(None, _norm(other["content"]), _norm(item.content)).ratio()
             found.changed.append((other, item, likeness))
         else:
             unmatched.append(item)
@@ -190,7 +190,7 @@ def _alike(old: list[dict[str, Any]], new: list[SourceItem]) -> list[tuple[dict[
     """Greedy pairs of the most alike texts in the same file, each at least ``SIMILAR``."""
     scored = []
     for o in old:
-        a = _norm(o["text"])
+        a = _norm(o["content"])
         for n in new:
             if n.document.name != o["file"]:
                 continue
@@ -410,7 +410,7 @@ def _tracked(item: SourceItem, memory_id: str) -> dict[str, Any]:
         "key": item.key,
         "file": item.document.name,
         "lines": list(item.lines),
-        "text": item.content,
+        "content": item.content,  # a content field: a purge or a redaction of the store rewrites it here too
         "record_id": item.record_id,
         "memory_id": memory_id,
     }
@@ -573,13 +573,13 @@ def source_conflicts(store: Store) -> list[dict[str, Any]]:
     for entry in load_registry(store)["sources"]:
         for item in entry["items"]:
             head, owned = memory_head(store, item["memory_id"])
-            if owned or (head is not None and _norm(head.content) == _norm(item["text"])):
+            if owned or (head is not None and _norm(head.content) == _norm(item["content"])):
                 continue
             found.append(
                 {
                     "source": entry["id"],
                     "where": f"{entry['path']} {item['file']}:{item['lines'][0]}-{item['lines'][1]}",
-                    "file_says": item["text"],
+                    "file_says": item["content"],
                     "memory_id": None if head is None else head.id,
                     "memory_says": None if head is None else head.content,
                     "tracked": item["memory_id"],
