@@ -21,7 +21,8 @@ the table against the contract's events and the host templates):
 which fits the host's cap in one pass); ``post-tool`` and ``post-tool-failure`` record
 the tool call (the full response is kept once, in raw/) with what the sensors make of
 it (``cclg.learning.sensors``) and the rules it nears or teaches (``cclg.learning.rules``); ``session-start``
-opens or resumes the session and returns the pinned memories and the strong rules;
+opens or resumes the session (bringing the project's registered instruction files in step when one
+moved: ``cclg.api.sources``) and returns the pinned memories and the strong rules;
 ``pre-compact`` / ``post-compact`` keep a compact record; ``stop`` / ``session-end``
 close the session record (and count the rules it was given that held). The session
 bookkeeping lives in ``cclg.ledger.sessions``, the code graph's part in
@@ -259,6 +260,7 @@ def on_session_start(call: Call) -> str | None:
 
     source = call.payload.get("source")
     retrieval.wake_semantic(call.store)  # so that the first prompt, seconds later, finds the helper ready
+    _sync_instructions(call)
     learning.reopen_session(call.store, call.session_id)  # a resumed session that had ended is active again
     given = call.given()
     offer = list(given.ever) if source == "compact" else []
@@ -271,6 +273,20 @@ def on_session_start(call: Call) -> str | None:
         learning.mark_turn_context_emptied(call.store, call.session_id)
     rules = RULES_FRAME + "\n".join(lines) if lines else ""
     return _record_and_answer(call, summary, query="", offer=offer, skip=skip, appendix=rules)
+
+
+def _sync_instructions(call: Call) -> None:
+    """Bring the project's registered instruction files in step when one moved since its last sync
+    (``cclg.api.sources.sync_changed_instructions``: a stat per file first). A failure is logged: the
+    session still opens."""
+    try:
+        from cclg.api import sources
+
+        sources.sync_changed_instructions(call.store, call.payload.get("cwd"))
+    except Exception:
+        import traceback
+
+        _log_failure(str(call.store.root), f"{call.logged_as} (instruction files)", traceback.format_exc())
 
 
 RULES_FRAME = (

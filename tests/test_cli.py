@@ -413,11 +413,12 @@ COMMANDS = {
     "cclg.cli.retrieval": {"search", "grep", "recall", "pack", "reindex"},
     "cclg.cli.containers": {"export", "open", "import-container"},
     "cclg.cli.code": {"code-index", "code-search"},
-    "cclg.cli.hosts": {"install", "uninstall", "demo-store"},
+    "cclg.cli.hosts": {"install", "uninstall", "demo-store", "quickstart"},
     "cclg.cli.turns": {"turn"},
     "cclg.cli.sessions": {"distill", "stats"},
     "cclg.cli.projects": {"project"},
     "cclg.cli.ui": {"ui"},
+    "cclg.cli.sources": {"sources", "import"},
 }
 
 

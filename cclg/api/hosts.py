@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from cclg.hosts.install import Change
 
-__all__ = ["install_host", "uninstall_host"]
+__all__ = ["install_host", "present_hosts", "uninstall_host"]
 
 
 def install_host(
@@ -31,3 +31,11 @@ def uninstall_host(host: str, *, project: Path | None = None, dry_run: bool = Fa
     from cclg.hosts import install
 
     return install.uninstall_host(host, project=project, dry_run=dry_run)
+
+
+def present_hosts() -> dict[str, bool]:
+    """The agent hosts this machine has (``claude``, ``codex``), each with whether its command is on
+    ``PATH`` (``cclg.hosts.install.present_hosts``): what ``cclg quickstart`` offers to connect."""
+    from cclg.hosts import install
+
+    return install.present_hosts()

@@ -11,8 +11,8 @@ store of the invocation, printing, options). The command modules: ``memory`` (in
 raw, patch, purge...), ``inspect`` (status, show, log, audit, doctor, rules...),
 ``retrieval`` (search, grep, recall, pack, reindex), ``containers`` (export, open,
 import-container), ``code`` (code-index, code-search), ``hosts`` (install, uninstall,
-demo-store), ``turns`` (turn), ``sessions`` (distill, stats), ``projects`` (project),
-``ui`` (ui: the web view, ``cclg.ui``);
+demo-store, quickstart), ``turns`` (turn), ``sessions`` (distill, stats), ``projects`` (project),
+``ui`` (ui: the web view, ``cclg.ui``), ``sources`` (sources, import);
 ``__main__`` runs the group.
 """
 
@@ -46,11 +46,12 @@ COMMAND_MODULES = {  # module of cclg.cli -> the commands it defines (in its COM
     "retrieval": ["search", "grep", "recall", "pack", "reindex"],
     "containers": ["export", "open", "import-container"],
     "code": ["code-index", "code-search"],
-    "hosts": ["install", "uninstall", "demo-store"],
+    "hosts": ["install", "uninstall", "demo-store", "quickstart"],
     "turns": ["turn"],
     "sessions": ["distill", "stats"],
     "projects": ["project"],
     "ui": ["ui"],
+    "sources": ["sources", "import"],
 }
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from cclg import api
+from cclg.api.surfaces import escape_invisible, git_root
 from cclg.cli.common import emit, json_option, shown
 from cclg.errors import UsageError
 
@@ -112,4 +114,84 @@ def demo_store_command(path: Path) -> None:
     click.echo(f"wrote the demo store to {path}")
 
 
-COMMANDS = [install_command, uninstall_command, demo_store_command]
+HOST_NAMES = {"claude": "Claude Code", "codex": "Codex"}
+SAMPLE_PROMPT = "how do I build this project and run its tests?"
+
+
+@click.command("quickstart")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path), default=".")
+@click.option("--yes", "-y", is_flag=True, help="Take every step without asking (for scripts).")
+@click.option("--prompt", default=SAMPLE_PROMPT, show_default=True, help="The sample prompt shown at the end.")
+@click.pass_context
+def quickstart_command(ctx: click.Context, folder: Path, yes: bool, prompt: str) -> None:
+    """Set cclg up for the repository in FOLDER (default: here), asking before each step.
+
+    It creates the store if there is none, finds the repository's instruction files (CLAUDE.md, AGENTS.md,
+    GEMINI.md, copilot instructions, .cursor/rules) and offers to import them, kept in step from then
+    on; it offers to connect each agent host this machine has (Claude Code, Codex: hooks and MCP, in
+    your home folder); and it prints what the agent now gets for a sample prompt.
+    Example: cclg quickstart --yes
+    """
+    if not yes and not sys.stdin.isatty():
+        raise UsageError("quickstart asks before each step, and this is not a terminal: give --yes to take them all")
+    store_root: str | None = ctx.obj["root"]
+    store, created = api.init_store(store_root)
+    click.echo(f"{'created the store' if created else 'the store'}: {store.root}")
+    project = api.session_project(str(folder.resolve()))
+    top = folder.resolve()
+    if project is None:
+        click.echo(f"{top} is not inside a git repository: its memories get no project scope")
+    else:
+        top = git_root(top) or top
+        click.echo(f"project: {shown(project.name)} ({shown(project.value)}), the repository at {top}")
+    _offer_instructions(store, top, yes)
+    _offer_hosts(store_root, yes)
+    request = api.PackRequest(prompt, where=api.Where(project=project))
+    pack = api.explain_pack(store, request)["pack"]
+    click.echo(f"\nFor the prompt {shown(prompt)!r} in this repository, the agent now gets:\n")
+    if pack["memory_nodes"] or pack.get("possibly_related"):
+        click.echo(escape_invisible(api.render(pack, "markdown").rstrip("\n")))
+    else:
+        click.echo("nothing: no memory is about it yet (try --prompt with words of your instruction files)")
+
+
+def _offer_instructions(store: api.Store, top: Path, yes: bool) -> None:
+    found = api.find_instruction_files(top)
+    files = [path for paths in found.values() for path in paths]
+    if not files:
+        click.echo("no instruction files (CLAUDE.md, AGENTS.md, GEMINI.md, copilot instructions, .cursor/rules) here")
+        return
+    click.echo("instruction files:")
+    for path in files:
+        click.echo(f"  {shown(str(path.relative_to(top)))}")
+    if not (yes or click.confirm("Import them, and keep their memories in step with them?", default=True)):
+        return
+    imported = api.import_instruction_files(store, top)
+    reports = [report for added in imported["sources"] for report in added["sync"]]
+    new = sum(len(r["new"]) + len(r["adopted"]) for r in reports)
+    refused = sum(len(r["refused"]) for r in reports)
+    noun = "file" if len(files) == 1 else "files"
+    click.echo(f"imported {new} memories from {len(files)} {noun}" + (f" ({refused} refused)" if refused else ""))
+
+
+def _offer_hosts(store_root: str | None, yes: bool) -> None:
+    present = api.present_hosts()
+    if not present:
+        click.echo(
+            "no agent host found (claude or codex on PATH, ~/.claude or ~/.codex): install one, then `cclg install`"
+        )
+    for host, command in present.items():
+        if not (
+            yes or click.confirm(f"Connect {HOST_NAMES[host]} (its hooks and MCP, in your home folder)?", default=True)
+        ):
+            continue
+        changes = api.install_host(host, root=store_root, trust=command)  # Codex's trust is asked of its command
+        added = sum(len(change.added) for change in changes)
+        click.echo(
+            f"connected {HOST_NAMES[host]}: {added} entries added"
+            if added
+            else f"{HOST_NAMES[host]}: already connected"
+        )
+
+
+COMMANDS = [install_command, uninstall_command, demo_store_command, quickstart_command]

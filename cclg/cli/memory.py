@@ -367,9 +367,15 @@ def rollback(ctx: click.Context, patch_id: str, reason: str, as_json: bool) -> N
 def conflicts(ctx: click.Context, as_json: bool) -> None:
     """Memories in conflict_pending, with the memories that contradict them.
 
-    Settle one with `cclg resolve`. Example: cclg conflicts
+    Settle one with `cclg resolve`. Items of registered sources whose memory you changed while the
+    file still says otherwise are counted on stderr (`cclg sources conflicts` lists them).
+    Example: cclg conflicts
     """
-    emit(api.conflicts(store_of(ctx)), as_json)
+    store = store_of(ctx)
+    emit(api.conflicts(store), as_json)
+    disagree = len(api.source_conflicts(store))
+    if disagree:
+        click.echo(f"{disagree} source item(s) disagree with a memory you changed: cclg sources conflicts", err=True)
 
 
 @click.command()

@@ -89,6 +89,7 @@ DIGESTS = "active/sessions"  # per session, the digest of its event log (cclg.le
 TURNS = "active/turns"  # the last turn entry of each session (cclg.learning.turns)
 SEMANTIC_REFUSALS = "active/semantic_refusals.json"  # when each refusal was last logged: a marker, safe to delete
 SEMANTIC_ANSWERS = "active/semantic_answers.json"  # prompts the semantic helper answered and missed, per hour
+SOURCES = "sources.json"  # the registered sources and what each sync last read of them (cclg.intake.source_sync)
 RECORD_PREFIXES = {"nodes": "mem", "patches": "patch", "edges": "edge", "sessions": None}  # None: a session id
 
 
@@ -293,6 +294,11 @@ class Store:
     @property
     def semantic_refusals_path(self) -> Path:
         return self.root / SEMANTIC_REFUSALS
+
+    @property
+    def sources_path(self) -> Path:
+        """The registered sources (``cclg sources``) and, per source, the items its last sync read."""
+        return self.root / SOURCES
 
     @property
     def semantic_answers_path(self) -> Path:

@@ -92,6 +92,23 @@ def codex_home() -> Path:
     return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
 
 
+HOST_COMMANDS = {"claude": "claude", "codex": "codex"}  # each host's command, as its installer puts it on PATH
+
+
+def present_hosts() -> dict[str, bool]:
+    """The hosts this machine has, each with whether its command is on ``PATH``: a host is present when
+    its command is, or its configuration folder (``~/.claude``, Codex's home) exists."""
+    import shutil
+
+    folders = {"claude": Path.home() / ".claude", "codex": codex_home()}
+    found = {}
+    for host in HOSTS:
+        command = shutil.which(HOST_COMMANDS[host]) is not None
+        if command or folders[host].is_dir():
+            found[host] = command
+    return found
+
+
 def template(host: str, root: str | None = None) -> dict[str, Any]:
     """The host's hook template; with ``root``, every command names that store."""
     data: dict[str, Any] = json.loads((Path(__file__).parent / "templates" / TEMPLATES[host]).read_text("utf-8"))

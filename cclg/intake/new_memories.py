@@ -264,7 +264,7 @@ def add_memory(
     writer.refuse_node_secrets([node])  # before the duplicate check: a secret is refused, not matched
 
     def write(index: Index) -> AddResult:  # one connection for the checks and the write: closing one costs a checkpoint
-        existing, thrown_out = _content_seen(store, index, node, purged_contents(store, index))
+        existing, thrown_out = seen_content(store, index, node, purged_contents(store, index))
         if existing is not None:
             return AddResult(existing, duplicate_of=existing.id)
         if thrown_out is not None and not force:
@@ -284,7 +284,7 @@ def add_memory(
     return added
 
 
-def _content_seen(
+def seen_content(
     store: Store, index: Index, node: MemoryNode, purged: dict[str, MemoryNode]
 ) -> tuple[MemoryNode | None, str | None]:
     """What the index knows of ``node``'s content: the current memory of the same scope that holds
@@ -548,7 +548,7 @@ class _Lines:
     def _if_new(self, node: MemoryNode, number: int) -> MemoryNode | None:
         # Scopes repeat from line to line: one string each, not one per line.
         mark = (content_hash(node.content), sys.intern(json.dumps(node.scope.to_dict(), sort_keys=True)))
-        existing, thrown_out = _content_seen(self.store, self.index, node, self.purged)
+        existing, thrown_out = seen_content(self.store, self.index, node, self.purged)
         if existing is not None or mark in self.marks:
             self.duplicates.append({"line": number, "duplicate_of": existing.id if existing else self.marks[mark]})
             return None
