@@ -204,6 +204,25 @@ def test_importing_a_ledger_is_a_container_import(tmp_path: Path, fmt: str) -> N
     assert import_table(target, out)["added"]["nodes"] == 0  # twice changes nothing
 
 
+@pytest.mark.parametrize(("fmt", "ledger"), [("parquet", False), ("arrow", True), ("jsonl", True), ("jsonl", False)])
+def test_cclg_import_reads_back_what_cclg_export_wrote(tmp_path: Path, fmt: str, ledger: bool) -> None:
+    """`cclg import KIND PATH` is the one import command: the tables `cclg export --format` writes come
+    back through it (a ledger as a container, a view as new memories), as they do through the library."""
+    source = rich_store(tmp_path / "a")
+    out = tmp_path / f"out.{fmt}"
+    exported = run(source.root, "export", "--format", fmt, *(["--ledger"] if ledger else []), str(out))
+    assert exported.exit_code == 0, exported.output
+    target, _ = Store.init(tmp_path / "b")
+    done = run(target.root, "import", fmt, str(out), "--json")
+    assert done.exit_code == 0, done.output
+    here = target.load_nodes()
+    if ledger:
+        assert set(here) == set(source.load_nodes())
+    else:
+        current = {r["content"] for r in records_of(source, False)}
+        assert current == {n.content for n in here.values() if n.status in ("active", "active_session")}
+
+
 def test_a_ledger_row_that_edits_a_local_memory_never_changes_it(tmp_path: Path) -> None:
     store = rich_store(tmp_path / "a")
     out = tmp_path / "ledger.jsonl"

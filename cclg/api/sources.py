@@ -34,6 +34,7 @@ else:
 __all__ = [
     "PLUGIN_GROUP",
     "SOURCE_KINDS",
+    "TABLE_KINDS",
     "SourceItem",
     "SourceKind",
     "SyncReport",
@@ -88,7 +89,14 @@ def sync_sources(store: Store, names: list[str] | None = None) -> list[SyncRepor
 
 def import_source(store: Store, kind: str, path: str, *, force: bool = False) -> dict[str, Any]:
     """``cclg import KIND PATH``: a one-off import (nothing kept in step). ``jsonl`` is ``import-jsonl``
-    itself (``force`` as there); the other kinds write each item as a new memory, as a first sync would."""
+    itself (``force`` as there), or, for whole records as ``cclg export --format jsonl`` writes them, the table
+    import; ``arrow`` and ``parquet`` are ``cclg export``'s tables (``cclg.intake.tables.import_table``:
+    a view as new memories, a ledger as a container); the other kinds write each item as a new memory,
+    as a first sync would."""
+    if kind in TABLE_KINDS or (kind == "jsonl" and _is_table_jsonl(path)):  # what `cclg export --format` wrote
+        from cclg.intake.tables import import_table
+
+        return import_table(store, path, kind, force=force)
     if kind == "jsonl":
         from cclg.intake.new_memories import import_jsonl
 
@@ -99,6 +107,22 @@ def import_source(store: Store, kind: str, path: str, *, force: bool = False) ->
     from cclg.intake.source_sync import import_items
 
     return import_items(store, kind, path).to_dict()
+
+
+TABLE_KINDS = ("arrow", "parquet")  # ``cclg import`` reads ``cclg export --format``'s tables back too
+
+
+def _is_table_jsonl(path: str) -> bool:
+    """Whether a JSON-lines file holds whole records, as ``cclg export --format jsonl`` writes them (each
+    line a record with its ``schema_version``; a ledger's name their ``record`` kind), read back as a
+    table; else it is ``import-jsonl``'s lines."""
+    try:
+        with open(path, "rb") as file:
+            first = next((line for line in file if line.strip()), b"")
+        value = json.loads(first)
+    except (OSError, ValueError):
+        return False  # import-jsonl says what is wrong with it
+    return isinstance(value, dict) and ("record" in value or "schema_version" in value)
 
 
 def source_conflicts(store: Store) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from cclg.api import sources
 from cclg.cli.common import emit, json_option, shown, store_of
 
 KINDS_HELP = "\n".join(f"  {name:<19} {kind.summary} ({kind.trust})" for name, kind in sources.SOURCE_KINDS.items())
+KINDS_HELP += "".join(f"\n  {name:<19} what `cclg export --format {name}` wrote" for name in sources.TABLE_KINDS)
 
 
 @click.group("sources")
@@ -134,7 +135,8 @@ def _print_report(report: dict[str, Any]) -> None:
 @click.command(
     "import",
     help=f"""A one-off import of KIND at PATH: each item a new memory, nothing kept in step
-(`cclg sources add` keeps it in step). `jsonl` is `cclg import-jsonl`.
+(`cclg sources add` keeps it in step). `jsonl` is `cclg import-jsonl`; `arrow`, `parquet` (and a
+`jsonl --ledger` export) read back what `cclg export --format` wrote.
 
 \b
 Kinds (trust of their memories in parentheses):
@@ -142,9 +144,9 @@ Kinds (trust of their memories in parentheses):
 
 Example: cclg import mem0-json export.json""",
 )
-@click.argument("kind", type=click.Choice(list(sources.SOURCE_KINDS)))
+@click.argument("kind", type=click.Choice([*sources.SOURCE_KINDS, *sources.TABLE_KINDS]))
 @click.argument("path")
-@click.option("--force", is_flag=True, help="jsonl: import lines whose content was forgotten or discarded before.")
+@click.option("--force", is_flag=True, help="jsonl and tables: import content that was forgotten or discarded before.")
 @json_option
 @click.pass_context
 def import_(ctx: click.Context, kind: str, path: str, force: bool, as_json: bool) -> None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cclg.core import secrets
+from cclg.core import media, secrets
 from cclg.core.fields import parse_json
 from cclg.core.ids import normalize_text, now_iso
 from cclg.core.records import MemoryNode, Scope, Source
@@ -535,8 +535,13 @@ def _span(store: Store, item: SourceItem, documents: dict[str, tuple[str, str]])
     and the characters of its lines there."""
     if item.document.name not in documents:
         text = secrets.redact(item.document.text, keep_lines=True)[0]
-        relative, _ = store.write_raw(text.encode("utf-8"), Path(item.document.name).name)
-        documents[item.document.name] = (Path(relative).name, text)
+        data, name = text.encode("utf-8"), Path(item.document.name).name
+        relative, _ = store.write_raw(data, name)
+        raw_name = Path(relative).name
+        if media.readable_text(data, raw_name) is None:  # a database's rows, rendered as text: say it is text
+            kept = {"name": raw_name, "mime": "text/plain", "bytes": len(data)}
+            store.write_raw_record(raw_name, {**kept, "sha256": hashlib.sha256(data).hexdigest(), "kept_at": now_iso()})
+        documents[item.document.name] = (raw_name, text)
     raw_name, text = documents[item.document.name]
     starts = [0]
     for line in text.split("\n"):
