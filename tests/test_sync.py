@@ -39,6 +39,10 @@ def js(root: Path, *args: str) -> Any:
     return json.loads(cclg(root, *args, "--json").stdout)
 
 
+def pack(root: Path, query: str) -> Any:
+    return json.loads(cclg(root, "pack", "--query", query, "--format", "json").stdout)
+
+
 def add(root: Path, content: str, *extra: str) -> str:
     return str(js(root, "add", "--content", content, "--source", "user", "--scope", PROJECT, *extra)["node"]["id"])
 
@@ -148,8 +152,8 @@ def test_what_never_leaves_the_machine_is_not_on_the_remote(team: tuple[Path, Pa
     assert b"AKIAIOSFODNN7" not in b"".join(with_raw.values())
     # and the teammate gets the shared memory, healthy, with nothing of the rest
     cclg(b, "sync")
-    assert [n["content"] for n in js(b, "search", "payments")["hits"]] == ["the payments service listens on 7443"]
-    assert js(b, "search", "CONFIDENTIALTEXT")["hits"] == []
+    assert [hit["node"]["content"] for hit in js(b, "search", "payments")] == ["the payments service listens on 7443"]
+    assert js(b, "search", "CONFIDENTIALTEXT") == []
     doctor_ok(a)
     doctor_ok(b)
 
@@ -166,7 +170,7 @@ def test_incoming_trust_is_capped_at_the_remote_and_provenance_is_in_cite(
     cclg(cautious, "sync")
     node = js(cautious, "show", pinned)
     assert node["metadata"]["trust"] == "untrusted" and node["metadata"]["retention"] == "preferred"
-    assert js(cautious, "pack", "--query", "migrations")["pinned"] == []
+    assert [m for m in pack(cautious, "migrations")["memory_nodes"] if m.get("pinned")] == []
     trusting = tmp_path / "d"
     cclg(trusting, "init")
     cclg(trusting, "remote", "add", "team", str(remote), "--trust", "trusted")
@@ -210,9 +214,9 @@ def test_two_machines_changing_one_memory_surface_a_conflict_and_resolve_syncs(t
     for root in (a, b, a):
         cclg(root, "sync")
     assert conflicted(a) == conflicted(b) == {refined, moved}
-    pack = js(b, "pack", "--query", "which port does the payments service listen on")
-    assert [m["id"] for m in pack.get("memories", [])] == []  # neither successor is chosen silently
-    assert {entry["id"]: entry["status"] for entry in pack["suppressed"]}[refined] == "conflict_pending"
+    packed = pack(b, "which port does the payments service listen on")
+    assert [m["id"] for m in packed["memory_nodes"]] == []  # neither successor is chosen silently
+    assert {entry["id"]: entry["status"] for entry in packed["suppressed_nodes"]}[refined] == "conflict_pending"
     assert js(a, "doctor")["ok"] and js(b, "doctor")["ok"]
     assert any("open conflict" in n["message"] for n in js(a, "doctor")["notices"])
     settled = js(b, "resolve", refined, moved, "--content", "the payments service listens on 8443 (TLS)",
@@ -220,8 +224,7 @@ def test_two_machines_changing_one_memory_surface_a_conflict_and_resolve_syncs(t
     for root in (b, a):
         cclg(root, "sync")
     assert conflicted(a) == conflicted(b) == set()
-    hits = js(a, "search", "payments service")["hits"]
-    assert [h["id"] for h in hits] == [settled]
+    assert [hit["id"] for hit in js(a, "search", "payments service")] == [settled]
     doctor_ok(a)
     doctor_ok(b)
 
