@@ -98,18 +98,19 @@ def fetch(clone: Path, remote: Remote) -> bool:
     raise SyncError(f"could not fetch from {remote.name}: {message.strip().splitlines()[-1] if message else '?'}")
 
 
-def merge(clone: Path, remote: Remote) -> str | None:
+def merge(clone: Path, remote: Remote, identity: tuple[str, str]) -> str | None:
     """Merge the fetched branch into the clone; the commit the clone was at before (None: none yet)."""
     before = git.text(["rev-parse", "HEAD"], clone).strip() if has_head(clone) else None
     if before is None:
         git.run(["reset", "-q", "--hard", tracking(remote)], clone)
         return None
     args = ["merge", "-q", "--no-edit", "--no-ff", "--allow-unrelated-histories", "-m", "cclg sync: merge"]
-    done = git.run([*args, tracking(remote)], clone, check=False)
+    done = git.run([*args, tracking(remote)], clone, identity=identity, check=False)
     if done.returncode != 0:
         conflicted = git.text(["diff", "--name-only", "--diff-filter=U"], clone).split()
         git.run(["merge", "--abort"], clone, check=False)
-        raise SyncError(f"git could not merge {remote.name}'s records: {', '.join(conflicted[:5]) or done.returncode}")
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines() or [str(done.returncode)]
+        raise SyncError(f"git could not merge {remote.name}'s records: {', '.join(conflicted[:5]) or said[-1]}")
     return before
 
 
@@ -199,7 +200,7 @@ def sync(store: Store, remote: Remote) -> dict[str, Any]:
         identity = git.user_identity(clone, origin)
         for attempt in range(1, PUSH_ATTEMPTS + 1):
             fetched = fetch(clone, remote)
-            before = merge(clone, remote) if fetched else None
+            before = merge(clone, remote, identity) if fetched else None
             if fetched:
                 arrived = incoming.take(store, clone, missing_here(store, names(clone)), remote, authors(clone, before, remote))
                 for kind, count in arrived.written.items():
