@@ -40,8 +40,13 @@ def cclg(root: Path, *args: str) -> float:
 def seed(root: Path, count: int, tag: str) -> None:
     topics = ["build", "tests", "deploy", "style", "database", "api", "cache", "auth", "docs", "release"]
     lines = [
-        json.dumps({"content": f"{topics[i % 10]} note {tag}-{i}: keep {i % 97} and {i % 89}", "source": "bench",
-                    "scope": {"project": PROJECT}})  # fmt: skip
+        json.dumps(
+            {
+                "content": f"{topics[i % 10]} note {tag}-{i}: keep {i % 97} and {i % 89}",
+                "source": "bench",
+                "scope": {"project": PROJECT},
+            }
+        )
         for i in range(count)
     ]
     path = root.parent / f"{root.name}-{tag}.jsonl"
@@ -73,8 +78,11 @@ def by_new(base: Path, counts: list[int], runs: int) -> None:
             sent.append(cclg(a, "sync"))
             received.append(cclg(b, "sync"))
             shutil.rmtree(folder)
-        print(f"| {count:,} | {statistics.median(sent):.2f} s ({_runs(sent)}) | "
-              f"{statistics.median(received):.2f} s ({_runs(received)}) |", flush=True)  # fmt: skip
+        print(
+            f"| {count:,} | {statistics.median(sent):.2f} s ({_runs(sent)}) | "
+            f"{statistics.median(received):.2f} s ({_runs(received)}) |",
+            flush=True,
+        )
 
 
 def by_size(base: Path, sizes: list[int], runs: int) -> None:
@@ -94,9 +102,12 @@ def by_size(base: Path, sizes: list[int], runs: int) -> None:
             sent.append(cclg(a, "sync"))
             received.append(cclg(b, "sync"))
             idle.append(cclg(b, "sync"))
-        print(f"| {size:,} (built in {built:.0f} s) | {first_out:.1f} s | {first_in:.1f} s | "
-              f"{statistics.median(sent):.2f} s ({_runs(sent)}) | {statistics.median(received):.2f} s ({_runs(received)}) | "
-              f"{statistics.median(idle):.2f} s |", flush=True)  # fmt: skip
+        print(
+            f"| {size:,} (built in {built:.0f} s) | {first_out:.1f} s | {first_in:.1f} s | "
+            f"{statistics.median(sent):.2f} s ({_runs(sent)}) | {statistics.median(received):.2f} s ({_runs(received)}) | "
+            f"{statistics.median(idle):.2f} s |",
+            flush=True,
+        )
         shutil.rmtree(folder)
 
 

@@ -62,7 +62,9 @@ def remote_files(remote: Path) -> dict[str, bytes]:
         check=True,
     ).stdout.split()
     show = ["git", "--git-dir", str(remote), "show"]
-    return {name: subprocess.run([*show, f"cclg/memory:{name}"], capture_output=True, check=True).stdout for name in listed}
+    return {
+        name: subprocess.run([*show, f"cclg/memory:{name}"], capture_output=True, check=True).stdout for name in listed
+    }
 
 
 def doctor_ok(root: Path) -> dict[str, Any]:
@@ -91,8 +93,13 @@ def test_remote_commands_add_list_remove_and_refuse_what_is_wrong(tmp_path: Path
     cclg(root, "init")
     cclg(root, "sync", code=2)  # no remote yet
     added = js(root, "remote", "add", "team", str(tmp_path / "r.git"))
-    assert added == {"name": "team", "url": str(tmp_path / "r.git"), "trust": "untrusted", "raw": False,
-                     "branch": "cclg/memory"}  # fmt: skip
+    assert added == {
+        "name": "team",
+        "url": str(tmp_path / "r.git"),
+        "trust": "untrusted",
+        "raw": False,
+        "branch": "cclg/memory",
+    }
     cclg(root, "remote", "add", "team", "elsewhere", code=2)  # the name is taken
     cclg(root, "remote", "add", "../x", "url", code=2)
     cclg(root, "remote", "add", "ci", "--upload-pack=touch", code=2)
@@ -125,8 +132,18 @@ def cite_raw(root: Path, memory_id: str, raw_name: str, length: int) -> None:
 def test_what_never_leaves_the_machine_is_not_on_the_remote(team: tuple[Path, Path, Path], tmp_path: Path) -> None:
     a, b, remote = team
     shared = add(a, "the payments service listens on 7443")
-    session = js(a, "add", "--content", "SESSIONONLY tried port 9000", "--source", "user", "--scope", PROJECT,
-                 "--scope", "session=s-1")["node"]["id"]  # fmt: skip
+    session = js(
+        a,
+        "add",
+        "--content",
+        "SESSIONONLY tried port 9000",
+        "--source",
+        "user",
+        "--scope",
+        PROJECT,
+        "--scope",
+        "session=s-1",
+    )["node"]["id"]
     add(a, "CONFIDENTIALTEXT the acquisition closes in May", "--sensitivity", "confidential")
     add(a, "RESTRICTEDTEXT the payroll export lives on host 12", "--sensitivity", "restricted")
     js(a, "add", "--content", "GLOBALTEXT I like short answers", "--source", "user", "--global")
@@ -138,7 +155,14 @@ def test_what_never_leaves_the_machine_is_not_on_the_remote(team: tuple[Path, Pa
     cclg(a, "sync")
     files = remote_files(remote)
     everything = b"".join(files.values())
-    for planted in (b"SESSIONONLY", b"CONFIDENTIALTEXT", b"RESTRICTEDTEXT", b"GLOBALTEXT", b"AKIAIOSFODNN7", b"RAWTEXT"):
+    for planted in (
+        b"SESSIONONLY",
+        b"CONFIDENTIALTEXT",
+        b"RESTRICTEDTEXT",
+        b"GLOBALTEXT",
+        b"AKIAIOSFODNN7",
+        b"RAWTEXT",
+    ):
         assert planted not in everything
     assert f"nodes/{shared}.json" in files and f"nodes/{session}.json" not in files
     assert f"nodes/{secret}.json" not in files
@@ -194,7 +218,9 @@ def test_dry_run_lists_both_ways_and_changes_neither_side(team: tuple[Path, Path
     plan = js(b, "sync", "--dry-run")
     assert f"nodes/{first}.json" in plan["incoming"] and f"nodes/{mine}.json" in plan["outgoing"]
     assert sorted(p.name for p in (b / "nodes").iterdir()) == before
-    after = subprocess.run(["git", "--git-dir", str(remote), "rev-parse", "cclg/memory"], capture_output=True, text=True)
+    after = subprocess.run(
+        ["git", "--git-dir", str(remote), "rev-parse", "cclg/memory"], capture_output=True, text=True
+    )
     assert head.stdout == after.stdout
 
 
@@ -207,10 +233,28 @@ def test_two_machines_changing_one_memory_surface_a_conflict_and_resolve_syncs(t
     port = add(a, "the payments service listens on 7443", "--key", "payments.port")
     cclg(a, "sync")
     cclg(b, "sync")
-    refined = js(a, "patch", "refine", "--target", port, "--content", "the payments service listens on 7443 (TLS)",
-                 "--reason", "tls")["patch"]["new_node_ids"][0]  # fmt: skip
-    moved = js(b, "patch", "supersede", "--target", port, "--content", "the payments service listens on 8443",
-               "--reason", "moved")["patch"]["new_node_ids"][0]  # fmt: skip
+    refined = js(
+        a,
+        "patch",
+        "refine",
+        "--target",
+        port,
+        "--content",
+        "the payments service listens on 7443 (TLS)",
+        "--reason",
+        "tls",
+    )["patch"]["new_node_ids"][0]
+    moved = js(
+        b,
+        "patch",
+        "supersede",
+        "--target",
+        port,
+        "--content",
+        "the payments service listens on 8443",
+        "--reason",
+        "moved",
+    )["patch"]["new_node_ids"][0]
     for root in (a, b, a):
         cclg(root, "sync")
     assert conflicted(a) == conflicted(b) == {refined, moved}
@@ -219,8 +263,16 @@ def test_two_machines_changing_one_memory_surface_a_conflict_and_resolve_syncs(t
     assert {entry["id"]: entry["status"] for entry in packed["suppressed_nodes"]}[refined] == "conflict_pending"
     assert js(a, "doctor")["ok"] and js(b, "doctor")["ok"]
     assert any("open conflict" in n["message"] for n in js(a, "doctor")["notices"])
-    settled = js(b, "resolve", refined, moved, "--content", "the payments service listens on 8443 (TLS)",
-                 "--reason", "asked the team")["patch"]["new_node_ids"][0]  # fmt: skip
+    settled = js(
+        b,
+        "resolve",
+        refined,
+        moved,
+        "--content",
+        "the payments service listens on 8443 (TLS)",
+        "--reason",
+        "asked the team",
+    )["patch"]["new_node_ids"][0]
     for root in (b, a):
         cclg(root, "sync")
     assert conflicted(a) == conflicted(b) == set()
@@ -236,8 +288,9 @@ def test_a_rollback_under_a_patch_built_on_it_is_a_conflict_not_a_lost_change(te
     moved, patch_id = done["patch"]["new_node_ids"][0], done["patch"]["id"]
     cclg(a, "sync")
     cclg(b, "sync")
-    built = js(b, "patch", "refine", "--target", moved, "--content", "CI runs on GitHub's large runners",
-               "--reason", "bigger")["patch"]["new_node_ids"][0]  # fmt: skip
+    built = js(
+        b, "patch", "refine", "--target", moved, "--content", "CI runs on GitHub's large runners", "--reason", "bigger"
+    )["patch"]["new_node_ids"][0]
     js(a, "rollback", patch_id)
     for root in (a, b, a):
         cclg(root, "sync")
@@ -248,8 +301,17 @@ def test_a_rollback_under_a_patch_built_on_it_is_a_conflict_not_a_lost_change(te
 
 def test_a_sync_killed_mid_way_is_finished_by_the_next(team: tuple[Path, Path, Path]) -> None:
     a, b, remote = team
-    lines = "".join(json.dumps({"content": f"fact number {i} about the build", "source": "user",
-                                "scope": {"project": PROJECT.partition("=")[2]}}) + "\n" for i in range(400))  # fmt: skip
+    lines = "".join(
+        json.dumps(
+            {
+                "content": f"fact number {i} about the build",
+                "source": "user",
+                "scope": {"project": PROJECT.partition("=")[2]},
+            }
+        )
+        + "\n"
+        for i in range(400)
+    )
     (a.parent / "facts.jsonl").write_text(lines)
     cclg(a, "import-jsonl", str(a.parent / "facts.jsonl"))
     env = {key: os.environ[key] for key in ENV_KEYS if key in os.environ}

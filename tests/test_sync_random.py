@@ -49,8 +49,13 @@ def operate(store: Store, rng: random.Random, own_patches: list[str]) -> str | N
     kind = rng.choice(["add", "add", "refine", "supersede", "forget", "rollback", "label"]) if ids else "add"
     try:
         if kind == "add":
-            done: Any = api.add_memory(store, sentence(rng), source="user", scope=Scope(project=PROJECT),
-                                       key=rng.choice([None, None, "team." + rng.choice(WORDS)]))  # fmt: skip
+            done: Any = api.add_memory(
+                store,
+                sentence(rng),
+                source="user",
+                scope=Scope(project=PROJECT),
+                key=rng.choice([None, None, "team." + rng.choice(WORDS)]),
+            )
             own_patches.append(done.patch.id)
         elif kind in ("refine", "supersede"):
             result = api.patch(store, kind, [rng.choice(ids)], contents=[sentence(rng)], reason=kind)

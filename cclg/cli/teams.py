@@ -30,7 +30,9 @@ def remote() -> None:
 @click.option("--branch", help="The branch the records live on (default: cclg/memory).")
 @json_option
 @click.pass_context
-def remote_add(ctx: click.Context, name: str, url: str, trust: str, raw: bool, branch: str | None, as_json: bool) -> None:
+def remote_add(
+    ctx: click.Context, name: str, url: str, trust: str, raw: bool, branch: str | None, as_json: bool
+) -> None:
     """Add the remote NAME at the git URL (any remote: the project's own repository, another one, a folder).
 
     Example: cclg remote add team ../memory.git --trust trusted

@@ -265,9 +265,7 @@ class Ledger:
         naming = [p for p in self.naming.get(node.id, ()) if p.id not in self.undone]
         status = self.birth(node)
         retirers = [p for p in naming if OPERATIONS[p.operation].retiring and node.id in p.target_ids]
-        made_by_undone = any(
-            node.id in p.new_node_ids and p.id in self.undone for p in self.naming.get(node.id, ())
-        )
+        made_by_undone = any(node.id in p.new_node_ids and p.id in self.undone for p in self.naming.get(node.id, ()))
         flags = [p for p in naming if p.operation == "create" and node.id in p.prior_states]
         if retirers:
             last = retirers[-1]
@@ -283,7 +281,9 @@ class Ledger:
         links = [n for n in node.relations.get("superseded_by", []) if n not in made]
         links += [n for p in retirers for n in p.new_node_ids if n not in links]
         flag_made = {
-            n for p in self.naming.get(node.id, ()) if p.operation == "create" and node.id in p.prior_states
+            n
+            for p in self.naming.get(node.id, ())
+            if p.operation == "create" and node.id in p.prior_states
             for n in p.new_node_ids
         }
         against = [n for n in node.relations.get("contradicts", []) if n not in flag_made]

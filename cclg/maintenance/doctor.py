@@ -298,7 +298,9 @@ class Scan:
     def _settled(self, node: MemoryNode) -> bool:
         """Whether the node has the status the whole set of patches gives it (``Ledger.settle``): patches
         synced from other machines (``cclg sync``) are replayed as a set, not in their order of arrival."""
-        return self.ledger is not None and node.id in self.ledger.naming and self.ledger.settle(node).status == node.status
+        return (
+            self.ledger is not None and node.id in self.ledger.naming and self.ledger.settle(node).status == node.status
+        )
 
     def shared_notices(self) -> list[Finding]:
         """One notice per folder name that current memories are scoped by, with the command that settles them."""

@@ -16,7 +16,6 @@ under a name no other record has, so merging two stores' commits never meets two
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -116,7 +115,7 @@ def merge(clone: Path, remote: Remote, identity: tuple[str, str]) -> str | None:
 
 def names(clone: Path) -> set[str]:
     """The record files the clone's work tree holds (``nodes/<id>.json``, ...)."""
-    found = set()
+    found: set[str] = set()
     for folder in FOLDERS:
         with contextlib.suppress(FileNotFoundError), os.scandir(clone / folder) as entries:
             found.update(f"{folder}/{entry.name}" for entry in entries if entry.is_file())
@@ -131,7 +130,9 @@ def tree_names(clone: Path, ref: str) -> set[str]:
 def authors(clone: Path, before: str | None, remote: Remote) -> dict[str, tuple[str, str]]:
     """For each file the fetched commits added: (the author of its commit, the commit)."""
     span = f"{before}..{tracking(remote)}" if before else tracking(remote)
-    listed = git.text(["log", "--no-renames", "--diff-filter=A", "--name-only", "-z", "--format=%x01%H%x02%an <%ae>", span], clone)
+    listed = git.text(
+        ["log", "--no-renames", "--diff-filter=A", "--name-only", "-z", "--format=%x01%H%x02%an <%ae>", span], clone
+    )
     found: dict[str, tuple[str, str]] = {}
     for block in listed.split("\x01")[1:]:
         head, _, files = block.partition("\x00")
@@ -198,11 +199,15 @@ def sync(store: Store, remote: Remote) -> dict[str, Any]:
     with sync_lock(store, remote):
         clone = ready_clone(store, remote)
         identity = git.user_identity(clone, origin)
-        for attempt in range(1, PUSH_ATTEMPTS + 1):
+        attempts = 0
+        while attempts < PUSH_ATTEMPTS:
+            attempts += 1
             fetched = fetch(clone, remote)
             before = merge(clone, remote, identity) if fetched else None
             if fetched:
-                arrived = incoming.take(store, clone, missing_here(store, names(clone)), remote, authors(clone, before, remote))
+                arrived = incoming.take(
+                    store, clone, missing_here(store, names(clone)), remote, authors(clone, before, remote)
+                )
                 for kind, count in arrived.written.items():
                     received[kind] = received.get(kind, 0) + count
                 refused.update(arrived.refused)
@@ -212,7 +217,7 @@ def sync(store: Store, remote: Remote) -> dict[str, Any]:
                 break
         else:
             raise SyncError(f"{remote.name} refused the push {PUSH_ATTEMPTS} times (other stores pushing); sync again")
-        report = {"remote": remote.name, "at": now_iso(), "attempts": attempt, "sent": sent, "received": received}
+        report = {"remote": remote.name, "at": now_iso(), "attempts": attempts, "sent": sent, "received": received}
         report["refused"] = refused
         report["head"] = git.text(["rev-parse", "HEAD"], clone).strip() if has_head(clone) else None
         store.write_file(store.sync_state_path(remote.name), (json.dumps(report, indent=2) + "\n").encode())

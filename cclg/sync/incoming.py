@@ -50,7 +50,12 @@ class Arrived:
 
 def _parse(clone: Path, path: str, arrived: Arrived) -> Any:
     kind, _, name = path.partition("/")
-    parse = {"nodes": MemoryNode.from_dict, "patches": MemoryPatch.from_dict, "edges": MemoryEdge.from_dict}[kind]
+    parsers: dict[str, Any] = {
+        "nodes": MemoryNode.from_dict,
+        "patches": MemoryPatch.from_dict,
+        "edges": MemoryEdge.from_dict,
+    }
+    parse = parsers[kind]
     try:
         record = parse(parse_json((clone / path).read_bytes()), where=path)
     except (ValidationError, ValueError, OSError) as exc:
@@ -78,9 +83,7 @@ def capped(node: MemoryNode, remote: Remote, author: tuple[str, str] | None) -> 
     return node
 
 
-def take(
-    store: Store, clone: Path, paths: list[str], remote: Remote, authors: dict[str, tuple[str, str]]
-) -> Arrived:
+def take(store: Store, clone: Path, paths: list[str], remote: Remote, authors: dict[str, tuple[str, str]]) -> Arrived:
     """Take the records at ``paths`` of ``clone`` (which the store lacks) into the store, under its lock."""
     arrived = Arrived()
     with store.lock():
@@ -118,7 +121,7 @@ def take(
 
 
 def _local_names(store: Store) -> set[str]:
-    names = set()
+    names: set[str] = set()
     for folder in ("nodes", "patches"):
         names.update(f"{folder}/{entry.name}" for entry in store.scan_records(folder)[0])
     return names
@@ -157,21 +160,26 @@ def _write(
         ok = edge.source_patch_id is None or edge.source_patch_id in patches or store.edge_path(edge.id).exists()
         there = all(n in nodes or store.node_path(n).exists() for n in (edge.from_id, edge.to_id))
         if ok and there and not store.edge_path(edge.id).exists():
-            of_patch.setdefault(edge.source_patch_id or "", []).append((store.edge_path(edge.id), dumps(edge.to_dict())))
+            of_patch.setdefault(edge.source_patch_id or "", []).append(
+                (store.edge_path(edge.id), dumps(edge.to_dict()))
+            )
     marker = sorted({n for p in patches.values() for n in touched_ids(p)})
     store.write_file(store.sync_settle_path, (json.dumps({"nodes": marker}) + "\n").encode("utf-8"))
     with store.batch():
-        for path, data in of_patch.pop("", []):  # a memory whose patch is here already: named at once
-            store.write_file(path, data, replace=False)
-        staged = [(store.stage_file(path, data, pid), path) for pid, files in of_patch.items() for path, data in files]
+        for target, data in of_patch.pop("", []):  # a memory whose patch is here already: named at once
+            store.write_file(target, data, replace=False)
+        staged = [(store.stage_file(to, data, pid), to) for pid, files in of_patch.items() for to, data in files]
         for patch in sorted(patches.values(), key=lambda p: p.id):
             store.write_patch(patch)
         store.make_durable()
-        for temp, path in staged:
-            store.publish_file(temp, path)
-    records = [audit_record("patch_written", patch_id=p.id, operation=p.operation, synced=True) for p in patches.values()]
+        for temp, target in staged:
+            store.publish_file(temp, target)
+    records = [
+        audit_record("patch_written", patch_id=p.id, operation=p.operation, synced=True) for p in patches.values()
+    ]
     store.audit_many(records)
-    arrived.written.update(nodes=len(nodes), patches=len(patches), edges=len(staged) - len(nodes))
+    edge_count = sum(1 for files in of_patch.values() for to, _ in files if to.parent.name == "edges")
+    arrived.written.update(nodes=len(nodes), patches=len(patches), edges=edge_count)
 
 
 def _settle_leftover(store: Store, arrived: Arrived) -> None:
