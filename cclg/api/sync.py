@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from cclg.core.store import Store
+from cclg.errors import SyncError
 
-__all__ = ["add_remote", "list_remotes", "remove_remote", "sync_remote", "sync_status"]
+__all__ = ["SyncError", "add_remote", "list_remotes", "remove_remote", "sync_remote", "sync_status"]
 
 
 def add_remote(store: Store, name: str, url: str, *, trust: str = "untrusted", raw: bool = False,

@@ -228,8 +228,11 @@ def concurrent_conflicts(patches: Iterable[MemoryPatch]) -> list[Conflict]:
 class Settled:
     """What the set of patches says of one node: its status, when it last changed, its links."""
 
-    def __init__(self, status: str, updated_at: str | None, superseded_by: list[str], contradicts: list[str]) -> None:
+    def __init__(
+        self, status: str, updated_at: str | None, superseded_by: list[str], contradicts: list[str], decided: bool
+    ) -> None:
         self.status = status
+        self.decided = decided  # whether a patch decided the status (else it is the node's own, as it was born)
         self.updated_at = updated_at  # None: the node's own
         self.superseded_by = superseded_by
         self.contradicts = contradicts
@@ -288,4 +291,5 @@ class Ledger:
         }
         against = [n for n in node.relations.get("contradicts", []) if n not in flag_made]
         against += [n for p in flags for n in p.new_node_ids if n not in against]
-        return Settled(status, listing[-1].created_at if listing else None, links, against)
+        decided = status != node.status or bool(retirers or made_by_undone or flags or listing)
+        return Settled(status, listing[-1].created_at if listing else None, links, against, decided)

@@ -298,9 +298,10 @@ class Scan:
     def _settled(self, node: MemoryNode) -> bool:
         """Whether the node has the status the whole set of patches gives it (``Ledger.settle``): patches
         synced from other machines (``cclg sync``) are replayed as a set, not in their order of arrival."""
-        return (
-            self.ledger is not None and node.id in self.ledger.naming and self.ledger.settle(node).status == node.status
-        )
+        if self.ledger is None or node.id not in self.ledger.naming:
+            return False
+        settled = self.ledger.settle(node)
+        return settled.decided and settled.status == node.status
 
     def shared_notices(self) -> list[Finding]:
         """One notice per folder name that current memories are scoped by, with the command that settles them."""
@@ -742,7 +743,8 @@ def _replay_statuses(store: Store, nodes: dict[str, MemoryNode], patches: list[M
         target = nodes.get(node_id)
         if target is None or target.status in allowed or len(allowed) != 1:
             continue
-        if ledger.settle(target).status == target.status:  # what the whole set says (patches synced in)
+        settled = ledger.settle(target)
+        if settled.decided and settled.status == target.status:  # what the whole set says (patches synced in)
             continue
         (status,) = allowed
         target.status = status
