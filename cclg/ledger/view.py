@@ -255,10 +255,14 @@ class Ledger:
             self.flagged.update(conflict.flagged)
 
     def birth(self, node: MemoryNode) -> str:
-        """The status ``node`` had before any patch changed it: what the first patch that recorded it found."""
+        """The status ``node`` had before any patch changed it: what the first patch that recorded it found;
+        else live for a memory a patch made as a new version of others; else its own."""
         for patch in self.naming.get(node.id, ()):
             if node.id in patch.prior_states and node.id not in patch.new_node_ids:
                 return patch.prior_states[node.id]
+        for patch in self.naming.get(node.id, ()):  # a new version is born live (its own file may say disputed)
+            if node.id in patch.new_node_ids and patch.operation != "create":
+                return "active_session" if node.scope.session else "active"
         return node.status
 
     def settle(self, node: MemoryNode) -> Settled:
@@ -277,7 +281,8 @@ class Ledger:
             status = "discarded"
         elif flags:
             status = "conflict_pending"
-        if status in LIVE_STATUSES and node.id in self.flagged:
+        overlaid = status in LIVE_STATUSES and node.id in self.flagged
+        if overlaid:
             status = "conflict_pending"
         listing = [p for p in naming if node.id in p.prior_states and node.id not in p.new_node_ids]
         made = {n for p in self.naming.get(node.id, ()) if node.id in p.target_ids for n in p.new_node_ids}
@@ -291,5 +296,5 @@ class Ledger:
         }
         against = [n for n in node.relations.get("contradicts", []) if n not in flag_made]
         against += [n for p in flags for n in p.new_node_ids if n not in against]
-        decided = status != node.status or bool(retirers or made_by_undone or flags or listing)
+        decided = overlaid or bool(retirers or made_by_undone or flags or listing)
         return Settled(status, listing[-1].created_at if listing else None, links, against, decided)

@@ -152,6 +152,8 @@ def write_out(store: Store, clone: Path, remote: Remote, origin: str, identity: 
     """Write what may leave into the clone and commit it; counts by folder, and by why what stayed."""
     with store.lock():
         going = outgoing.select(store, names(clone), raw=remote.raw, origin=origin)
+        leaving = [item for item in going.items if item.path.startswith("patches/")]
+        incoming.mark(store, [n for item in leaving for n in outgoing.named_by_patch(item)])
     written: list[str] = []
     for item in going.items:
         why = outgoing.recheck(item, raw=remote.raw)
@@ -199,6 +201,7 @@ def sync(store: Store, remote: Remote) -> dict[str, Any]:
     with sync_lock(store, remote):
         clone = ready_clone(store, remote)
         identity = git.user_identity(clone, origin)
+        settled = incoming.settle(store)  # what a killed sync left unsettled
         attempts = 0
         while attempts < PUSH_ATTEMPTS:
             attempts += 1
@@ -213,12 +216,13 @@ def sync(store: Store, remote: Remote) -> dict[str, Any]:
                 refused.update(arrived.refused)
             for kind, count in write_out(store, clone, remote, origin, identity).items():
                 sent[kind] = sent.get(kind, 0) + count
+            settled += incoming.settle(store)
             if not ahead(clone, remote, fetched) or push(clone, remote):
                 break
         else:
             raise SyncError(f"{remote.name} refused the push {PUSH_ATTEMPTS} times (other stores pushing); sync again")
         report = {"remote": remote.name, "at": now_iso(), "attempts": attempts, "sent": sent, "received": received}
-        report["refused"] = refused
+        report.update(refused=refused, settled=len(settled))
         report["head"] = git.text(["rev-parse", "HEAD"], clone).strip() if has_head(clone) else None
         store.write_file(store.sync_state_path(remote.name), (json.dumps(report, indent=2) + "\n").encode())
         store.audit("sync_done", remote=remote.name, sent=sent, received=received, refused=len(refused))

@@ -42,10 +42,9 @@ class Arrived:
     def __init__(self) -> None:
         self.written: dict[str, int] = {}
         self.refused: dict[str, str] = {}
-        self.settled: list[str] = []
 
     def to_dict(self) -> dict[str, Any]:
-        return {"written": self.written, "refused": self.refused, "settled": len(self.settled)}
+        return {"written": self.written, "refused": self.refused}
 
 
 def _parse(clone: Path, path: str, arrived: Arrived) -> Any:
@@ -87,7 +86,6 @@ def take(store: Store, clone: Path, paths: list[str], remote: Remote, authors: d
     """Take the records at ``paths`` of ``clone`` (which the store lacks) into the store, under its lock."""
     arrived = Arrived()
     with store.lock():
-        _settle_leftover(store, arrived)
         nodes: dict[str, MemoryNode] = {}
         patches: dict[str, MemoryPatch] = {}
         edges: list[MemoryEdge] = []
@@ -115,8 +113,7 @@ def take(store: Store, clone: Path, paths: list[str], remote: Remote, authors: d
         maker.update(_local_makers(store, nodes, maker))
         nodes, patches = _close(local, nodes, patches, maker)
         _write(store, clone, paths, nodes, patches, edges, arrived)
-        _settle(store, [n for p in patches.values() for n in touched_ids(p)], arrived)
-        IndexChanges(store).changed([*nodes, *arrived.settled], list(patches))
+        IndexChanges(store).changed(list(nodes), list(patches))
     return arrived
 
 
@@ -163,8 +160,7 @@ def _write(
             of_patch.setdefault(edge.source_patch_id or "", []).append(
                 (store.edge_path(edge.id), dumps(edge.to_dict()))
             )
-    marker = sorted({n for p in patches.values() for n in touched_ids(p)})
-    store.write_file(store.sync_settle_path, (json.dumps({"nodes": marker}) + "\n").encode("utf-8"))
+    mark(store, [n for p in patches.values() for n in touched_ids(p)])
     with store.batch():
         for target, data in of_patch.pop("", []):  # a memory whose patch is here already: named at once
             store.write_file(target, data, replace=False)
@@ -182,32 +178,45 @@ def _write(
     arrived.written.update(nodes=len(nodes), patches=len(patches), edges=edge_count)
 
 
-def _settle_leftover(store: Store, arrived: Arrived) -> None:
-    """Settle what a killed sync brought in and did not settle (``Store.sync_settle_path``)."""
+def marked(store: Store) -> list[str]:
+    """The memories waiting to be settled (``Store.sync_settle_path``)."""
     path = store.sync_settle_path
-    if path.is_file():
-        data = parse_json(path.read_bytes())
-        listed = data.get("nodes", []) if isinstance(data, dict) else []
-        _settle(store, [str(n) for n in listed], arrived)
-        IndexChanges(store).changed(arrived.settled, [])
+    if not path.is_file():
+        return []
+    data = parse_json(path.read_bytes())
+    listed = data.get("nodes", []) if isinstance(data, dict) else []
+    return [str(n) for n in listed]
 
 
-def _settle(store: Store, reached: list[str], arrived: Arrived) -> None:
-    """Give each memory the new patches reach, and those the patches naming them reach, what the whole
-    set of patches says of it; then the marker of a sync to settle goes."""
-    if reached:
-        ledger = Ledger(store.load_patches())
-        around = set(reached)
-        for node_id in reached:
-            for patch in ledger.naming.get(node_id, ()):
-                around.update(touched_ids(patch))
-        for conflict in ledger.conflicts:
-            if conflict.node in around:
-                around.update(conflict.flagged)
-        for node_id in sorted(around):
-            if settle_node(store, ledger, node_id):
-                arrived.settled.append(node_id)
-    store.sync_settle_path.unlink(missing_ok=True)
+def mark(store: Store, node_ids: list[str]) -> None:
+    """Note (durably, before the records that change them are written) memories to settle: what patches
+    arriving or leaving name. A sync killed before it settles them leaves the note for the next."""
+    if node_ids:
+        listed = sorted({*marked(store), *node_ids})
+        store.write_file(store.sync_settle_path, (json.dumps({"nodes": listed}) + "\n").encode("utf-8"))
+
+
+def settle(store: Store) -> list[str]:
+    """Give each memory noted by ``mark``, and each the patches naming it reach, what the whole set of
+    patches says of it (``Ledger.settle``: the same on every store holding the same set, whatever order
+    the patches came in); the note goes. Locally written patches are settled too before they leave, so
+    a rollback or a change made here over a memory in conflict ends as every other store will have it."""
+    changed: list[str] = []
+    with store.lock():
+        reached = marked(store)
+        if reached:
+            ledger = Ledger(store.load_patches())
+            around = set(reached)
+            for node_id in reached:
+                for patch in ledger.naming.get(node_id, ()):
+                    around.update(touched_ids(patch))
+            for conflict in ledger.conflicts:
+                if conflict.node in around or around.intersection(conflict.flagged):
+                    around.update(conflict.flagged)
+            changed = [node_id for node_id in sorted(around) if settle_node(store, ledger, node_id)]
+            IndexChanges(store).changed(changed, [])
+        store.sync_settle_path.unlink(missing_ok=True)
+    return changed
 
 
 def settle_node(store: Store, ledger: Ledger, node_id: str) -> bool:

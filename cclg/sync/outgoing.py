@@ -188,6 +188,11 @@ def _raw_items(store: Store, nodes: Any, on_remote: set[str], out: Outgoing) -> 
     return items
 
 
+def named_by_patch(item: Item) -> list[str]:
+    """The memories the patch about to leave as ``item`` names."""
+    return sorted(touched_ids(MemoryPatch.from_dict(parse_json(item.data), where=item.path)))
+
+
 def recheck(item: Item, *, raw: bool) -> str | None:
     """Why the bytes about to be written into the clone must not go after all, or None: the record is read
     back from them and checked again (scope, sensitivity, secrets; raw evidence only when asked)."""
