@@ -333,3 +333,29 @@ def test_a_sync_killed_mid_way_is_finished_by_the_next(team: tuple[Path, Path, P
         clone = Store.open(root).sync_clone("team")
         status = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True)
         assert status.stdout == ""
+
+
+def test_a_link_or_a_bad_record_a_remote_holds_is_never_taken_in(team: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    a, b, remote = team
+    add(a, "the payments service listens on 7443")
+    cclg(a, "remote", "remove", "team")
+    cclg(a, "remote", "add", "team", str(remote), "--trust", "trusted", "--raw")
+    cclg(a, "sync")
+    private = tmp_path / "private.txt"
+    private.write_text("PRIVATEKEYTEXT")
+    work = tmp_path / "work"
+    subprocess.run(["git", "clone", "-q", "-b", "cclg/memory", str(remote), str(work)], check=True)
+    (work / "raw").mkdir(exist_ok=True)
+    (work / "raw" / "notes-0123456789ab.txt").symlink_to(private)
+    (work / "nodes" / "mem_01m8zzzzzzzzzzzzzzzzzzzzzz.json").write_text('{"not": "a record"}')
+    subprocess.run(["git", "add", "-A"], cwd=work, check=True)
+    commit = ["git", "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-qm", "planted"]
+    subprocess.run(commit, cwd=work, check=True)
+    subprocess.run(["git", "push", "-q", "origin", "cclg/memory"], cwd=work, check=True)
+    cclg(b, "remote", "remove", "team")
+    cclg(b, "remote", "add", "team", str(remote), "--raw")
+    report = js(b, "sync")
+    assert "nodes/mem_01m8zzzzzzzzzzzzzzzzzzzzzz.json" in report["refused"]
+    assert not any(b"PRIVATEKEYTEXT" in path.read_bytes() for path in (b / "raw").iterdir())
+    assert not (b / "nodes" / "mem_01m8zzzzzzzzzzzzzzzzzzzzzz.json").exists()
+    doctor_ok(b)

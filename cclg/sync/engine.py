@@ -118,7 +118,8 @@ def names(clone: Path) -> set[str]:
     found: set[str] = set()
     for folder in FOLDERS:
         with contextlib.suppress(FileNotFoundError), os.scandir(clone / folder) as entries:
-            found.update(f"{folder}/{entry.name}" for entry in entries if entry.is_file())
+            # regular files only: a link a remote committed (to a file outside the clone) is never read
+            found.update(f"{folder}/{entry.name}" for entry in entries if entry.is_file(follow_symlinks=False))
     return found
 
 

@@ -21,6 +21,8 @@ BRANCH = "cclg/memory"  # the branch of the remote the records live on, by defau
 
 SETTINGS = (
     "core.hooksPath=/dev/null",
+    "protocol.ext.allow=never",  # a URL such as ext::sh -c ... never runs a command
+    "core.symlinks=false",  # a link a remote committed is checked out as a plain file holding its target
     "commit.gpgSign=false",
     "tag.gpgSign=false",
     "core.autocrlf=false",
