@@ -16,7 +16,8 @@ class is importable from ``cclg`` (``from cclg import NotFoundError``)::
     ├── IllegalPatchError            6  the ledger refused the patch
     ├── UnknownPatchOperationError   6  a patch operation the contract does not name
     ├── ConcurrencyError             7  the store stayed locked
-    └── DiskError                    8  the disk refused the write
+    ├── DiskError                    8  the disk refused the write
+    └── SyncError                    9  git or the remote refused a sync (cclg.sync); the store took nothing half
 """
 
 from __future__ import annotations
@@ -81,6 +82,13 @@ class DiskError(CclgError):
     should be). Every write is a temp file renamed into place, so the refused one was never published."""
 
     exit_code = 8
+
+
+class SyncError(CclgError):
+    """A sync that git or the remote refused (unreachable, rejected the push again and again, a merge
+    git could not make). What it brought in before is whole; what it did not push waits for the next."""
+
+    exit_code = 9
 
 
 # What the disk says when it refuses: full, over quota, a file too large for the limits, read-only,

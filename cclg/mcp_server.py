@@ -81,6 +81,7 @@ from cclg.mcp_tools import (
     memory_resolve,
     memory_search,
     memory_stats,
+    sync_status,
 )
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -193,6 +194,14 @@ TOOLS: tuple[ToolSpec, ...] = (
         memory_stats,
         "How often each memory was delivered to a session and used or ignored there; dead_weight lists those "
         "delivered often and never used.",
+        READ_ONLY,
+        prefixes=("cclg",),
+    ),
+    ToolSpec(
+        "sync_status",
+        sync_status,
+        "Team memory: when each git remote last synced, what waits to go out, and the open conflicts between "
+        "patches written on different machines. Reads only; it never syncs (run `cclg sync`).",
         READ_ONLY,
         prefixes=("cclg",),
     ),

@@ -188,6 +188,10 @@ def memory_conflicts(store: Store) -> dict[str, Any]:
     return {"conflicts": api.conflicts(store)}
 
 
+def sync_status(store: Store) -> dict[str, Any]:
+    return api.sync_status(store)
+
+
 def memory_audit(
     store: Store,
     limit: Annotated[int, Field(ge=1, le=1_000)] = 50,

@@ -72,7 +72,13 @@ VERBS = (
     "reindex",
 )
 READ_ONLY_VERBS = {"search", "grep", "bm25", "pack", "recall", "cite", "conflicts", "audit"}
-CODE_VERBS = ("code_index", "code_search", "distill", "stats")  # cclg_ names only: the CCLG standard names none
+CODE_VERBS = (
+    "code_index",
+    "code_search",
+    "distill",
+    "stats",
+    "sync_status",
+)  # cclg_ names only: the CCLG standard names none
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 ID = re.compile(r"\b(mem|patch|edge)_[0-9a-z]{26}\b")
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?\+00:00")
@@ -294,7 +300,13 @@ def test_lists_every_verb_under_both_names_with_schemas_and_annotations(served: 
     assert (served.client.server_info.name, served.client.server_info.version) == ("cclg", __version__)
     every = served.list_tools()
     code_tools = {t.name: t for t in every if t.name in {f"cclg_{verb}" for verb in CODE_VERBS}}
-    assert sorted(code_tools) == ["cclg_code_index", "cclg_code_search", "cclg_distill", "cclg_stats"]
+    assert sorted(code_tools) == [
+        "cclg_code_index",
+        "cclg_code_search",
+        "cclg_distill",
+        "cclg_stats",
+        "cclg_sync_status",
+    ]
     assert code_tools["cclg_code_search"].annotations.read_only_hint is True  # type: ignore[union-attr]
     assert code_tools["cclg_code_index"].annotations.destructive_hint is False  # type: ignore[union-attr]
     coglog = {t.name: t for t in every if t.name.startswith("coglog_")}

@@ -7,6 +7,7 @@
 - ``hosts``: installing cclg into Claude Code and Codex;
 - ``container``: moving memory: the ``.cclg`` file, and tables (JSON lines, Arrow, Parquet);
 - ``sources``: instruction files, other tools' memories and plugins, kept in step as patches;
+- ``sync``: team memory over git (remotes, `cclg sync`, its status);
 - ``surfaces``: what the surfaces share that is not an operation (showing outside text, the label
   vocabularies, ``--project``).
 - ``lazy``: how an area module serves names from the modules below it on their first use.
@@ -31,8 +32,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
     from cclg.api.memories import *  # noqa: F403
     from cclg.api.retrieval import *  # noqa: F403
     from cclg.api.sources import *  # noqa: F403
+    from cclg.api.sync import *  # noqa: F403
 
-AREAS = ("memories", "retrieval", "learning", "code", "hosts", "container", "sources")
+AREAS = ("memories", "retrieval", "learning", "code", "hosts", "container", "sources", "sync")
 _owners: dict[str, str] = {}  # each public name -> its area, once ``_surface`` has read them
 
 

@@ -364,6 +364,7 @@ def cite(store: Store, memory_id: str) -> dict[str, Any]:
         "created_by_patch": next((p.id for p in touching if node_id in p.new_node_ids), None),
         "patches": [p.id for p in touching],
         "relations": {k: v for k, v in node.relations.items() if v},
+        **({"synced": node.metadata["sync"]} if isinstance(node.metadata.get("sync"), dict) else {}),
     }
 
 

@@ -12,7 +12,8 @@ raw, patch, purge...), ``inspect`` (status, show, log, audit, doctor, rules...),
 ``retrieval`` (search, grep, recall, pack, reindex), ``containers`` (export, open,
 import-container), ``code`` (code-index, code-search), ``hosts`` (install, uninstall,
 demo-store, quickstart), ``turns`` (turn), ``sessions`` (distill, stats), ``projects`` (project),
-``ui`` (ui: the web view, ``cclg.ui``), ``sources`` (sources, import);
+``teams`` (remote, sync: team memory over git, ``cclg.sync``), ``ui`` (ui: the web view, ``cclg.ui``),
+``sources`` (sources, import);
 ``__main__`` runs the group.
 """
 
@@ -50,6 +51,7 @@ COMMAND_MODULES = {  # module of cclg.cli -> the commands it defines (in its COM
     "turns": ["turn"],
     "sessions": ["distill", "stats"],
     "projects": ["project"],
+    "teams": ["remote", "sync"],
     "ui": ["ui"],
     "sources": ["sources", "import"],
 }

@@ -90,6 +90,7 @@ TURNS = "active/turns"  # the last turn entry of each session (cclg.learning.tur
 SEMANTIC_REFUSALS = "active/semantic_refusals.json"  # when each refusal was last logged: a marker, safe to delete
 SEMANTIC_ANSWERS = "active/semantic_answers.json"  # prompts the semantic helper answered and missed, per hour
 SOURCES = "sources.json"  # the registered sources and what each sync last read of them (cclg.intake.source_sync)
+SYNC = "sync"  # team memory (cclg.sync): the remotes, each one's clone, lock and state; made by the first remote
 RECORD_PREFIXES = {"nodes": "mem", "patches": "patch", "edges": "edge", "sessions": None}  # None: a session id
 
 
@@ -304,6 +305,36 @@ class Store:
     def semantic_answers_path(self) -> Path:
         """How many prompts the semantic helper answered in time, and missed, per hour (``cclg doctor``)."""
         return self.root / SEMANTIC_ANSWERS
+
+    @property
+    def sync_dir(self) -> Path:
+        """Team memory's folder (``cclg.sync``): ``remotes.json``, and per remote its clone, lock and state."""
+        return self.root / SYNC
+
+    @property
+    def sync_remotes_path(self) -> Path:
+        return self.root / SYNC / "remotes.json"
+
+    @property
+    def sync_identity_path(self) -> Path:
+        """This store's id among the stores that sync (made by the first sync)."""
+        return self.root / SYNC / "store.json"
+
+    @property
+    def sync_settle_path(self) -> Path:
+        """The memories an interrupted sync brought in whose statuses are still to be settled."""
+        return self.root / SYNC / "settle.json"
+
+    def sync_clone(self, remote: str) -> Path:
+        """The git clone of ``remote`` the sync goes through (never the store's own files)."""
+        return self.root / SYNC / "remotes" / remote
+
+    def sync_lock_path(self, remote: str) -> Path:
+        return self.root / SYNC / "remotes" / f"{remote}.lock"
+
+    def sync_state_path(self, remote: str) -> Path:
+        """When ``remote`` last synced and what went each way."""
+        return self.root / SYNC / "remotes" / f"{remote}.state.json"
 
     def drop_index(self, *, vectors: bool = True) -> None:
         """Delete the search index, the memories' vectors (unless ``vectors`` is false) and their SQLite

@@ -162,9 +162,13 @@ def _row_filter(
     elif status == "all":
         condition = "1"
     elif status == "retired":
-        # Facts that were true and are no longer: not forgotten ones (the user wanted
-        # them gone), nor rolled-back, pending or disputed ones.
-        condition = "n.current = 0 AND n.status IN ('active', 'active_session', 'superseded', 'deprecated', 'expired')"
+        # Facts that were true and are no longer, and disputed ones (conflict_pending: a pack lists them
+        # as unsettled, never as current truth); not forgotten ones (the user wanted them gone), nor
+        # rolled-back or pending ones.
+        condition = (
+            "n.current = 0 AND n.status IN ('active', 'active_session', 'superseded', 'deprecated', 'expired', "
+            "'conflict_pending')"
+        )
     else:
         condition = "n.status = ?"
         params = [status]

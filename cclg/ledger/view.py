@@ -157,3 +157,144 @@ def expected_statuses(nodes: dict[str, MemoryNode], patches: list[MemoryPatch]) 
             for node_id in patch.target_ids:
                 expected[node_id] = frozenset({moved})
     return expected
+
+
+# ---------------------------------------------------------------- many writers (cclg.sync)
+#
+# Stores that share their ledgers (``cclg sync``) hold the same set of patches in any order of
+# arrival. What a node's status is, and which memories wait for a decision, is therefore read from
+# the set alone: the order among patches is ``patch_order`` (created time, then id), never the order
+# in which their files came.
+
+# Statuses a retiring patch found its target in when it was the first to retire it.
+_UNRETIRED = frozenset({"active", "active_session", "pending", "pending_promotion", "conflict_pending"})
+
+
+class Conflict:
+    """Patches written apart that the ledger cannot both honour: two that retired the same memory
+    (``node`` is that memory), or a rollback of a patch another patch built on (``node`` is a memory the
+    undone patch made). ``flagged`` are the memories that wait for a decision (``conflict_pending``)."""
+
+    def __init__(self, kind: str, node: str, patches: list[str], flagged: list[str]) -> None:
+        self.kind = kind  # "retired twice" or "rolled back under"
+        self.node = node
+        self.patches = patches
+        self.flagged = flagged
+
+    def to_dict(self) -> dict[str, object]:
+        return {"kind": self.kind, "node": self.node, "patches": self.patches, "flagged": self.flagged}
+
+
+def concurrent_conflicts(patches: Iterable[MemoryPatch]) -> list[Conflict]:
+    """The conflicts of a ledger written on several machines: a pure function of the set of patches.
+
+    - Retired twice: two live retiring patches that each found the memory unretired (each was written
+      without the other); their new memories are flagged.
+    - Rolled back under: a live rollback of a patch whose new memory a live patch went on to retire;
+      that patch's new memories and the memories the rollback restored are flagged.
+
+    A flagged memory that a later live patch retired (``cclg resolve``) waits no more.
+    """
+    ordered = sorted(patches, key=patch_order)
+    undone = undone_patch_ids(ordered)
+    by_id = {p.id: p for p in ordered}
+    fresh: dict[str, list[MemoryPatch]] = {}
+    retiring_of: dict[str, list[MemoryPatch]] = {}
+    for patch in ordered:
+        if patch.id in undone or not OPERATIONS[patch.operation].retiring:
+            continue
+        for node_id in patch.target_ids:
+            retiring_of.setdefault(node_id, []).append(patch)
+            if patch.prior_states.get(node_id, "active") in _UNRETIRED:
+                fresh.setdefault(node_id, []).append(patch)
+    found = [
+        Conflict("retired twice", node_id, [p.id for p in group], [n for p in group for n in p.new_node_ids])
+        for node_id, group in fresh.items()
+        if len(group) > 1
+    ]
+    for patch in ordered:
+        base = by_id.get(patch.rollback_of or "")
+        if patch.operation != "rollback" or patch.id in undone or base is None or base.id not in undone:
+            continue
+        for node_id in base.new_node_ids:
+            built = [p for p in retiring_of.get(node_id, []) if p.id != base.id]
+            if built:
+                restored = [n for n in base.target_ids if n not in base.new_node_ids]
+                flagged = [n for p in built for n in p.new_node_ids] + restored
+                found.append(Conflict("rolled back under", node_id, [patch.id, *(p.id for p in built)], flagged))
+    return found
+
+
+class Settled:
+    """What the set of patches says of one node: its status, when it last changed, its links."""
+
+    def __init__(
+        self, status: str, updated_at: str | None, superseded_by: list[str], contradicts: list[str], decided: bool
+    ) -> None:
+        self.status = status
+        self.decided = decided  # whether a patch decided the status (else it is the node's own, as it was born)
+        self.updated_at = updated_at  # None: the node's own
+        self.superseded_by = superseded_by
+        self.contradicts = contradicts
+
+
+class Ledger:
+    """The patches of a store, read once, answering for any node what the whole set says of it
+    (``settle``), the same on every machine that holds the same set."""
+
+    def __init__(self, patches: Iterable[MemoryPatch]) -> None:
+        self.patches = sorted(patches, key=patch_order)
+        self.undone = undone_patch_ids(self.patches)
+        self.naming: dict[str, list[MemoryPatch]] = {}
+        for patch in self.patches:
+            for node_id in touched_ids(patch):
+                self.naming.setdefault(node_id, []).append(patch)
+        self.flagged: set[str] = set()
+        self.conflicts = concurrent_conflicts(self.patches)
+        for conflict in self.conflicts:
+            self.flagged.update(conflict.flagged)
+
+    def birth(self, node: MemoryNode) -> str:
+        """The status ``node`` had before any patch changed it: what the first patch that recorded it found;
+        else live for a memory a patch made as a new version of others; else its own."""
+        for patch in self.naming.get(node.id, ()):
+            if node.id in patch.prior_states and node.id not in patch.new_node_ids:
+                return patch.prior_states[node.id]
+        for patch in self.naming.get(node.id, ()):  # a new version is born live (its own file may say disputed)
+            if node.id in patch.new_node_ids and patch.operation != "create":
+                return "active_session" if node.scope.session else "active"
+        return node.status
+
+    def settle(self, node: MemoryNode) -> Settled:
+        """The node as the set of patches has it: a live retiring patch decides its status (the last such),
+        then a live rollback of the patch that made it (discarded), then a live conflict flag, then the
+        status it was born with; a flagged memory still live waits for a decision (``conflict_pending``)."""
+        naming = [p for p in self.naming.get(node.id, ()) if p.id not in self.undone]
+        status = self.birth(node)
+        retirers = [p for p in naming if OPERATIONS[p.operation].retiring and node.id in p.target_ids]
+        made_by_undone = any(node.id in p.new_node_ids and p.id in self.undone for p in self.naming.get(node.id, ()))
+        flags = [p for p in naming if p.operation == "create" and node.id in p.prior_states]
+        if retirers:
+            last = retirers[-1]
+            status = "promoted" if is_promotion(last) else str(OPERATIONS[last.operation].target_status)
+        elif made_by_undone:
+            status = "discarded"
+        elif flags:
+            status = "conflict_pending"
+        overlaid = status in LIVE_STATUSES and node.id in self.flagged
+        if overlaid:
+            status = "conflict_pending"
+        listing = [p for p in naming if node.id in p.prior_states and node.id not in p.new_node_ids]
+        made = {n for p in self.naming.get(node.id, ()) if node.id in p.target_ids for n in p.new_node_ids}
+        links = [n for n in node.relations.get("superseded_by", []) if n not in made]
+        links += [n for p in retirers for n in p.new_node_ids if n not in links]
+        flag_made = {
+            n
+            for p in self.naming.get(node.id, ())
+            if p.operation == "create" and node.id in p.prior_states
+            for n in p.new_node_ids
+        }
+        against = [n for n in node.relations.get("contradicts", []) if n not in flag_made]
+        against += [n for p in flags for n in p.new_node_ids if n not in against]
+        decided = overlaid or bool(retirers or made_by_undone or flags or listing)
+        return Settled(status, listing[-1].created_at if listing else None, links, against, decided)

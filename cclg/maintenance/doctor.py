@@ -46,7 +46,7 @@ from cclg.ledger import purge, staging
 from cclg.ledger.adoption import shared_by_name
 from cclg.ledger.index import Index, connect, discard_damaged, is_damage, rebuild_index
 from cclg.ledger.lattice import INITIAL_STATUSES, LIVE_STATUSES, OPERATIONS
-from cclg.ledger.view import effective_view, expected_statuses, retired_ids, undone_patch_ids
+from cclg.ledger.view import Ledger, effective_view, expected_statuses, retired_ids, undone_patch_ids
 from cclg.ledger.writer import link_replacements
 from cclg.retrieval import semantic, usage_prior
 
@@ -257,8 +257,10 @@ class Scan:
         self.expected: dict[str, frozenset[str]] = {}  # the statuses the patches allow, of the nodes they touch
         self.retired: dict[str, str] = {}
         self.error: str | None = None  # why the ledger cannot be replayed (an unknown operation)
+        self.ledger: Ledger | None = None  # what the set of patches says, for a ledger written on several machines
         try:
             self.expected, self.retired = expected_statuses({}, patches), retired_ids(patches)
+            self.ledger = Ledger(patches)
         except UnknownPatchOperationError as exc:
             self.error = str(exc)
         self.nodes: dict[str, Seen] = {}
@@ -281,7 +283,7 @@ class Scan:
         if (why := _unaccounted_reason(node, self.named, self.patch_ids)) is not None:
             self.suspects[node_id] = why
         allowed = self.expected.get(node_id, INITIAL_STATUSES)
-        if self.error is None and status not in allowed:
+        if self.error is None and status not in allowed and not self._settled(node):
             why = f"status is {status} but its patches leave it {' or '.join(sorted(allowed))}: edited by hand or "
             why += "an interrupted patch (`cclg doctor --repair` restores the ledger's status)"
             self.disagreements.append(Finding(LEDGER, where, why))
@@ -292,6 +294,14 @@ class Scan:
         if node_id in self.retired or status not in LIVE_STATUSES:  # kept, less what ``effective_view`` never reads
             node.content, node.tags, node.relations, node.source, node.retrieval = "", [], {}, Source(), Retrieval()
             self.viewed.append(node)
+
+    def _settled(self, node: MemoryNode) -> bool:
+        """Whether the node has the status the whole set of patches gives it (``Ledger.settle``): patches
+        synced from other machines (``cclg sync``) are replayed as a set, not in their order of arrival."""
+        if self.ledger is None or node.id not in self.ledger.naming:
+            return False
+        settled = self.ledger.settle(node)
+        return settled.decided and settled.status == node.status
 
     def shared_notices(self) -> list[Finding]:
         """One notice per folder name that current memories are scoped by, with the command that settles them."""
@@ -372,10 +382,38 @@ def diagnose(store: Store) -> Report:
     findings.extend(Finding(CONFIG, fmt.PATHS["config"], message) for message in store.settings.ignored)
     thresholds = sensors.settings(store)
     report = Report(root=str(store.root), counts=counts, findings=findings, refreshed=refreshed, sensors=thresholds)
-    report.notices = [*modes_noted, *scan.shared_notices()]
+    report.notices = [*modes_noted, *scan.shared_notices(), *sync_notices(store)]
     report.healed = _projection_health(store)
     report.semantic = semantic.answer_counts(store)
     return report
+
+
+SYNC = "team memory (cclg sync)"  # a notice: when each remote last synced, what waits, the open conflicts
+
+
+def sync_notices(store: Store) -> list[Finding]:
+    """When each remote last synced and what waits to go out; each open conflict between patches written
+    on different machines (``cclg conflicts`` lists them, ``cclg resolve`` settles them). Worth knowing, not
+    wrong: none of it fails the store."""
+    if not store.sync_remotes_path.is_file():
+        return []
+    from cclg.sync import engine, remotes
+
+    try:
+        state = engine.status(store, remotes.load(store))
+    except CclgError as exc:
+        return [Finding(SYNC, "sync/", f"the sync status cannot be read: {exc}")]
+    notices = []
+    for remote in state["remotes"]:
+        waiting = sum(remote["waiting"].values())
+        last = remote["last_sync"] or "never"
+        message = f"remote {remote['name']!r}: last sync {last}; {waiting} record(s) wait to go out"
+        notices.append(Finding(SYNC, "sync/", message + (" (`cclg sync`)" if waiting else "")))
+    for conflict in state["conflicts"]:
+        message = f"open conflict ({conflict['kind']}) over {conflict['node']}: {', '.join(conflict['flagged'])} "
+        message += "wait for a decision (`cclg conflicts`, then `cclg resolve`)"
+        notices.append(Finding(SYNC, f"nodes/{conflict['node']}.json", message))
+    return notices
 
 
 def _projection_health(store: Store) -> list[str]:
@@ -700,9 +738,13 @@ def _replay_statuses(store: Store, nodes: dict[str, MemoryNode], patches: list[M
     fixed = []
     expected = expected_statuses(nodes, patches)
     undone = undone_patch_ids(patches)
+    ledger = Ledger(patches)
     for node_id, allowed in sorted(expected.items()):
         target = nodes.get(node_id)
         if target is None or target.status in allowed or len(allowed) != 1:
+            continue
+        settled = ledger.settle(target)
+        if settled.decided and settled.status == target.status:  # what the whole set says (patches synced in)
             continue
         (status,) = allowed
         target.status = status

@@ -140,6 +140,8 @@ def attached_text(attachment: dict[str, Any]) -> str:
 
 def _retired_line(e: dict[str, Any]) -> str:
     replaced = f"; replaced by {', '.join(e['replaced_by'])}" if e.get("replaced_by") else ""
+    if e["status"] == "conflict_pending":  # disputed: neither version is chosen, the user settles it
+        replaced += "; unsettled: a conflict waiting for `cclg resolve`"
     return f"- {e['id']} ({e['status']}{replaced}): {fencing.quote_outside(e['content'])}"
 
 
