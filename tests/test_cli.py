@@ -417,6 +417,7 @@ COMMANDS = {
     "cclg.cli.turns": {"turn"},
     "cclg.cli.sessions": {"distill", "stats"},
     "cclg.cli.projects": {"project"},
+    "cclg.cli.teams": {"remote", "sync"},
     "cclg.cli.ui": {"ui"},
 }
 
