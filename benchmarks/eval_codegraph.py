@@ -221,7 +221,7 @@ def open_repository(path: Path) -> tuple[Path, str]:
     bare = git(path, "rev-parse", "--is-bare-repository").strip() == "true"
     if bare:
         name = path.name.removesuffix(".git")
-        if name in ("repo", ""):  # /work/.mirror/<owner+name>/repo
+        if name in ("repo", ""):  # a mirror kept as <folder named owner+name>/repo
             name = path.parent.name.split("+")[-1]
     else:
         name = Path(git(path, "rev-parse", "--show-toplevel").strip()).name
