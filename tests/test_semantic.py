@@ -377,3 +377,28 @@ def test_the_nearest_rows_are_those_a_stable_sort_of_every_score_gives() -> None
             scores = (rng.integers(0, 25, size) / 6).astype("float32")  # many ties
             for count in (1, 8, 64):
                 assert semantic._best_rows(scores, count) == numpy.argsort(-scores, kind="stable")[:count].tolist()
+
+
+def test_a_view_of_one_project_scores_only_its_rows_and_those_of_no_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memories of other projects nearer the prompt than any of its own (more than the candidates the
+    helper looks at) never crowd out the project's memory: only the view's rows are scored."""
+    from cclg.core.records import Scope
+    from cclg.retrieval.query import Where
+
+    monkeypatch.setattr(semantic, "IN_PROCESS", True)
+    store, _ = Store.init(tmp_path / "store")
+    other, shop = Scope(project="other"), Scope(project="shop")
+    for number in range(70):
+        add_memory(store, f"Deploy with Helm to Kubernetes, note {number}.", source="user", scope=other)
+    mine = add_memory(store, "The shop ships to the cluster through its Helm chart.", source="user", scope=shop).node.id
+    everywhere = add_memory(store, "Helm charts live in the charts folder of each repository.", source="user").node.id
+    query = "deploy with helm to kubernetes"
+    hits = semantic.similar(store, query, limit=3, where=Where(project="shop"))
+    assert hits is not None and {node_id for node_id, _ in hits} == {mine, everywhere}
+    vectors = semantic._local[str(store.root.resolve())]
+    assert vectors.spans(Where()) is None
+    assert sum(end - start for start, end in vectors.spans(Where(project="shop")) or []) == 2
+    unscoped = semantic.similar(store, query, limit=3)
+    assert unscoped is not None and len(unscoped) == 3 and mine not in {node_id for node_id, _ in unscoped}

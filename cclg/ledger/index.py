@@ -26,6 +26,7 @@ several nodes sharing a key wins, are decided at query time (``cclg.retrieval.qu
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import sqlite3
 import zlib
@@ -251,6 +252,9 @@ def is_damage(exc: BaseException) -> bool:
     return "malformed" in str(exc) or "not a database" in str(exc)
 
 
+_opened = itertools.count()  # a serial number for each index opened (``Index.version``)
+
+
 class Index:
     """An open index over one store."""
 
@@ -260,11 +264,17 @@ class Index:
         # Document frequencies already looked up (``document_frequencies``),
         # with the database version they hold for.
         self.frequencies: dict[str | None, int] = {}
-        self.frequencies_version: tuple[int, int] | None = None
+        self.frequencies_version: tuple[int, int, int] | None = None
+        self.serial = next(_opened)
         self.damage: str | None = None  # what was done about a damaged index file when it was opened
 
     def close(self) -> None:
         self.db.close()
+
+    def version(self) -> tuple[int, int, int]:
+        """What moves whenever the database may have changed since the last call on this open index: which
+        index it is, its own writes (``total_changes``) and other connections' commits (``data_version``)."""
+        return self.serial, self.db.total_changes, self.db.execute("PRAGMA data_version").fetchone()[0]
 
     # ------------------------------------------------------------ keeping in step
 
@@ -586,9 +596,10 @@ class Index:
         """Whether any node is out of the view (retired by a patch or in a retired status)."""
         return self.db.execute("SELECT 1 FROM nodes WHERE current = 0").fetchone() is not None
 
-    def current_hashes(self) -> dict[str, str]:
-        """The content hash of every current node, by id."""
-        return {row[0]: row[1] for row in self.db.execute("SELECT id, hash FROM nodes WHERE current = 1")}
+    def current_hashes(self) -> dict[str, tuple[str, str | None]]:
+        """(the content hash, the project) of every current node, by id."""
+        rows = self.db.execute("SELECT id, hash, project FROM nodes WHERE current = 1")
+        return {row[0]: (row[1], row[2]) for row in rows}
 
     def fingerprint(self) -> tuple[str | None, int]:
         """(the folder signature the index last caught up with, the number of current nodes): what changes
@@ -663,7 +674,7 @@ class Index:
         moves when another connection commits, ``total_changes`` when this one writes.
         """
         db = self.db
-        version = (db.total_changes, db.execute("PRAGMA data_version").fetchone()[0])
+        version = self.version()
         cache = self.frequencies
         if self.frequencies_version != version:
             cache.clear()
@@ -768,8 +779,9 @@ class Index:
         return self.db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
 
 
-def _open_db(path: Path | str) -> sqlite3.Connection:
-    db = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level="DEFERRED")
+def _open_db(path: Path | str, *, shared: bool = False) -> sqlite3.Connection:
+    """A connection to the index file; ``shared``: usable from any thread, one at a time (``KeptIndex``)."""
+    db = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level="DEFERRED", check_same_thread=not shared)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
     # No memory map: the pages a search touches would all count as the process's memory (180 MB
@@ -778,8 +790,8 @@ def _open_db(path: Path | str) -> sqlite3.Connection:
     return db
 
 
-def connect(store: Store) -> Index:
-    """Open (creating if needed) the index database of ``store`` without syncing it.
+def connect(store: Store, *, shared: bool = False) -> Index:
+    """Open (creating if needed) the index database of ``store`` without syncing it (``shared``: see ``_open_db``).
 
     An index of another schema version is thrown away and rebuilt, and so is a
     damaged one. Where no index file can be written (a read-only store), the index
@@ -788,7 +800,7 @@ def connect(store: Store) -> Index:
     damage = None
     for _ in range(2):
         try:
-            index = _connect_file(store)
+            index = _connect_file(store, shared)
         except sqlite3.DatabaseError as exc:
             if damage is None and is_damage(exc):
                 damage = discard_damaged(store, exc)
@@ -798,28 +810,28 @@ def connect(store: Store) -> Index:
             break
         index.damage = damage
         return index
-    index = in_memory(store)
+    index = in_memory(store, shared=shared)
     index.damage = damage
     return index
 
 
-def in_memory(store: Store) -> Index:
+def in_memory(store: Store, *, shared: bool = False) -> Index:
     """An index of ``store`` built in memory, for a process that cannot write the file: slower, never wrong."""
-    index = Index(store, _open_db(":memory:"))
+    index = Index(store, _open_db(":memory:", shared=shared))
     index.db.executescript(_SCHEMA)
     index.rebuild()
     return index
 
 
-def _connect_file(store: Store) -> Index:
+def _connect_file(store: Store, shared: bool = False) -> Index:
     create_private(store.index_path)
-    index = Index(store, _open_db(store.index_path))
+    index = Index(store, _open_db(store.index_path, shared=shared))
     try:
         if index._table_exists("meta") and index._meta("schema") not in (None, SCHEMA_VERSION):
             index.close()
             store.drop_index()
             create_private(store.index_path)
-            index = Index(store, _open_db(store.index_path))
+            index = Index(store, _open_db(store.index_path, shared=shared))
         index.db.executescript(_SCHEMA)
         if index._meta("schema") is None:
             index.rebuild()
@@ -838,20 +850,21 @@ def discard_damaged(store: Store, exc: BaseException) -> str:
     return done
 
 
-def open_index(store: Store) -> Index:
+def open_index(store: Store, *, shared: bool = False) -> Index:
     """The index of ``store``, brought up to date with its files: a damaged one is built again, and one
-    the disk will not let catch up with them (full, read-only) is built in memory for this process."""
-    index = connect(store)
+    the disk will not let catch up with them (full, read-only) is built in memory for this process
+    (``shared``: see ``_open_db``)."""
+    index = connect(store, shared=shared)
     try:
         index.sync()
     except sqlite3.DatabaseError as exc:
         index.close()
         if is_damage(exc):
             damage = discard_damaged(store, exc)
-            index = connect(store)
+            index = connect(store, shared=shared)
             index.damage = damage
         elif disk_refusal(exc) is not None:
-            index = in_memory(store)
+            index = in_memory(store, shared=shared)
         else:
             raise
     return index
@@ -866,16 +879,101 @@ def healing(store: Store, run: Callable[[Index], Result]) -> Result:
     from the files, and ``run`` runs once more on it. A write that reads through the
     index runs here too: whatever it staged before the damage showed was dropped."""
     for attempt in (1, 2):
-        index = open_index(store)
+        kept = _kept.get(os.path.realpath(store.root)) if _kept else None
+        held = kept is not None and kept.lock.acquire(blocking=False)  # else another read has it: one of its own
+        if kept is not None and held:
+            try:
+                index = kept.take()
+            except BaseException:
+                kept.give_back()
+                raise
+        else:
+            index = open_index(store)
         try:
             return run(index)
         except sqlite3.DatabaseError as exc:
+            if kept is not None and held:
+                kept.drop()
             if attempt == 2 or not is_damage(exc):
                 raise
             discard_damaged(store, exc)
         finally:
-            index.close()
+            if kept is not None and held:
+                kept.give_back()
+            else:
+                index.close()
     raise AssertionError("unreachable")
+
+
+class KeptIndex:
+    """One store's index kept open from one read to the next (``keep_open``), for a process that lives to
+    read one store many times: the semantic helper, which takes the hook's events. Opening an index and
+    checking its schema costs about 2 ms a read; kept open, the terms' counts it looked up
+    (``Index.document_frequencies``) stay while its database does not change, and the helper's vectors
+    see from ``Index.version`` that nothing changed without counting the rows.
+
+    One read at a time holds it (``lock``); a read that comes meanwhile opens an index of its own, as
+    every read does without one. Each read finds it caught up with the files (``Index.sync``, as
+    ``open_index`` does); a file that is no longer the one it opened (``cclg reindex`` renamed a new one
+    over it, a damaged one was deleted) is opened again; what a read left uncommitted is rolled back,
+    as closing the index would have."""
+
+    def __init__(self, store: Store) -> None:
+        import threading
+
+        self.store = store
+        self.index: Index | None = None
+        self.file: tuple[int, int] | None = None  # (device, inode) of the file it opened
+        self.lock = threading.Lock()
+
+    def take(self) -> Index:
+        """The kept index, caught up with the files (opened first when there is none); under ``lock``."""
+        if self.index is not None and self._file() != self.file:
+            self.drop()
+        if self.index is not None:
+            try:
+                self.index.sync()
+                self.index.damage = None  # said by the read that found it
+                return self.index
+            except sqlite3.DatabaseError:
+                self.drop()  # opened again, as any read opens it (a damaged or refused file handled there)
+        self.index = open_index(self.store, shared=True)
+        self.file = self._file()
+        return self.index
+
+    def give_back(self) -> None:
+        """End a read: roll back what it left uncommitted, and let the next read take the index."""
+        try:
+            if self.index is not None and self.index.db.in_transaction:
+                self.index.db.rollback()
+        except sqlite3.Error:
+            self.drop()
+        finally:
+            self.lock.release()
+
+    def drop(self) -> None:
+        """Close the kept index (the next read opens it again)."""
+        if self.index is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self.index.close()
+        self.index, self.file = None, None
+
+    def _file(self) -> tuple[int, int] | None:
+        try:
+            info = os.stat(self.store.index_path)
+        except OSError:
+            return None
+        return info.st_dev, info.st_ino
+
+
+_kept: dict[str, KeptIndex] = {}  # store folder -> its kept index, in a process that keeps one (``keep_open``)
+
+
+def keep_open(store: Store) -> None:
+    """From now on, this process's reads of ``store`` (``healing``, ``read_fresh``) share one index kept
+    open between them (``KeptIndex``). For a long-lived process reading one store; the semantic
+    helper's start calls it."""
+    _kept.setdefault(os.path.realpath(store.root), KeptIndex(store))
 
 
 def read_fresh(

@@ -89,7 +89,7 @@ import time
 from cclg.core import runtime
 from cclg.core.fields import parse_json
 from cclg.core.files import create_private
-from cclg.ledger.index import IndexDamage, is_damage, read_fresh
+from cclg.ledger.index import IndexDamage, is_damage, keep_open, read_fresh
 from cclg.retrieval import embed
 from cclg.retrieval.query import View, Where
 
@@ -581,9 +581,11 @@ class Vectors:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.fingerprint: tuple[Any, ...] | None = None
+        self.seen: tuple[int, int, int] | None = None  # the ``Index.version`` the vectors were last checked at
         self.ids: list[str] = []
         self.rows: dict[str, int] = {}  # an id's row in ``matrix``
-        self.matrix: Any = None  # numpy float32, one row per id
+        self.matrix: Any = None  # numpy float32, one row per id, a project's rows together
+        self.projects: dict[str | None, tuple[int, int]] = {}  # a project's rows in ``matrix``: [start, end)
         self.db = _open_vectors(store)
 
     def query(self, text: str, where: Where, ids: list[str] | None, limit: int) -> list[tuple[str, float]] | None:
@@ -599,11 +601,15 @@ class Vectors:
             if not self.ids:
                 return []
             query = numpy.asarray(vector, dtype=numpy.float32)
-            if ids is None:
-                rows, scores = None, self.matrix @ query
-            else:  # only these memories: only their rows are scored
+            spans = self.spans(where)
+            if ids is not None:  # only these memories: only their rows are scored
                 rows = numpy.array(sorted({self.rows[i] for i in ids if i in self.rows}), dtype=numpy.int64)
                 scores = self.matrix[rows] @ query
+            elif spans is None:
+                rows, scores = None, self.matrix @ query
+            else:  # only the rows of the projects the view holds
+                rows = numpy.concatenate([numpy.arange(start, end, dtype=numpy.int64) for start, end in spans])
+                scores = numpy.concatenate([self.matrix[start:end] @ query for start, end in spans])
             view = View(index, where)
             hits: list[tuple[str, float]] = []
             for best in _best_rows(scores, max(limit * 8, 64)):
@@ -615,6 +621,14 @@ class Vectors:
             return hits
 
         return read_fresh(self.store, nearest)
+
+    def spans(self, where: Where) -> list[tuple[int, int]] | None:
+        """The rows of ``matrix`` that ``where``'s view can hold, as [start, end) spans: those of its projects
+        and of the memories held to no project (``cclg.retrieval.query.View``); None for every row (a
+        view of all projects). A memory of another project is never scored."""
+        if not where.projects:
+            return None
+        return [self.projects[p] for p in sorted({None, *where.projects}, key=str) if p in self.projects]
 
     def refresh(self, index: Index) -> None:
         """Embed the current memories that have no vector, drop the vectors of the others (on a change only).
@@ -629,21 +643,26 @@ class Vectors:
                 raise
             self.db.close()
             discard_vectors(self.store, exc)
-            self.db, self.fingerprint = _open_vectors(self.store), None
+            self.db, self.fingerprint, self.seen = _open_vectors(self.store), None, None
             self._refresh(index)
 
     def _refresh(self, index: Index) -> None:
         import numpy
 
+        version = index.version()  # the same kept index, unchanged: no need to count its rows (``keep_open``)
+        if version == self.seen:
+            return
         fingerprint = index.fingerprint()
         if fingerprint == self.fingerprint:
+            self.seen = version
             return
         current = index.current_hashes()
         engine = embed.engine()  # its model_id: vectors of another engine, release or cut are embedded again
         if engine is None:
             raise RuntimeError(f"embedding failed: {embed.failure()}")
         stored = {row[0]: (row[1], row[2]) for row in self.db.execute("SELECT id, model, hash FROM vectors")}
-        stale = [i for i, (model, digest) in stored.items() if current.get(i) != digest or model != engine.model_id]
+        hashes = {node_id: digest for node_id, (digest, _) in current.items()}
+        stale = [i for i, (model, digest) in stored.items() if hashes.get(i) != digest or model != engine.model_id]
         self.db.executemany("DELETE FROM vectors WHERE id = ?", [(i,) for i in stale])
         missing = sorted(i for i in current if i not in stored or i in stale)
         for first in range(0, len(missing), BATCH):
@@ -654,17 +673,23 @@ class Vectors:
                 raise RuntimeError(f"embedding failed: {embed.failure()}")
             self.db.executemany(
                 "INSERT OR REPLACE INTO vectors (id, model, hash, vector) VALUES (?, ?, ?, ?)",
-                [(i, engine.model_id, current[i], embed.to_blob(v)) for i, v in zip(chunk, vectors, strict=True)],
+                [(i, engine.model_id, hashes[i], embed.to_blob(v)) for i, v in zip(chunk, vectors, strict=True)],
             )
             self.db.commit()
         self.db.commit()
-        rows = self.db.execute("SELECT id, vector FROM vectors WHERE model = ? ORDER BY id", (engine.model_id,))
-        pairs = [(i, blob) for i, blob in rows if i in current]
-        self.ids = [i for i, _ in pairs]
+        rows = self.db.execute("SELECT id, vector FROM vectors WHERE model = ?", (engine.model_id,))
+        # by project (those of none first), then by id
+        pairs = sorted(((current[i][1] is not None, current[i][1] or "", i), blob) for i, blob in rows if i in current)
+        self.ids = [i for (_, _, i), _ in pairs]
         self.rows = {node_id: row for row, node_id in enumerate(self.ids)}
+        self.projects = {}
+        for row, node_id in enumerate(self.ids):
+            project = current[node_id][1]
+            start, _ = self.projects.get(project, (row, row))
+            self.projects[project] = (start, row + 1)
         blob = b"".join(b for _, b in pairs)
         self.matrix = numpy.frombuffer(blob, dtype="<f4").reshape(len(pairs), engine.dim)
-        self.fingerprint = fingerprint
+        self.fingerprint, self.seen = fingerprint, version
 
 
 def _best_rows(scores: Any, count: int) -> list[int]:
@@ -816,6 +841,7 @@ def serve(root: str, idle: float, after: int | None = None, events: Events | Non
         if missing or not embed.available():
             turn_off(store, f"semantic recall is off: {missing or embed.failure()}")
             return 0
+        keep_open(store)  # its reads (the vectors', the events') share one index kept open
         vectors = Vectors(store)
         read_fresh(store, vectors.refresh)
         return _listen(store, vectors, idle, folder, Serving(store, vectors, events, code))
