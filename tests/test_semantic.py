@@ -400,5 +400,11 @@ def test_a_view_of_one_project_scores_only_its_rows_and_those_of_no_project(
     vectors = semantic._local[str(store.root.resolve())]
     assert vectors.spans(Where()) is None
     assert sum(end - start for start, end in vectors.spans(Where(project="shop")) or []) == 2
+    assert [node_id for node_id, _ in semantic.similar(store, query, limit=3, where=Where(project="nobody")) or []] == [
+        everywhere
+    ]
+    scoped, _ = Store.init(tmp_path / "scoped")  # every memory held to a project: a view of another holds none
+    add_memory(scoped, "Deploy with Helm to Kubernetes.", source="user", scope=other)
+    assert semantic.similar(scoped, query, limit=3, where=Where(project="nobody")) == []
     unscoped = semantic.similar(store, query, limit=3)
     assert unscoped is not None and len(unscoped) == 3 and mine not in {node_id for node_id, _ in unscoped}

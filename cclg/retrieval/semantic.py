@@ -607,6 +607,8 @@ class Vectors:
                 scores = self.matrix[rows] @ query
             elif spans is None:
                 rows, scores = None, self.matrix @ query
+            elif not spans:  # no memory of the view's projects, and none held to no project
+                return []
             else:  # only the rows of the projects the view holds
                 rows = numpy.concatenate([numpy.arange(start, end, dtype=numpy.int64) for start, end in spans])
                 scores = numpy.concatenate([self.matrix[start:end] @ query for start, end in spans])
