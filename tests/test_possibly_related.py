@@ -138,6 +138,27 @@ def test_a_memory_near_in_meaning_is_offered_but_a_retired_one_never(
     assert "similarity" in result["possibly_related"][0]["why"]
 
 
+def test_offers_for_words_come_first_and_meaning_alone_takes_one_line(
+    store: Store, facts: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A similarity under the relevance decision's bar is weak evidence: the memories near in meaning
+    alone come after those that share words with the prompt, however near, and only the nearest of
+    them is offered; one packed in full already does not use that line."""
+    from cclg.retrieval import semantic
+    from cclg.retrieval.relevance import SEMANTIC
+    from cclg.retrieval.selection import RELATED_BY_MEANING, RELATED_SIMILARITY
+
+    assert RELATED_BY_MEANING == 1
+    packed, nearer, near = (facts[SOFTWARE_FACTS[n]] for n in (2, 3, 4))
+    answer = [(packed, SEMANTIC + 0.3), (nearer, RELATED_SIMILARITY + 0.05), (near, RELATED_SIMILARITY + 0.02)]
+    monkeypatch.setattr(semantic, "consult", lambda *args, **kwargs: (answer, semantic.ANSWERED))
+    result = pack(store, PARTIAL)
+    assert [e["id"] for e in result["memory_nodes"]] == [packed]
+    assert [e["id"] for e in result["possibly_related"]] == [facts[FRONTEND], nearer]
+    assert "frontend" in result["possibly_related"][0]["why"]
+    assert "similarity" in result["possibly_related"][1]["why"]
+
+
 def test_a_line_shows_the_short_id_that_show_and_cite_take(store: Store, facts: dict[str, str]) -> None:
     """Three lines fit the tier's characters: the line shows ``mem~`` and the id's last characters (a
     batch of memories made in one second shares a long prefix, not an end), and ``cclg show``, ``cclg

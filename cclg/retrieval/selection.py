@@ -16,10 +16,11 @@ current memories that matter:
    outside the view moved to another scope (``View.moved_away``): not listed.
 
 4. the next candidates with real evidence that the decision did not keep (part of the prompt's
-   words, or a semantic similarity over ``RELATED_SIMILARITY``) are offered as **possibly
-   related**: at most ``RELATED_MAX`` one-line entries (id, type, key, a preview, why), within
-   ``Budget.related_chars``, for the agent to open itself (``cclg show ID``, MCP ``memory_cite``;
-   the lines show the id's short form, ``cclg.core.ids.short_id``).
+   words; then, at most ``RELATED_BY_MEANING`` of them, a semantic similarity over
+   ``RELATED_SIMILARITY``) are offered as **possibly related**: at most ``RELATED_MAX`` one-line
+   entries (id, type, key, a preview, why), within ``Budget.related_chars``, for the agent to open
+   itself (``cclg show ID``, MCP ``memory_cite``; the lines show the id's short form,
+   ``cclg.core.ids.short_id``).
    They are never memory: a retired, quarantined, restricted or withheld memory is never one, and
    the relevance decision alone says what is packed in full (``choose_related``).
 
@@ -70,6 +71,7 @@ RELATED_CHARS = 300  # what their lines may spend of a pack's characters
 RELATED_PREVIEW_CHARS = 64  # of a possibly related memory's content shown
 RELATED_STRENGTH = 0.3  # lexical evidence (1 passes the relevance decision) that makes an offer; tune half
 RELATED_SIMILARITY = 0.35  # semantic similarity that makes an offer; tune half (0.3 filled off-topic packs)
+RELATED_BY_MEANING = 1  # offers for their meaning alone, at most, after those for words; tune half
 RELATED_CANDIDATES = 30  # runners-up of the relevance decision weighed for an offer
 
 
@@ -317,7 +319,8 @@ def select(store: Store, request: PackRequest) -> Selection:
             for successor in successors:
                 found.append(Hit(node=successor, score=hit.score, via=f"replaces {hit.id}"))
                 found[-1].evidence = hit.evidence
-        return chosen, found, retired, replaced_by, runner_up, choose_related(view, runner_up, nearest)
+        taken = {hit.id for hit in (*chosen, *found)}
+        return chosen, found, retired, replaced_by, runner_up, choose_related(view, runner_up, nearest, taken)
 
     def served(result: _Read) -> list[str]:
         chosen, found, retired, _, runner_up, related = result
@@ -342,23 +345,35 @@ def select(store: Store, request: PackRequest) -> Selection:
 
 
 def choose_related(
-    view: View, runner_up: list[tuple[Hit, Evidence]], nearest: list[tuple[str, float]] | None
+    view: View,
+    runner_up: list[tuple[Hit, Evidence]],
+    nearest: list[tuple[str, float]] | None,
+    taken: set[str] | frozenset[str] = frozenset(),
 ) -> list[tuple[Hit, float, str]]:
     """The possibly related candidates, (hit, weight, why) best first: the runners-up of the relevance
     decision with part of the evidence it asks (a strength of at least ``RELATED_STRENGTH``, from
-    words of the prompt), and the memories nearest in meaning at a similarity of at least
-    ``RELATED_SIMILARITY`` (when the semantic helper answered). Only memories current in ``view``:
-    a retired fact is never offered. The weight is the evidence as a share of what tier 1 asks."""
-    found: dict[str, tuple[Hit, float, str]] = {}
+    words of the prompt), best first; then at most ``RELATED_BY_MEANING`` of the memories nearest in
+    meaning at a similarity of at least ``RELATED_SIMILARITY`` (when the semantic helper answered).
+    Below the relevance decision's own bar a similarity is weak evidence (a paraphrase and an
+    off-topic prompt's nearest memory score alike), so it comes after the words and takes one line.
+    Only memories current in ``view``, and not ``taken`` (packed in full already): a retired fact is
+    never offered. The weight is the evidence as a share of what tier 1 asks."""
+    by_words: dict[str, tuple[Hit, float, str]] = {}
     for hit, evidence in runner_up:
         if evidence.strength >= RELATED_STRENGTH and evidence.matched and view.node(hit.id) is not None:
-            found[hit.id] = (hit, evidence.strength, f"shares the words {', '.join(evidence.matched[:3])}")
+            by_words[hit.id] = (hit, evidence.strength, f"shares the words {', '.join(evidence.matched[:3])}")
+    by_meaning: list[tuple[Hit, float, str]] = []
     for node_id, cosine in nearest or []:
-        node = view.node(node_id) if cosine >= RELATED_SIMILARITY and node_id not in found else None
+        wanted = cosine >= RELATED_SIMILARITY and node_id not in by_words and node_id not in taken
+        node = view.node(node_id) if wanted else None
         if node is not None:
-            found[node_id] = (Hit(node=node, score=cosine, via="semantic"), cosine / SEMANTIC,
-                              f"near in meaning (similarity {cosine:.2f})")  # fmt: skip
-    return sorted(found.values(), key=lambda item: (-_rounded(item[1]), item[0].id))
+            by_meaning.append((Hit(node=node, score=cosine, via="semantic"), cosine / SEMANTIC,
+                               f"near in meaning (similarity {cosine:.2f})"))  # fmt: skip
+
+    def order(item: tuple[Hit, float, str]) -> tuple[float, str]:
+        return -_rounded(item[1]), item[0].id
+
+    return sorted(by_words.values(), key=order) + sorted(by_meaning, key=order)[:RELATED_BY_MEANING]
 
 
 def _rounded(score: float) -> float:
