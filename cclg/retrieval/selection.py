@@ -281,13 +281,8 @@ def select(store: Store, request: PackRequest) -> Selection:
     through what replaced it), then those the relevance decision keeps, then retired matches. Memories
     in ``request.skip`` (those the agent's context holds already) are left out. Whatever is selected is
     checked against its file first (``cclg.ledger.index.read_fresh``)."""
-    query, where, max_nodes, offer, skip = (
-        request.query,
-        request.where,
-        request.budget.max_nodes,
-        request.offer,
-        request.skip,
-    )
+    query, where, offer, skip = request.query, request.where, request.offer, request.skip
+    max_nodes = request.budget.max_nodes
     include_confidential = request.include_confidential
     if include_confidential is None:
         include_confidential = store.settings.get("pack", "include_confidential")
