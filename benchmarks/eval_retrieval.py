@@ -722,7 +722,8 @@ def diagnose(world: World, text: str, project: str | None, label: str) -> str:
             rank = next((i for i, hit in enumerate(hits, 1) if hit.id == world.ids[label]), None)
             if rank is None:
                 return "not in BM25 top 300"
-            kept, _, out = relevance.relevant(index, text, where, limit=max(rank, 36))
+            pool = max(rank, 36)  # every candidate's evidence, not only the first runner-up's
+            kept, _, out = relevance.relevant(index, text, where, limit=pool, runners_up=pool)
             hit = next((h for h in kept if h.id == world.ids[label]), None)
             if hit is None:
                 hit = next((h for h, _ in out if h.id == world.ids[label]), None)
