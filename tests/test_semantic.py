@@ -117,21 +117,39 @@ def test_the_client_starts_a_helper_which_then_finds_a_paraphrase(shared: tuple[
     assert store.semantic_path.exists()
 
 
-def test_the_pack_carries_a_paraphrase_with_its_similarity(
+def test_a_paraphrase_under_the_bar_is_offered_not_packed(
     shared: tuple[Store, dict[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Meaning alone under the bar is no proof: the paraphrase is a possibly related line with its
+    similarity, not a memory of the pack; without the semantic signal it is not offered at all."""
+    from cclg.retrieval import selection
+
     store, ids = shared
     assert _wait(lambda: _serving(store))
     monkeypatch.setattr(semantic, "TIMEOUT", 2.0)  # a loaded test machine; the hook keeps 50 ms
-    monkeypatch.setattr(relevance, "SEMANTIC", 0.25)  # this pair scores 0.30: the wiring is tested, not the threshold
+    monkeypatch.setattr(selection, "RELATED_SIMILARITY", 0.25)  # this pair scores 0.30: the wiring is tested
+    packed = compile_pack(store, PackRequest(PARAPHRASE, generated_at="t"))
+    assert ids["uv"] not in [e["id"] for e in packed["memory_nodes"]]
+    offered = next(e for e in packed["possibly_related"] if e["id"] == ids["uv"])
+    assert "near in meaning (similarity 0.3" in offered["why"]
+    monkeypatch.setenv("CCLG_SEMANTIC", "off")
+    lexical = compile_pack(store, PackRequest(PARAPHRASE, generated_at="t"))
+    assert ids["uv"] not in [e["id"] for e in lexical["memory_nodes"] + lexical["possibly_related"]]
+
+
+def test_meaning_that_reaches_the_bar_by_itself_packs_a_memory_with_its_similarity(
+    shared: tuple[Store, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A memory that shares no word passes when its similarity's lift alone reaches the bar."""
+    store, ids = shared
+    assert _wait(lambda: _serving(store))
+    monkeypatch.setattr(semantic, "TIMEOUT", 2.0)
+    monkeypatch.setattr(relevance, "SEMANTIC", 0.25)  # a candidate at 0.30
+    monkeypatch.setattr(relevance, "SEMANTIC_FLOOR", 0.30 - 1 / relevance.SEMANTIC_WEIGHT - 0.01)  # lifted to 1
     packed = compile_pack(store, PackRequest(PARAPHRASE, generated_at="t"))
     entry = next(e for e in packed["memory_nodes"] if e["id"] == ids["uv"])
     assert entry["evidence"]["similarity"] >= relevance.SEMANTIC
     assert "semantic similarity" in entry["why"]
-    monkeypatch.setenv("CCLG_SEMANTIC", "off")
-    assert ids["uv"] not in [
-        e["id"] for e in compile_pack(store, PackRequest(PARAPHRASE, generated_at="t"))["memory_nodes"]
-    ]
 
 
 def test_a_new_memory_is_embedded_by_the_running_helper(shared: tuple[Store, dict[str, str]]) -> None:
@@ -212,8 +230,8 @@ def test_without_an_answer_the_pack_is_the_lexical_one(tmp_path: Path, monkeypat
     monkeypatch.delenv("CCLG_SEMANTIC")
     monkeypatch.setattr(semantic, "consult", lambda *a, **k: (None, semantic.OFF))
     assert [compile_pack(store, PackRequest(q, generated_at="t")) for q in queries] == lexical
-    # An answer below the threshold changes no memory of the pack (the memory is only offered as
-    # possibly related, a line the budget counts); one above it brings the memory in.
+    # An answer below the bar changes no memory of the pack (the memory is only offered as possibly
+    # related, a line the budget counts); one whose lift reaches the bar by itself brings it in.
     below_answer = [(ids["uv"], relevance.SEMANTIC - 0.01)]
     monkeypatch.setattr(semantic, "consult", lambda *a, **k: (below_answer, semantic.ANSWERED))
     below = compile_pack(store, PackRequest(PARAPHRASE, generated_at="t"))
@@ -222,10 +240,12 @@ def test_without_an_answer_the_pack_is_the_lexical_one(tmp_path: Path, monkeypat
     assert [e["id"] for e in below["possibly_related"]] == [ids["uv"]] and lexical[0]["possibly_related"] == []
     assert below["budget"] == {**lexical[0]["budget"], "used_chars": below["budget"]["used_chars"],
                                "used_tokens": below["budget"]["used_tokens"]}  # fmt: skip
-    above = [(ids["uv"], relevance.SEMANTIC + 0.1)]
-    monkeypatch.setattr(semantic, "consult", lambda *a, **k: (above, semantic.ANSWERED))
-    packed = compile_pack(store, PackRequest(PARAPHRASE, generated_at="t"))["memory_nodes"]
-    assert [e["id"] for e in packed] == [ids["uv"]] and packed[0]["evidence"]["similarity"] > relevance.SEMANTIC
+    alone = relevance.SEMANTIC_FLOOR + 1 / relevance.SEMANTIC_WEIGHT  # 0.58: meaning alone reaches the bar
+    for cosine, wanted in ((relevance.SEMANTIC + 0.1, []), (alone + 0.02, [ids["uv"]])):
+        answer = [(ids["uv"], cosine)]
+        monkeypatch.setattr(semantic, "consult", lambda *a, answer=answer, **k: (answer, semantic.ANSWERED))
+        packed = compile_pack(store, PackRequest(PARAPHRASE, generated_at="t"))["memory_nodes"]
+        assert [e["id"] for e in packed] == wanted, cosine
 
 
 def _hook(store: Store, prompt: str) -> dict:

@@ -23,13 +23,18 @@ and one is enough:
 
 A fourth kind comes from meaning rather than words: **semantic**, the cosine
 similarity of the prompt's and the memory's sentence embeddings
-(``cclg.retrieval.semantic``, when its helper answers) at least ``SEMANTIC``. It makes a
-memory a candidate even when BM25 did not find it (a paraphrase shares no word),
-and it is judged in the same round as the lexical evidence. Below that, meaning
-still backs words: a candidate's lexical strength gains ``SEMANTIC_WEIGHT`` for
-each unit of similarity over ``SEMANTIC_FLOOR`` (a note that shares two words with
-the prompt and also means much the same passes where the words alone fall short).
-Without an answer (``similar`` is None) the decision is the lexical one alone.
+(``cclg.retrieval.semantic``, when its helper answers). A similarity of at least
+``SEMANTIC`` makes a memory a candidate even when BM25 did not find it (a paraphrase
+shares no word), judged in the same round as the lexical evidence. Meaning backs
+words: a candidate's strength gains ``SEMANTIC_WEIGHT`` for each unit of similarity
+over ``SEMANTIC_FLOOR`` (a note that shares two words with the prompt and also means
+much the same passes where the words alone fall short), so meaning alone passes only
+where that gain reaches the bar by itself (0.25 + 1 / 3: a similarity of 0.58). Under
+it a similarity is no proof: at 10,000 memories and more, nearly every memory the
+model put at 0.45 to 0.58 with no word in common was another project's (see
+``benchmarks/RESULTS.md``); the nearest is offered as possibly related instead
+(``cclg.retrieval.selection.choose_related``). Without an answer (``similar`` is None)
+the decision is the lexical one alone.
 
 A **follow-up** ("and in staging?", "what about the tests?") says little on its own: a
 prompt of at most ``FOLLOW_UP_WORDS`` words is judged together with the session's
@@ -76,7 +81,7 @@ MEMORY_SHARE = 0.4
 LEAD = 1.5
 LEAD_WORDS = 2
 RELATIVE = 0.6
-SEMANTIC = 0.45  # cosine similarity (cclg.retrieval.embed's model) that is evidence on its own; tuned on the tune half
+SEMANTIC = 0.45  # cosine similarity (cclg.retrieval.embed's model) that makes a candidate; tuned on the tune half
 SEMANTIC_FLOOR = 0.25  # similarity over this adds to the lexical strength,
 SEMANTIC_WEIGHT = 3.0  # this much per unit (0.35 adds 0.3); both tuned on the tune half
 MAX_SEARCH_TERMS = 128
@@ -354,10 +359,9 @@ def _evidence(
         single_ok = memory_share >= QUERY_SHARE_MEMORY or query_share >= QUERY_SHARE_SINGLE
         by_query = query_share / QUERY_SHARE if len(hits) >= 2 or single_ok else 0.0
         by_memory = memory_share / MEMORY_SHARE if inside >= 2 else 0.0
-        by_meaning = cosine / SEMANTIC if cosine is not None and cosine >= SEMANTIC else 0.0
-        by_words = max(by_query, by_memory, 1.0 if lead else 0.0)
+        strength = max(by_query, by_memory, 1.0 if lead else 0.0)
         if cosine is not None and cosine > SEMANTIC_FLOOR:  # lifts words over the bar, not over other candidates
-            by_words = max(by_words, min(1.0, by_words + SEMANTIC_WEIGHT * (cosine - SEMANTIC_FLOOR)))
-        evidence.strength = max(by_words, by_meaning)
+            strength = max(strength, min(1.0, strength + SEMANTIC_WEIGHT * (cosine - SEMANTIC_FLOOR)))
+        evidence.strength = strength
         found[hit.id] = evidence
     return found
