@@ -28,7 +28,7 @@ from cclg import format as fmt
 from cclg.api.lazy import served_on_first_use
 from cclg.core import media, secrets
 from cclg.core.files import read_jsonl
-from cclg.core.ids import is_valid_id, now_iso, parse_moment, sha256_hex
+from cclg.core.ids import is_valid_id, parse_moment, sha256_hex
 from cclg.core.labels import SENSITIVITY, check_labels, labels_of, least_trusted
 from cclg.core.records import MemoryNode, MemoryPatch, Source
 from cclg.core.repository import project_of
@@ -583,9 +583,8 @@ def keep_raw(store: Store, data: bytes, name: str, *, mime: str | None = None) -
     secrets.refuse_secrets({"raw": text, "name": name}, f"keeping {secrets.redact(name)[0]}")
     stored, written = store.write_raw(data, name)
     raw_name = stored.split("/", 1)[1]
-    record = {"name": raw_name, "mime": chosen, "bytes": len(data), "sha256": sha256_hex(data), "kept_at": now_iso()}
     with store.after_commit(f"raw file {stored}", then="its MIME type is read from its bytes"):
-        store.write_raw_record(raw_name, record)
+        store.write_raw_record(raw_name, data, chosen)
     info = raw_info(store, raw_name)
     return {"path": stored, "bytes": len(data), "sha256": info["sha256"], "mime": info["mime"], "written": written}
 

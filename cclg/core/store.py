@@ -632,8 +632,10 @@ class Store:
             return None
         return data if isinstance(data, dict) else None
 
-    def write_raw_record(self, raw_name: str, record: dict[str, Any]) -> None:
-        """Keep ``record`` for the raw file ``raw_name`` unless one is kept already (never replaced)."""
+    def write_raw_record(self, raw_name: str, data: bytes, mime: str) -> None:
+        """Keep the record of the raw file ``raw_name``, which holds ``data``: its MIME type, size and
+        SHA-256, and when it was kept; unless one is kept already (never replaced)."""
+        record = {"name": raw_name, "mime": mime, "bytes": len(data), "sha256": sha256_hex(data), "kept_at": now_iso()}
         with contextlib.suppress(FileExistsError):
             self.write_file(self.raw_record_path(raw_name), dumps(record), replace=False)
 

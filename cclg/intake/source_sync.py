@@ -34,7 +34,7 @@ from typing import Any
 
 from cclg.core import media, secrets
 from cclg.core.fields import parse_json
-from cclg.core.ids import normalize_text, now_iso, sha256_hex
+from cclg.core.ids import normalize_text, now_iso
 from cclg.core.records import MemoryNode, Scope, Source
 from cclg.core.repository import git_project
 from cclg.core.store import Store
@@ -539,8 +539,7 @@ def _span(store: Store, item: SourceItem, documents: dict[str, tuple[str, str]])
         relative, _ = store.write_raw(data, name)
         raw_name = Path(relative).name
         if media.readable_text(data, raw_name) is None:  # a database's rows, rendered as text: say it is text
-            kept = {"name": raw_name, "mime": "text/plain", "bytes": len(data)}
-            store.write_raw_record(raw_name, {**kept, "sha256": sha256_hex(data), "kept_at": now_iso()})
+            store.write_raw_record(raw_name, data, "text/plain")
         documents[item.document.name] = (raw_name, text)
     raw_name, text = documents[item.document.name]
     starts = [0]
