@@ -652,6 +652,7 @@ class Outcome:
     related_lines: int  # possibly related lines, and their characters as the Markdown shows them
     related_chars: int
     packed: list[tuple[str, float | None]]  # (name, score)
+    offered: list[tuple[str, str]]  # the possibly related lines: (name, why it was offered)
     distractors: int
     stale: list[str]
     predecessor_listed: int
@@ -699,6 +700,7 @@ def run_prompt(world: World, case: dict[str, Any], cases: Cases) -> Outcome:
         related_lines=len(related),
         related_chars=sum(len(rendering.related_line(e)) + 1 for e in result["possibly_related"]),
         packed=[(world.name_of(e["id"]), e.get("score")) for e in result["memory_nodes"]],
+        offered=[(world.name_of(e["id"]), e["why"]) for e in result["possibly_related"]],
         distractors=sum(1 for node_id in got if node_id in world.distractors),
         stale=[world.name_of(node_id) for node_id in [*got, *related] if node_id in world.retired],
         predecessor_listed=sum(1 for node_id in predecessors if node_id in suppressed),
@@ -1054,6 +1056,7 @@ def main() -> None:
                     "found": o.found,
                     "found_related": o.found_related,
                     "packed": o.packed,
+                    "offered": o.offered,
                     "stale": o.stale,
                     "ms": round(o.seconds * 1000, 2),
                     **({"diagnosis": o.diagnosis} if o.diagnosis else {}),
