@@ -31,7 +31,7 @@ over ``SEMANTIC_FLOOR`` (a note that shares two words with the prompt and also m
 much the same passes where the words alone fall short), so meaning alone passes only
 where that gain reaches the bar by itself (0.25 + 1 / 3: a similarity of 0.58). Under
 it a similarity is no proof: at 10,000 memories and more, nearly every memory the
-model put at 0.45 to 0.58 with no word in common was another project's (see
+model put at 0.45 to 0.58 with no word in common was not the one the prompt needed (see
 ``benchmarks/RESULTS.md``); the nearest is offered as possibly related instead
 (``cclg.retrieval.selection.choose_related``). Without an answer (``similar`` is None)
 the decision is the lexical one alone.

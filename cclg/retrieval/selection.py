@@ -314,7 +314,7 @@ def select(store: Store, request: PackRequest) -> Selection:
             for successor in successors:
                 found.append(Hit(node=successor, score=hit.score, via=f"replaces {hit.id}"))
                 found[-1].evidence = hit.evidence
-        taken = {hit.id for hit in (*chosen, *found)}
+        taken = {*skip, *(hit.id for hit in (*chosen, *found))}  # packed, or in the agent's context
         return chosen, found, retired, replaced_by, runner_up, choose_related(view, runner_up, nearest, taken)
 
     def served(result: _Read) -> list[str]:
@@ -351,8 +351,8 @@ def choose_related(
     meaning at a similarity of at least ``RELATED_SIMILARITY`` (when the semantic helper answered).
     Below the relevance decision's own bar a similarity is weak evidence (a paraphrase and an
     off-topic prompt's nearest memory score alike), so it comes after the words and takes one line.
-    Only memories current in ``view``, and not ``taken`` (packed in full already): a retired fact is
-    never offered. The weight is the evidence as a share of what tier 1 asks."""
+    Only memories current in ``view``, and not ``taken`` (packed in full, or in the agent's context
+    already): a retired fact is never offered. The weight is the evidence as a share of what tier 1 asks."""
     by_words: dict[str, tuple[Hit, float, str]] = {}
     for hit, evidence in runner_up:
         if evidence.strength >= RELATED_STRENGTH and evidence.matched and view.node(hit.id) is not None:
