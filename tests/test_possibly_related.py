@@ -159,6 +159,19 @@ def test_offers_for_words_come_first_and_meaning_alone_takes_one_line(
     assert "similarity" in result["possibly_related"][1]["why"]
 
 
+def test_the_line_for_meaning_is_not_spent_on_a_memory_the_context_holds(
+    store: Store, facts: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cclg.retrieval import semantic
+    from cclg.retrieval.selection import RELATED_SIMILARITY
+
+    held, next_nearest = facts[SOFTWARE_FACTS[3]], facts[SOFTWARE_FACTS[4]]
+    answer = [(held, RELATED_SIMILARITY + 0.05), (next_nearest, RELATED_SIMILARITY + 0.02)]
+    monkeypatch.setattr(semantic, "consult", lambda *args, **kwargs: (answer, semantic.ANSWERED))
+    offered = [e["id"] for e in pack(store, "zzz qqq", skip=[held])["possibly_related"]]
+    assert offered == [next_nearest]
+
+
 def test_a_line_shows_the_short_id_that_show_and_cite_take(store: Store, facts: dict[str, str]) -> None:
     """Three lines fit the tier's characters: the line shows ``mem~`` and the id's last characters (a
     batch of memories made in one second shares a long prefix, not an end), and ``cclg show``, ``cclg
