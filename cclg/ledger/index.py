@@ -880,26 +880,26 @@ def healing(store: Store, run: Callable[[Index], Result]) -> Result:
     index runs here too: whatever it staged before the damage showed was dropped."""
     for attempt in (1, 2):
         kept = _kept.get(os.path.realpath(store.root)) if _kept else None
-        held = kept is not None and kept.lock.acquire(blocking=False)  # else another read has it: one of its own
-        if kept is not None and held:
+        held = kept if kept is not None and kept.lock.acquire(blocking=False) else None  # else: one of its own
+        if held is not None:
             try:
-                index = kept.take()
+                index = held.take()
             except BaseException:
-                kept.give_back()
+                held.give_back()
                 raise
         else:
             index = open_index(store)
         try:
             return run(index)
         except sqlite3.DatabaseError as exc:
-            if kept is not None and held:
-                kept.drop()
+            if held is not None:
+                held.drop()
             if attempt == 2 or not is_damage(exc):
                 raise
             discard_damaged(store, exc)
         finally:
-            if kept is not None and held:
-                kept.give_back()
+            if held is not None:
+                held.give_back()
             else:
                 index.close()
     raise AssertionError("unreachable")

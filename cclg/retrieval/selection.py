@@ -343,7 +343,7 @@ def choose_related(
     view: View,
     runner_up: list[tuple[Hit, Evidence]],
     nearest: list[tuple[str, float]] | None,
-    taken: set[str] | frozenset[str] = frozenset(),
+    taken: set[str],
 ) -> list[tuple[Hit, float, str]]:
     """The possibly related candidates, (hit, weight, why) best first: the runners-up of the relevance
     decision with part of the evidence it asks (a strength of at least ``RELATED_STRENGTH``, from

@@ -601,11 +601,10 @@ class Vectors:
             if not self.ids:
                 return []
             query = numpy.asarray(vector, dtype=numpy.float32)
-            spans = self.spans(where)
             if ids is not None:  # only these memories: only their rows are scored
                 rows = numpy.array(sorted({self.rows[i] for i in ids if i in self.rows}), dtype=numpy.int64)
                 scores = self.matrix[rows] @ query
-            elif spans is None:
+            elif (spans := self.spans(where)) is None:
                 rows, scores = None, self.matrix @ query
             elif not spans:  # no memory of the view's projects, and none held to no project
                 return []
@@ -663,8 +662,11 @@ class Vectors:
         if engine is None:
             raise RuntimeError(f"embedding failed: {embed.failure()}")
         stored = {row[0]: (row[1], row[2]) for row in self.db.execute("SELECT id, model, hash FROM vectors")}
-        hashes = {node_id: digest for node_id, (digest, _) in current.items()}
-        stale = [i for i, (model, digest) in stored.items() if hashes.get(i) != digest or model != engine.model_id]
+        stale = [
+            i
+            for i, (model, digest) in stored.items()
+            if model != engine.model_id or i not in current or current[i][0] != digest
+        ]
         self.db.executemany("DELETE FROM vectors WHERE id = ?", [(i,) for i in stale])
         missing = sorted(i for i in current if i not in stored or i in stale)
         for first in range(0, len(missing), BATCH):
@@ -675,7 +677,7 @@ class Vectors:
                 raise RuntimeError(f"embedding failed: {embed.failure()}")
             self.db.executemany(
                 "INSERT OR REPLACE INTO vectors (id, model, hash, vector) VALUES (?, ?, ?, ?)",
-                [(i, engine.model_id, hashes[i], embed.to_blob(v)) for i, v in zip(chunk, vectors, strict=True)],
+                [(i, engine.model_id, current[i][0], embed.to_blob(v)) for i, v in zip(chunk, vectors, strict=True)],
             )
             self.db.commit()
         self.db.commit()
