@@ -172,6 +172,36 @@ def test_the_line_for_meaning_is_not_spent_on_a_memory_the_context_holds(
     assert offered == [next_nearest]
 
 
+def test_the_nearest_memory_standing_out_is_offered_under_the_similarity_bar(
+    store: Store, facts: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A paraphrase scores low against its memory, but that memory stands out from the rest: the
+    nearest memory, ``RELATED_MARGIN`` above the next and over ``RELATED_MARGIN_FLOOR``, is offered;
+    with a close second, or under the floor, it is not; and the margin speaks only for the nearest."""
+    from cclg.retrieval import semantic
+    from cclg.retrieval.selection import RELATED_MARGIN, RELATED_MARGIN_FLOOR, RELATED_SIMILARITY
+
+    first, second, third = (facts[SOFTWARE_FACTS[n]] for n in (3, 4, 5))
+    low = (RELATED_MARGIN_FLOOR + RELATED_SIMILARITY) / 2  # under the bar, over the floor
+    assert low + RELATED_MARGIN < RELATED_SIMILARITY
+
+    def offered(answer: list[tuple[str, float]], **kwargs: Any) -> list[str]:
+        monkeypatch.setattr(semantic, "consult", lambda *args, **kw: (answer, semantic.ANSWERED))
+        result = pack(store, "zzz qqq", **kwargs)
+        assert result["memory_nodes"] == []
+        return [e["id"] for e in result["possibly_related"]]
+
+    apart = low - RELATED_MARGIN - 0.01
+    assert offered([(second, apart), (first, low)]) == [first]  # the helper's order is not trusted
+    assert offered([(first, low)]) == [first]  # alone: nothing stands beside it
+    assert offered([(first, low), (second, low - RELATED_MARGIN + 0.01)]) == []  # a close second
+    floor = RELATED_MARGIN_FLOOR - 0.01
+    assert offered([(first, floor), (second, floor - RELATED_MARGIN - 0.05)]) == []  # under the floor
+    # the nearest is in the context already: the runner-up does not inherit its margin
+    held = [(first, low + RELATED_MARGIN), (second, apart), (third, apart - RELATED_MARGIN)]
+    assert offered(held, skip=[first]) == []
+
+
 def test_a_line_shows_the_short_id_that_show_and_cite_take(store: Store, facts: dict[str, str]) -> None:
     """Three lines fit the tier's characters: the line shows ``mem~`` and the id's last characters (a
     batch of memories made in one second shares a long prefix, not an end), and ``cclg show``, ``cclg

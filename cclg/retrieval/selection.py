@@ -17,10 +17,10 @@ current memories that matter:
 
 4. the next candidates with real evidence that the decision did not keep (part of the prompt's
    words; then, at most ``RELATED_BY_MEANING`` of them, a semantic similarity over
-   ``RELATED_SIMILARITY``) are offered as **possibly related**: at most ``RELATED_MAX`` one-line
-   entries (id, type, key, a preview, why), within ``Budget.related_chars``, for the agent to open
-   itself (``cclg show ID``, MCP ``memory_cite``; the lines show the id's short form,
-   ``cclg.core.ids.short_id``).
+   ``RELATED_SIMILARITY`` or the nearest memory standing ``RELATED_MARGIN`` above the next) are
+   offered as **possibly related**: at most ``RELATED_MAX`` one-line entries (id, type, key, a
+   preview, why), within ``Budget.related_chars``, for the agent to open itself (``cclg show ID``,
+   MCP ``memory_cite``; the lines show the id's short form, ``cclg.core.ids.short_id``).
    They are never memory: a retired, quarantined, restricted or withheld memory is never one, and
    the relevance decision alone says what is packed in full (``choose_related``).
 
@@ -72,6 +72,8 @@ RELATED_PREVIEW_CHARS = 64  # of a possibly related memory's content shown
 RELATED_STRENGTH = 0.3  # lexical evidence (1 passes the relevance decision) that makes an offer; tune half
 RELATED_SIMILARITY = 0.35  # semantic similarity that makes an offer; tune half (0.3 filled off-topic packs)
 RELATED_BY_MEANING = 1  # offers for their meaning alone, at most, after those for words; tune half
+RELATED_MARGIN = 0.05  # the nearest memory this far above the next one in similarity is offered; tune half
+RELATED_MARGIN_FLOOR = 0.2  # ... when its similarity is at least this; tune half
 RELATED_CANDIDATES = 30  # runners-up of the relevance decision weighed for an offer
 
 
@@ -348,9 +350,11 @@ def choose_related(
     """The possibly related candidates, (hit, weight, why) best first: the runners-up of the relevance
     decision with part of the evidence it asks (a strength of at least ``RELATED_STRENGTH``, from
     words of the prompt), best first; then at most ``RELATED_BY_MEANING`` of the memories nearest in
-    meaning at a similarity of at least ``RELATED_SIMILARITY`` (when the semantic helper answered).
-    Below the relevance decision's own bar a similarity is weak evidence (a paraphrase and an
-    off-topic prompt's nearest memory score alike), so it comes after the words and takes one line.
+    meaning at a similarity of at least ``RELATED_SIMILARITY``, or the nearest one when it stands out:
+    ``RELATED_MARGIN`` above the next nearest and at least ``RELATED_MARGIN_FLOOR`` (when the semantic
+    helper answered). Below the relevance decision's own bar a similarity is weak evidence (a
+    paraphrase and an off-topic prompt's nearest memory score alike; how far the nearest stands
+    above the rest tells them apart better), so it comes after the words and takes one line.
     Only memories current in ``view``, and not ``taken`` (packed in full, or in the agent's context
     already): a retired fact is never offered. The weight is the evidence as a share of what tier 1 asks."""
     by_words: dict[str, tuple[Hit, float, str]] = {}
@@ -358,8 +362,11 @@ def choose_related(
         if evidence.strength >= RELATED_STRENGTH and evidence.matched and view.node(hit.id) is not None:
             by_words[hit.id] = (hit, evidence.strength, f"shares the words {', '.join(evidence.matched[:3])}")
     by_meaning: list[tuple[Hit, float, str]] = []
-    for node_id, cosine in nearest or []:
-        wanted = cosine >= RELATED_SIMILARITY and node_id not in by_words and node_id not in taken
+    ranked = sorted(nearest or [], key=lambda item: -item[1])
+    second = ranked[1][1] if len(ranked) > 1 else 0.0  # only the nearest can stand above it
+    for node_id, cosine in ranked:
+        stands_out = cosine >= RELATED_MARGIN_FLOOR and cosine - second >= RELATED_MARGIN
+        wanted = (cosine >= RELATED_SIMILARITY or stands_out) and node_id not in by_words and node_id not in taken
         node = view.node(node_id) if wanted else None
         if node is not None:
             by_meaning.append((Hit(node=node, score=cosine, via="semantic"), cosine / SEMANTIC,
