@@ -662,12 +662,12 @@ class Vectors:
         if engine is None:
             raise RuntimeError(f"embedding failed: {embed.failure()}")
         stored = {row[0]: (row[1], row[2]) for row in self.db.execute("SELECT id, model, hash FROM vectors")}
-        stale = [
+        stale = {
             i
             for i, (model, digest) in stored.items()
             if model != engine.model_id or i not in current or current[i][0] != digest
-        ]
-        self.db.executemany("DELETE FROM vectors WHERE id = ?", [(i,) for i in stale])
+        }  # a set: a new engine makes every vector stale, and ``missing`` asks of each memory
+        self.db.executemany("DELETE FROM vectors WHERE id = ?", [(i,) for i in sorted(stale)])
         missing = sorted(i for i in current if i not in stored or i in stale)
         for first in range(0, len(missing), BATCH):
             chunk = missing[first : first + BATCH]
