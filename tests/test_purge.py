@@ -8,6 +8,7 @@ file under the store's root (index.sqlite and its WAL included) for the token.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -301,3 +302,56 @@ def test_the_mcp_tool_is_off_until_the_user_allows_it_and_needs_the_id_twice(sto
     assert api.show(store, node.id).content.startswith("The vault token"), "nothing was erased"
     mcp_tools.memory_purge(store, node.id, "asked to erase", node.id)
     assert api.show(store, node.id).content == "[purged]"
+
+
+def raw_digest_findings(root: Path) -> dict[str, str]:
+    from cclg.maintenance.doctor import RAW
+
+    return {f.path: f.message for f in diagnose(Store.open(root)).findings if f.check == RAW}
+
+
+def test_doctor_knows_the_bytes_of_raw_evidence_and_of_what_a_purge_rewrote(spread: dict[str, Any]) -> None:
+    """Raw evidence is kept verbatim, its SHA-256 in the audit log: a byte changed outside cclg is a
+    finding. A purge rewrites raw files in place and records their new digests, so doctor stays quiet
+    after it and still finds a change made after it."""
+    root = spread["root"]
+    notes = next(p for p in sorted((root / "raw").iterdir()) if p.name.startswith("notes-"))
+    relative = f"raw/{notes.name}"
+    kept = notes.read_bytes()
+    assert raw_digest_findings(root) == {}
+    notes.write_bytes(kept.replace(b"Then lunch", b"Then tea!!"))  # the same size, other bytes
+    assert list(raw_digest_findings(root)) == [relative]
+    assert cclg(root, "doctor").exit_code == 1
+    notes.write_bytes(kept)
+    assert raw_digest_findings(root) == {}
+
+    assert cclg(root, "purge", spread["id"], "--yes").exit_code == 0
+    store = Store.open(root)
+    rewritten = [r for r in read_jsonl(store.audit_path).records if r["event"] == "raw_rewritten"]
+    assert relative in {r["path"] for r in rewritten} and all(r["path"].startswith("raw/") for r in rewritten)
+    for record in rewritten:
+        data = (root / record["path"]).read_bytes()
+        assert record["sha256"] == hashlib.sha256(data).hexdigest() and record["bytes"] == len(data)
+    assert raw_digest_findings(root) == {}
+    purged = notes.read_bytes()
+    notes.write_bytes(purged.replace(b"Then lunch", b"Then tea!!"))
+    assert list(raw_digest_findings(root)) == [relative]
+
+    # a store a release before these records purged: the digests before a purge are unknown, never wrong
+    lines = store.audit_path.read_bytes().splitlines(keepends=True)
+    store.audit_path.write_bytes(b"".join(line for line in lines if b'"raw_rewritten"' not in line))
+    assert raw_digest_findings(root) == {}
+
+
+def test_a_redaction_of_raw_evidence_records_its_new_digest(tmp_path: Path) -> None:
+    """``scan --store --redact`` rewrites raw evidence that holds a secret (kept by a release before the
+    guard) and records the new digest: doctor has no finding after it, and one for a change after it."""
+    root = tmp_path / "store"
+    Store.init(root)
+    relative, _ = Store.open(root).write_raw(b"ci notes\ndb_password=Xk9mQ2vL7pR4tW8zB3nY\nend\n", "ci.txt")
+    result = cclg(root, "scan", "--store", "--redact", "--json")
+    assert [r["file"] for r in json.loads(result.stdout)["redacted"]] == [relative], result.output
+    assert b"Xk9mQ2vL7pR4tW8zB3nY" not in (root / relative).read_bytes()
+    assert raw_digest_findings(root) == {}
+    (root / relative).write_bytes(b"ci notes changed by hand\n")
+    assert list(raw_digest_findings(root)) == [relative]

@@ -77,7 +77,7 @@ from cclg.core.store import RULE_EVIDENCE, Store, audit_record
 from cclg.errors import CclgError, IllegalPatchError, UsageError
 from cclg.ledger import staging
 from cclg.ledger.index import IndexChanges, healing
-from cclg.ledger.redaction import content_only, rebuild_projections, rewrite_store
+from cclg.ledger.redaction import content_only, raw_rewritten, rebuild_projections, rewrite_store
 from cclg.ledger.writer import (
     PURGE_RULE,
     PURGED,
@@ -165,7 +165,9 @@ def purge_memory(store: Store, memory_id: str, *, reason: str = DEFAULT_REASON, 
         files, elsewhere = ([], []) if kept is not None else _erase(store, node, patch)
         rebuild_projections(store)
         result = PurgeResult(node.id, patch.id, digest, status, files, elsewhere)
-        store.audit(PURGED_EVENT, node_id=node.id, patch_id=patch.id, content_hash=digest, files=result.counts())
+        counts = result.counts()
+        done = audit_record(PURGED_EVENT, node_id=node.id, patch_id=patch.id, content_hash=digest, files=counts)
+        store.audit_many([done, *raw_rewritten(store, files)])
     return result
 
 
@@ -203,7 +205,7 @@ def _write_purge_patch(store: Store, node: MemoryNode, reason: str, source: str)
     set_status(node, "forgotten", stamp)
     store.write_node(node)
     status = audit_record("node_status_changed", node_id=node.id, status=node.status, patch_id=patch.id)
-    store.audit_many([patch_audit(patch), status])
+    store.audit_many([patch_audit(patch, rule=PURGE_RULE), status])  # the rule: doctor knows raw files may change
     IndexChanges(store).changed([node.id], [patch.id])
     return patch
 

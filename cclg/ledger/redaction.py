@@ -31,7 +31,7 @@ from cclg import format as fmt
 from cclg.core import secrets
 from cclg.core.fields import parse_json
 from cclg.core.files import read_regular
-from cclg.core.ids import content_hash
+from cclg.core.ids import content_hash, sha256_hex
 from cclg.core.records import MemoryNode, dumps, retrieval_for
 from cclg.core.store import CODEGRAPHS, INDEX_FILE, SEMANTIC_FILE, TEMP, Store, audit_record
 from cclg.errors import UsageError, ValidationError
@@ -136,6 +136,21 @@ def rewrite_store(store: Store, rewrite: Rewrite, *, skip: Container[str] = ()) 
             if entry is not None:
                 changed.append(entry)
     return changed
+
+
+RAW_REWRITTEN = "raw_rewritten"  # the audit record of raw evidence rewritten in place: its new SHA-256
+
+
+def raw_rewritten(store: Store, changed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``raw_rewritten`` audit records of the raw files in ``changed`` (``rewrite_store``'s answer):
+    each one's path and the SHA-256 and size of its bytes now. An erasure's audit records come first
+    and these right after them, so ``cclg doctor`` knows the digest each raw file should have."""
+    records = []
+    for entry in changed:
+        if entry["file"].startswith("raw/") and entry.get("action") not in ("removed", "rebuilt"):
+            data = store.path_of(entry["file"]).read_bytes()
+            records.append(audit_record(RAW_REWRITTEN, path=entry["file"], sha256=sha256_hex(data), bytes=len(data)))
+    return records
 
 
 def _rewrite_file(store: Store, rewrite: Rewrite, path: Path, relative: str) -> dict[str, Any] | None:
@@ -291,8 +306,11 @@ def redact_store(store: Store) -> list[dict[str, Any]]:
         if changed:
             store.audit_many(
                 [
-                    audit_record("repair_applied", action="redact_secrets", file=c["file"], rules=c["rules"])
-                    for c in changed
+                    *(
+                        audit_record("repair_applied", action="redact_secrets", file=c["file"], rules=c["rules"])
+                        for c in changed
+                    ),
+                    *raw_rewritten(store, changed),
                 ]
             )
             rebuild_projections(store)

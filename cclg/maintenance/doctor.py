@@ -1,9 +1,10 @@
 """`cclg doctor` and `cclg validate`: find everything wrong with a store, all at once.
 
 ``diagnose`` runs every check of the contract's ``[validation]`` table, plus the content
-hashes, a replay of the patch ledger (a node whose status disagrees with its patches was
-edited around the lattice, or a patch was interrupted), memories that no patch accounts for
-(left by a write killed before its patch), creates killed before all their files were named,
+hashes, the raw evidence's digests the audit log recorded (``RawDigests``), a replay of the
+patch ledger (a node whose status disagrees with its patches was edited around the lattice,
+or a patch was interrupted), memories that no patch accounts for (left by a write killed before
+its patch), creates killed before all their files were named,
 purges that did not finish (``cclg.ledger.purge``), the health of the logs (unreadable lines, torn
 last lines), temp files left by killed writers, and files in the record folders that are no
 records (a sync tool's conflict copies), and the ``config.json`` values left for their defaults
@@ -25,7 +26,7 @@ import sqlite3
 import stat
 import sys
 import zlib
-from collections.abc import Container, Iterator, Mapping
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -35,7 +36,7 @@ from cclg import format as fmt
 from cclg.codegraph import search_index
 from cclg.core.fields import parse_json
 from cclg.core.files import read_jsonl, read_regular
-from cclg.core.ids import content_hash, parse_time
+from cclg.core.ids import content_hash, parse_time, sha256_hex
 from cclg.core.records import MemoryEdge, MemoryNode, MemoryPatch, Retrieval, Session, Source
 from cclg.core.repository import git_root
 from cclg.core.store import HOOK_FAILURES, INDEX_FILE, Store, audit_record, is_record_name, patch_order
@@ -46,8 +47,9 @@ from cclg.ledger import purge, staging
 from cclg.ledger.adoption import shared_by_name
 from cclg.ledger.index import Index, connect, discard_damaged, is_damage, rebuild_index
 from cclg.ledger.lattice import INITIAL_STATUSES, LIVE_STATUSES, OPERATIONS
+from cclg.ledger.redaction import RAW_REWRITTEN
 from cclg.ledger.view import Ledger, effective_view, expected_statuses, retired_ids, undone_patch_ids
-from cclg.ledger.writer import link_replacements
+from cclg.ledger.writer import PURGE_RULE, link_replacements
 from cclg.retrieval import semantic, usage_prior
 
 CHECKS = dict(enumerate(fmt.DOCTOR_CHECKS))
@@ -70,6 +72,7 @@ INSTALL = "installed hooks can run"
 PURGE = "every purge finished"
 PRIVATE = "store files and folders are the owner's only"
 CONFIG = "config.json's settings are usable"
+RAW = "raw evidence holds the bytes cclg kept"
 OWNER_ONLY = {False: 0o600, True: 0o700}  # a file's mode, a folder's (is it a folder?): what the store sets
 SHARED = "projects named by a folder's name only"  # a notice: a legitimate scope, which fails nothing
 Readable = Mapping[str, Container[str]]  # the ids of the records that parse, by folder
@@ -355,7 +358,8 @@ def diagnose(store: Store) -> Report:
     modes.walk(store, read=FOLDER_SCHEMA)
     counts["raw"] = len(store.raw_files())
     written = Audited("node_written", "node_id") if scan.suspects else None
-    logs = _log_findings(store, written)
+    digests = RawDigests()
+    logs = _log_findings(store, [digests] if written is None else [written, digests])
     findings = [f for folder in FOLDER_SCHEMA for f in schema[folder]]
     for node_id, why in scan.suspects.items():
         if written is None or node_id not in written.found:
@@ -373,6 +377,7 @@ def diagnose(store: Store) -> Report:
         refreshed, stale = _index_health(store, {"nodes": nodes, "patches": patch_ids}, checksums)
         findings.extend(stale)
     findings.extend(logs)
+    findings.extend(digests.findings(store))
     for path in store.orphan_temp_files():
         message = "left by a write that was killed; the next write (or `cclg doctor --repair`) finishes or removes it"
         findings.append(Finding(TEMP, store.relative(path), message))
@@ -472,7 +477,7 @@ def unaccounted(store: Store, nodes: dict[str, MemoryNode], patches: list[Memory
 def _audited(store: Store, event: str, field_name: str) -> set[str]:
     """The ``field_name`` of every ``event`` record in the audit log (the nodes it says were written, say)."""
     audited = Audited(event, field_name)
-    _read_log(store.audit_path, "", audited)
+    _read_log(store.audit_path, "", [audited])
     return audited.found
 
 
@@ -486,6 +491,40 @@ class Audited:
     def __call__(self, record: Any, line: bytes) -> None:
         if self.marker in line and isinstance(record, dict) and record.get("event") == self.event:
             self.found.add(str(record.get(self.field_name)))
+
+
+class RawDigests:
+    """The SHA-256 each raw file should have, from the audit log read in order: the digest its
+    ``raw_written`` record gave, or the ``raw_rewritten`` record of an erasure after it (a purge, ``scan
+    --store --redact``). An erasure's own records make the digests before them unknown (all of them
+    for a purge, from its patch on, the named file for a redaction), so neither a purge that was
+    killed nor a store erased by a release before ``raw_rewritten`` gives a false finding."""
+
+    def __init__(self) -> None:
+        self.known: dict[str, str] = {}
+
+    def __call__(self, record: Any, line: bytes) -> None:
+        event = record.get("event") if isinstance(record, dict) else None
+        if event in ("raw_written", RAW_REWRITTEN):
+            path, digest = record.get("path"), record.get("sha256")
+            if isinstance(path, str) and isinstance(digest, str):
+                self.known[path] = digest
+        elif event == purge.PURGED_EVENT or (event == "patch_written" and record.get("rule") == PURGE_RULE):
+            self.known.clear()  # a purge begins (a killed one records nothing more), or ends
+        elif event == "repair_applied" and isinstance(record.get("file"), str):
+            self.known.pop(record["file"], None)
+
+    def findings(self, store: Store) -> list[Finding]:
+        """A finding for each raw file whose bytes are not those its digest says."""
+        found = []
+        for path in store.raw_files():
+            relative = store.relative(path)
+            expected = self.known.get(relative)
+            if expected is not None and sha256_hex(path.read_bytes()) != expected:
+                message = f"its bytes are not those cclg kept (SHA-256 {expected[:12]}... in the audit log): changed"
+                message += " by something other than cclg, or by a redaction that was killed; compare it with a backup"
+                found.append(Finding(RAW, relative, message))
+        return found
 
 
 def unfinished_creates(store: Store, patches: list[MemoryPatch]) -> list[MemoryPatch]:
@@ -636,15 +675,16 @@ def _hook_findings(store: Store) -> list[Finding]:
     return [Finding(HOOKS, HOOK_FAILURES, message)]
 
 
-def _log_findings(store: Store, audited: Audited | None = None) -> list[Finding]:
-    """What is wrong with the logs (unreadable lines, a torn last line); ``audited`` reads the audit log along."""
+def _log_findings(store: Store, audited: Sequence[Callable[[Any, bytes], None]] = ()) -> list[Finding]:
+    """What is wrong with the logs (unreadable lines, a torn last line); each of ``audited`` reads the audit
+    log along."""
     findings: list[Finding] = []
     for log in store.logs():
-        findings += _read_log(log, store.relative(log), audited if log == store.audit_path else None)
+        findings += _read_log(log, store.relative(log), audited if log == store.audit_path else ())
     return findings
 
 
-def _read_log(path: Path, where: str, audited: Audited | None) -> list[Finding]:
+def _read_log(path: Path, where: str, audited: Sequence[Callable[[Any, bytes], None]]) -> list[Finding]:
     """What is wrong with the log ``path``, read as ``files.read_jsonl`` reads it: a last line without
     its newline is never taken for a record (``audited`` sees it, like every line)."""
     findings = []
@@ -653,9 +693,10 @@ def _read_log(path: Path, where: str, audited: Audited | None) -> list[Finding]:
             if not line.endswith(b"\n"):
                 message = f"the last line ({len(line)} bytes) has no newline: left by a killed writer; "
                 findings.append(Finding(LOGS, where, message + "`cclg doctor --repair` sets it aside"))
-                if audited is not None:
-                    with contextlib.suppress(ValueError):
-                        audited(parse_json(line), line)
+                with contextlib.suppress(ValueError):
+                    torn = parse_json(line) if audited else None
+                    for read in audited:
+                        read(torn, line)
                 break
             line = line[:-1]
             if not line.strip():
@@ -667,8 +708,9 @@ def _read_log(path: Path, where: str, audited: Audited | None) -> list[Finding]:
                 continue
             if not isinstance(record, dict):
                 findings.append(Finding(LOGS, where, f"line {number}: not a JSON object"))
-            elif audited is not None:
-                audited(record, line)
+            else:
+                for read in audited:
+                    read(record, line)
     return findings
 
 
