@@ -7,6 +7,7 @@ on both sides and ``cclg resolve`` settles it everywhere; a sync killed with SIG
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -180,6 +181,31 @@ def test_what_never_leaves_the_machine_is_not_on_the_remote(team: tuple[Path, Pa
     assert js(b, "search", "CONFIDENTIALTEXT") == []
     doctor_ok(a)
     doctor_ok(b)
+
+
+def test_raw_evidence_that_arrives_keeps_its_digest_and_doctor_checks_its_bytes(
+    team: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """Raw evidence that comes in from a ``--raw`` remote is audited as kept, with its SHA-256, like evidence
+    kept here: ``cclg doctor`` finds a byte of it changed afterwards."""
+    a, b, _ = team
+    (tmp_path / "evidence.txt").write_text("the user said the payments service listens on 7443")
+    memory = add(a, "the payments service listens on 7443")
+    raw_name = js(a, "raw", str(tmp_path / "evidence.txt"))["path"].removeprefix("raw/")
+    cite_raw(a, memory, raw_name, 10)
+    evidence = bare(tmp_path / "e")
+    cclg(a, "remote", "add", "evidence", str(evidence), "--raw", "--trust", "trusted")
+    cclg(a, "sync", "evidence")
+    cclg(b, "remote", "add", "evidence", str(evidence), "--raw", "--trust", "trusted")
+    cclg(b, "sync", "evidence")
+    arrived = b / "raw" / raw_name
+    audit = [json.loads(line) for line in (b / "audit" / "memory_audit.jsonl").read_text().splitlines()]
+    kept = [r for r in audit if r["event"] == "raw_written" and r["path"] == f"raw/{raw_name}"]
+    assert [(r["sha256"], r["synced"]) for r in kept] == [(hashlib.sha256(arrived.read_bytes()).hexdigest(), True)]
+    doctor_ok(b)
+    arrived.write_bytes(arrived.read_bytes().replace(b"7443", b"7444"))
+    report = json.loads(cclg(b, "doctor", "--json", code=1).stdout)
+    assert [f["path"] for f in report["findings"]] == [f"raw/{raw_name}"], report["findings"]
 
 
 def test_incoming_trust_is_capped_at_the_remote_and_provenance_is_in_cite(

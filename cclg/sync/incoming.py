@@ -23,7 +23,7 @@ from typing import Any
 from cclg.core import labels
 from cclg.core.fields import parse_json
 from cclg.core.files import safe_name
-from cclg.core.ids import content_hash
+from cclg.core.ids import content_hash, sha256_hex
 from cclg.core.records import MemoryEdge, MemoryNode, MemoryPatch, dumps
 from cclg.core.store import Store, audit_record
 from cclg.errors import ValidationError
@@ -144,11 +144,15 @@ def _write(
     arrived: Arrived,
 ) -> None:
     """Raw evidence, then per patch its memories and edges staged, the patches, the staged files named."""
+    records = []
     for path in paths:
         name = path[4:] if path.startswith("raw/") else ""
         if name and safe_name(name) == name and not store.path_of(path).exists():
-            store.write_file(store.path_of(path), (clone / path).read_bytes(), replace=False)
+            data = (clone / path).read_bytes()
+            store.write_file(store.path_of(path), data, replace=False)
             arrived.written["raw"] = arrived.written.get("raw", 0) + 1
+            digest = sha256_hex(data)
+            records.append(audit_record("raw_written", path=path, sha256=digest, bytes=len(data), synced=True))
     of_patch: dict[str, list[tuple[Path, bytes]]] = {}
     for node in nodes.values():
         owner = next((p.id for p in patches.values() if node.id in p.new_node_ids), None)
@@ -170,10 +174,10 @@ def _write(
         store.make_durable()
         for temp, target in staged:
             store.publish_file(temp, target)
-    records = [
+    records += [
         audit_record("patch_written", patch_id=p.id, operation=p.operation, synced=True) for p in patches.values()
     ]
-    store.audit_many(records)
+    store.audit_many(records)  # the raw files' digests too: doctor checks their bytes
     edge_count = sum(1 for files in of_patch.values() for to, _ in files if to.parent.name == "edges")
     arrived.written.update(nodes=len(nodes), patches=len(patches), edges=edge_count)
 
