@@ -20,6 +20,7 @@ the status their patches say they have. Each record file is read once (``Scan``)
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shlex
 import sqlite3
@@ -36,7 +37,7 @@ from cclg import format as fmt
 from cclg.codegraph import search_index
 from cclg.core.fields import parse_json
 from cclg.core.files import read_jsonl, read_regular
-from cclg.core.ids import content_hash, parse_time, sha256_hex
+from cclg.core.ids import content_hash, parse_time
 from cclg.core.records import MemoryEdge, MemoryNode, MemoryPatch, Retrieval, Session, Source
 from cclg.core.repository import git_root
 from cclg.core.store import HOOK_FAILURES, INDEX_FILE, Store, audit_record, is_record_name, patch_order
@@ -520,11 +521,17 @@ class RawDigests:
         for path in store.raw_files():
             relative = store.relative(path)
             expected = self.known.get(relative)
-            if expected is not None and sha256_hex(path.read_bytes()) != expected:
+            if expected is not None and _file_sha256(path) != expected:
                 message = f"its bytes are not those cclg kept (SHA-256 {expected[:12]}... in the audit log): changed"
                 message += " by something other than cclg, or by a redaction that was killed; compare it with a backup"
                 found.append(Finding(RAW, relative, message))
         return found
+
+
+def _file_sha256(path: Path) -> str:
+    """The SHA-256 of the file ``path``, read in blocks: raw evidence can be large."""
+    with open(path, "rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 def unfinished_creates(store: Store, patches: list[MemoryPatch]) -> list[MemoryPatch]:
