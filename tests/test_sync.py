@@ -250,6 +250,29 @@ def test_dry_run_lists_both_ways_and_changes_neither_side(team: tuple[Path, Path
     assert head.stdout == after.stdout
 
 
+def test_records_are_shared_even_where_the_branch_ignores_their_names(
+    team: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """Each record is added to the clone by its path as it is (``git update-index``), never matched as a
+    pathspec: a teammate's ``.gitignore`` on the branch cannot keep a record out (``git add`` refused
+    the whole sync), and the first sync of a large store does not match every file against every path."""
+    a, b, remote = team
+    add(a, "we moved from webpack to Vite")
+    cclg(a, "sync")
+    work = tmp_path / "teammate"
+    git = ["git", "-c", "user.name=T", "-c", "user.email=t@example.org", "-C", str(work)]
+    subprocess.run(["git", "clone", "-q", "--branch", "cclg/memory", str(remote), str(work)], check=True)
+    (work / ".gitignore").write_text("*.json\n")
+    subprocess.run([*git, "add", ".gitignore"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "ignore json"], check=True)
+    subprocess.run([*git, "push", "-q", "origin", "cclg/memory"], check=True)
+    second = add(a, "the payments service listens on 7443")
+    cclg(a, "sync")
+    assert f"nodes/{second}.json" in remote_files(remote)
+    cclg(b, "sync")
+    assert "7443" in json.dumps(pack(b, "which port does the payments service listen on"))
+
+
 def conflicted(root: Path) -> set[str]:
     return {entry["node"]["id"] for entry in js(root, "conflicts")}
 

@@ -166,7 +166,10 @@ def write_out(store: Store, clone: Path, remote: Remote, origin: str, identity: 
         path.write_bytes(item.data)
         written.append(item.path)
     if written:
-        git.run(["add", "--pathspec-from-file=-", "--pathspec-file-nul"], clone, stdin="\0".join(written).encode())
+        # Each path as it is, not as a pathspec: ``git add`` matches every file against every pathspec it
+        # is given, which took minutes for the first sync of 100,000 memories (20,000 files: 5 s, against
+        # 0.1 s for the same files here).
+        git.run(["update-index", "--add", "-z", "--stdin"], clone, stdin="\0".join(written).encode())
         message = f"cclg sync: {len(written)} record(s) from {origin}\n\nCclg-Store: {origin}\n"
         git.run(["commit", "-q", "--no-verify", "-m", message], clone, identity=identity)
     counts = {kind: sum(1 for p in written if p.startswith(kind + "/")) for kind in FOLDERS}
