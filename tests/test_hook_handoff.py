@@ -303,3 +303,54 @@ def test_a_client_of_another_user_is_refused(monkeypatch: pytest.MonkeyPatch, tm
     serving = object.__new__(semantic.Serving)
     refusal = semantic._event_refusal(None, {"event": "user-prompt"}, b"", serving)
     assert refusal is not None and f"uid {os.geteuid() + 1}" in refusal
+
+
+def _hook_script() -> Path:
+    """The ``cclg-hook`` a host runs: the one installed beside this interpreter, else the checkout's."""
+    installed = Path(sys.executable).parent / "cclg-hook"
+    return installed if installed.exists() else Path(cclg.__file__).parent.parent / "scripts" / "cclg-hook"
+
+
+def _loaded(stderr: bytes) -> set[str]:
+    """The modules a ``python -X importtime`` run imported."""
+    return {line.rsplit("|", 1)[-1].strip() for line in stderr.decode().splitlines() if "|" in line}
+
+
+def test_the_hook_script_handing_its_event_to_the_helper_loads_neither_json_nor_re(
+    tmp_path: Path, runtime: Path
+) -> None:
+    """What a host runs on every prompt and tool call stays light when the helper takes the event: the
+    script is not pip's wrapper (which imports ``re``) and the hand-off decodes the helper's lines with
+    ``json``'s C scanner (``json`` imports ``re``). Done in process, the hook loads both. (What the
+    interpreter's own start-up loads, an editable install's finder for one, is not the hook's.)"""
+    project = tmp_path / "shop"
+    store = _seeded(tmp_path / "store", project)
+    env = {**os.environ, **SAME_CODE, "CCLG_SEMANTIC": "off"}
+    start_up = _loaded(
+        subprocess.run([sys.executable, "-X", "importtime", "-c", "pass"], capture_output=True, env=env).stderr
+    )
+    command = [sys.executable, "-X", "importtime", str(_hook_script()), "--root", str(store.root), "user-prompt"]
+    with _helper(store):
+        done = subprocess.run(command, input=_prompt("s-light", project), capture_output=True, env=env, timeout=60)
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert done.returncode == 0 and "release workflow" in context
+    added = _loaded(done.stderr) - start_up
+    assert "cclg.hook" in added and not added & {"json", "re"}, sorted(added)
+    assert len(_prompt_records(store, "s-light")) == 1
+    alone = subprocess.run(command, input=_prompt("s-alone", project), capture_output=True, env=env, timeout=60)
+    assert "release workflow" in alone.stdout.decode()
+    assert "json" in _loaded(alone.stderr) - start_up  # no helper: the event done in process, with the library
+
+
+def test_the_hand_off_reads_and_writes_json_as_the_json_module_does() -> None:
+    from cclg import hook
+
+    facts = {"event": "user-prompt", "agent": None, "root": '/tmp/a "b"\\c\n한글', "codegraph": False, "length": 7}
+    assert json.loads(hook._wire_dumps(facts)) == facts
+    line = json.dumps({"output": json.dumps({"a": ["é", 1.5, None, True]}), "version": "x"}).encode() + b"\n"
+    assert hook._wire_loads(line) == json.loads(line)
+    for bad in (b"", b"{", b'{"a": 1} {"b": 2}', b"nope", b'{"a": 1}x'):
+        with pytest.raises(ValueError):
+            hook._wire_loads(bad)
+    with pytest.raises(TypeError):
+        hook._wire_dumps({"event": ["not", "a", "fact"]})  # type: ignore[dict-item]

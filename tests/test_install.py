@@ -138,7 +138,7 @@ def test_the_installed_command_runs_and_answers_json(tmp_path: Path) -> None:
     words = shlex.split(command)
     assert words[:3] == ["cclg-hook", "--root", str(store.resolve())]
     payload = {"session_id": "s1", "transcript_path": "/t.jsonl", "cwd": str(tmp_path), "prompt": "hello"}
-    hook = [str(Path(sys.executable).parent / words[0]), *words[1:]]  # the console script, as the host runs it
+    hook = [str(Path(sys.executable).parent / words[0]), *words[1:]]  # the installed script, as the host runs it
     result = subprocess.run(hook, input=json.dumps(payload).encode(), capture_output=True, timeout=60)
     assert result.returncode == 0 and json.loads(result.stdout) == {}
     assert (store / "sessions" / "s1.json").is_file(), "the hook wrote to the store install named"
