@@ -408,3 +408,26 @@ def test_a_link_or_a_bad_record_a_remote_holds_is_never_taken_in(team: tuple[Pat
     assert not any(b"PRIVATEKEYTEXT" in path.read_bytes() for path in (b / "raw").iterdir())
     assert not (b / "nodes" / "mem_01m8zzzzzzzzzzzzzzzzzzzzzz.json").exists()
     doctor_ok(b)
+
+
+def test_settling_reads_each_patch_once_however_many_memories_it_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An import names all its memories in one patch: settling them takes that patch's names once, not
+    once per memory (quadratic: the first sync of 100,000 imported memories did not end)."""
+    from cclg.api import import_jsonl
+    from cclg.sync import incoming
+
+    store, _ = Store.init(tmp_path / "s")
+    lines = "".join(
+        json.dumps({"content": f"note {i}: keep port {7000 + i}", "source": "user"}) + "\n" for i in range(40)
+    )
+    imported = import_jsonl(store, lines.encode(), name="notes")
+    assert len(imported.memory_ids) == 40
+    seen: list[str] = []
+    real = incoming.touched_ids
+    monkeypatch.setattr(incoming, "touched_ids", lambda patch: seen.append(patch.id) or real(patch))
+    store.sync_settle_path.parent.mkdir(exist_ok=True)  # made by the first `cclg sync`
+    incoming.mark(store, list(imported.memory_ids))
+    incoming.settle(store)
+    assert len(seen) == len(set(seen)) >= 1, seen

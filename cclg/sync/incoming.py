@@ -211,9 +211,11 @@ def settle(store: Store) -> list[str]:
         if reached:
             ledger = Ledger(store.load_patches())
             around = set(reached)
-            for node_id in reached:
-                for patch in ledger.naming.get(node_id, ()):
-                    around.update(touched_ids(patch))
+            # Each patch once: an import names all its memories in one patch, and taking that patch's
+            # names once per memory was quadratic (a first sync of 100,000 imported memories ran for hours).
+            naming = {patch.id: patch for node_id in reached for patch in ledger.naming.get(node_id, ())}
+            for patch in naming.values():
+                around.update(touched_ids(patch))
             for conflict in ledger.conflicts:
                 if conflict.node in around or around.intersection(conflict.flagged):
                     around.update(conflict.flagged)
