@@ -431,3 +431,37 @@ def test_settling_reads_each_patch_once_however_many_memories_it_names(
     incoming.mark(store, list(imported.memory_ids))
     incoming.settle(store)
     assert len(seen) == len(set(seen)) >= 1, seen
+
+
+class _Scanned(list):  # type: ignore[type-arg]
+    """A patch's list of ids that counts the lookups made in it."""
+
+    lookups = 0
+
+    def __contains__(self, item: object) -> bool:
+        _Scanned.lookups += 1
+        return super().__contains__(item)
+
+
+def test_the_ledger_never_scans_an_import_patch_list_for_each_memory(tmp_path: Path) -> None:
+    """Settling each memory of a 40-memory import, and giving each its birth form as it leaves, looks the
+    memory up in sets, never in the patch's list of 40 ids (quadratic at 100,000)."""
+    from cclg.api import import_jsonl
+    from cclg.ledger.view import Ledger
+    from cclg.sync.outgoing import birth_form
+
+    store, _ = Store.init(tmp_path / "s")
+    lines = "".join(
+        json.dumps({"content": f"note {i}: keep port {7000 + i}", "source": "user"}) + "\n" for i in range(40)
+    )
+    ids = import_jsonl(store, lines.encode(), name="notes").memory_ids
+    patches = store.load_patches()
+    for patch in patches:
+        patch.new_node_ids, patch.target_ids = _Scanned(patch.new_node_ids), _Scanned(patch.target_ids)
+    ledger = Ledger(patches)
+    _Scanned.lookups = 0
+    for node_id in ids:
+        node = store.read_node(node_id)
+        assert ledger.settle(node).status == "active"
+        birth_form(node, ledger, set(ids), "store-a")
+    assert _Scanned.lookups == 0

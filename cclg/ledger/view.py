@@ -249,19 +249,31 @@ class Ledger:
         for patch in self.patches:
             for node_id in touched_ids(patch):
                 self.naming.setdefault(node_id, []).append(patch)
+        # Each patch's new memories and targets as sets: an import's patch names all its memories, and a
+        # lookup in its list for each of them was quadratic.
+        self._made = {patch.id: frozenset(patch.new_node_ids) for patch in self.patches}
+        self._targets = {patch.id: frozenset(patch.target_ids) for patch in self.patches}
         self.flagged: set[str] = set()
         self.conflicts = concurrent_conflicts(self.patches)
         for conflict in self.conflicts:
             self.flagged.update(conflict.flagged)
 
+    def made(self, patch: MemoryPatch, node_id: str) -> bool:
+        """Whether ``patch`` (one of the ledger's) made the memory ``node_id``."""
+        return node_id in self._made[patch.id]
+
+    def targets(self, patch: MemoryPatch, node_id: str) -> bool:
+        """Whether ``patch`` (one of the ledger's) targets the memory ``node_id``."""
+        return node_id in self._targets[patch.id]
+
     def birth(self, node: MemoryNode) -> str:
         """The status ``node`` had before any patch changed it: what the first patch that recorded it found;
         else live for a memory a patch made as a new version of others; else its own."""
         for patch in self.naming.get(node.id, ()):
-            if node.id in patch.prior_states and node.id not in patch.new_node_ids:
+            if node.id in patch.prior_states and not self.made(patch, node.id):
                 return patch.prior_states[node.id]
         for patch in self.naming.get(node.id, ()):  # a new version is born live (its own file may say disputed)
-            if node.id in patch.new_node_ids and patch.operation != "create":
+            if self.made(patch, node.id) and patch.operation != "create":
                 return "active_session" if node.scope.session else "active"
         return node.status
 
@@ -271,8 +283,8 @@ class Ledger:
         status it was born with; a flagged memory still live waits for a decision (``conflict_pending``)."""
         naming = [p for p in self.naming.get(node.id, ()) if p.id not in self.undone]
         status = self.birth(node)
-        retirers = [p for p in naming if OPERATIONS[p.operation].retiring and node.id in p.target_ids]
-        made_by_undone = any(node.id in p.new_node_ids and p.id in self.undone for p in self.naming.get(node.id, ()))
+        retirers = [p for p in naming if OPERATIONS[p.operation].retiring and self.targets(p, node.id)]
+        made_by_undone = any(self.made(p, node.id) and p.id in self.undone for p in self.naming.get(node.id, ()))
         flags = [p for p in naming if p.operation == "create" and node.id in p.prior_states]
         if retirers:
             last = retirers[-1]
@@ -284,8 +296,8 @@ class Ledger:
         overlaid = status in LIVE_STATUSES and node.id in self.flagged
         if overlaid:
             status = "conflict_pending"
-        listing = [p for p in naming if node.id in p.prior_states and node.id not in p.new_node_ids]
-        made = {n for p in self.naming.get(node.id, ()) if node.id in p.target_ids for n in p.new_node_ids}
+        listing = [p for p in naming if node.id in p.prior_states and not self.made(p, node.id)]
+        made = {n for p in self.naming.get(node.id, ()) if self.targets(p, node.id) for n in p.new_node_ids}
         links = [n for n in node.relations.get("superseded_by", []) if n not in made]
         links += [n for p in retirers for n in p.new_node_ids if n not in links]
         flag_made = {

@@ -85,7 +85,7 @@ def birth_form(node: MemoryNode, ledger: Ledger, travelling: set[str], origin: s
     data = node.to_dict()
     out = MemoryNode.from_dict(data)
     out.status = ledger.birth(node)
-    made = {n for p in ledger.naming.get(node.id, ()) if node.id not in p.new_node_ids for n in p.new_node_ids}
+    made = {n for p in ledger.naming.get(node.id, ()) if not ledger.made(p, node.id) for n in p.new_node_ids}
     for kind in LINKS_MADE_BY_PATCHES:
         out.relations[kind] = [n for n in out.relations.get(kind, []) if n not in made and n in travelling]
     if node.id in ledger.naming and out.status != node.status:
