@@ -660,3 +660,29 @@ def test_a_store_with_nothing_retired_skips_the_search_for_retired_memories(stor
         assert [h.id for h in search_module.bm25(index, "deploys", Where(), status="retired")] == [target]
     finally:
         index.close()
+
+
+class _Frequencies:
+    """An index as ``search._selective`` reads it: how many memories it holds, and each term's count."""
+
+    def __init__(self, total: int, docs: dict[str, int]) -> None:
+        self.total, self.docs = total, docs
+
+    def document_frequencies(self, terms: list[str]) -> tuple[int, dict[str, int]]:
+        return self.total, {t: self.docs.get(t, 0) for t in terms}
+
+
+def test_the_candidates_match_with_the_rarest_terms_within_a_budget_and_search_with_all() -> None:
+    """In a large store the pack's candidates are found with the rarest terms holding at most ``postings``
+    memories together (FTS5 scores every memory its terms hold), the rarest always, in the prompt's
+    order; search, whose BM25 ranking is final, keeps every term but the commonest."""
+    from cclg.retrieval.search import _selective
+
+    index: Any = _Frequencies(100_000, {"mirvel": 3, "deploy": 1_500, "staging": 900, "tests": 7_000, "the": 60_000})
+    terms = ["deploy", "the", "mirvel", "staging", "tests"]
+    assert _selective(index, terms) == ["deploy", "mirvel", "staging", "tests"]  # "the": in 60% of the store
+    assert _selective(index, terms, postings=2000) == ["mirvel", "staging"]  # 3 + 900; + 1,500 is over
+    assert _selective(index, terms, postings=10) == ["mirvel"]
+    assert _selective(index, ["tests", "deploy"], postings=10) == ["deploy"]  # the rarest, even over the budget
+    small: Any = _Frequencies(1_500, {"deploy": 1_400, "mirvel": 1})
+    assert _selective(small, ["deploy", "mirvel"], postings=10) == ["deploy", "mirvel"]  # a small store: all

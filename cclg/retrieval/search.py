@@ -76,13 +76,15 @@ def bm25(
     status: str | None = None,
     pool: int | None = None,
     terms: list[str] | None = None,
+    postings: int | None = None,
 ) -> list[Hit]:
     """Ranked lexical search with field weights (content, key, tags, retrieval keys).
 
     ``status``: None for the effective view, ``"all"`` for every node, ``"retired"``
     for nodes out of the view for good (retired by a patch or in a retired status),
     or one node status. ``terms``, when given, are the terms to search with instead
-    of all of ``text``'s.
+    of all of ``text``'s. ``postings``: the MATCH ranks with the rarest terms that hold at most this many
+    memories together (``_selective``), for a caller that weighs every term itself afterwards.
     """
     terms = terms or query_terms(text) or [t for t in tokens(text)]
     if not terms or (status == "retired" and not index.has_retired()):
@@ -91,7 +93,7 @@ def bm25(
     # Rank every match on the small columns only, keep the best that are in the view, and only then
     # read their records and indexed terms: in a big store that reading is what costs.
     rows = index.matches(
-        fts_query(_selective(index, terms)),
+        fts_query(_selective(index, terms, postings)),
         BM25_WEIGHTS,
         pool or max(limit * 4, 40),
         status=status,
@@ -133,12 +135,24 @@ def rarest_terms(index: Index, terms: list[str], count: int) -> list[str]:
     return sorted((t for t in terms if docs[t] > 0), key=lambda t: (docs[t], t))[:count]
 
 
-def _selective(index: Index, terms: list[str]) -> list[str]:
+def _selective(index: Index, terms: list[str], postings: int | None = None) -> list[str]:
+    """The terms a MATCH ranks with: in a large store, not those held by more than ``COMMON_TERM_SHARE``
+    of it; with ``postings``, the rarest of them that hold at most that many memories together (the
+    rarest one always). FTS5 scores every memory a MATCH's terms hold, so a ranking costs what they hold."""
     total, docs = index.document_frequencies(terms)
     if total < COMMON_TERM_MIN_NODES:
         return terms
-    rare = [t for t in terms if docs[t] <= total * COMMON_TERM_SHARE]
-    return rare or terms
+    rare = [t for t in terms if docs[t] <= total * COMMON_TERM_SHARE] or terms
+    if postings is None:
+        return rare
+    kept: set[str] = set()
+    held = 0
+    for term in sorted(rare, key=lambda t: (docs[t], t)):
+        if kept and held + docs[term] > postings:
+            break
+        kept.add(term)
+        held += docs[term]
+    return [t for t in rare if t in kept]
 
 
 # ---------------------------------------------------------------- grep
