@@ -15,7 +15,7 @@ The hook's promises, in order of importance:
    (no click, mcp, git or tree-sitter). When the store's helper takes the event, the
    process imports neither ``json`` nor ``re`` (``_wire_loads``), and its script is a
    plain one (``scripts/cclg-hook``) rather than pip's wrapper, which imports ``re``:
-   together about 6 ms of a run that otherwise costs about 15.
+   its CPU goes from about 17 ms a run to about 10.
 
 The module is an adapter: ``main`` reads the payload, ``handle`` opens the store
 and the session, and ``HANDLERS`` maps each event to one function (a test checks
