@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from cclg.core.records import MemoryNode, Record
+from cclg.core.records import QUESTIONS, MemoryNode, Record, node_questions
 from cclg.core.repository import ProjectKeys, project_keys
 from cclg.ledger.index import Index, indexed_node
 
@@ -79,6 +79,15 @@ class Hit:
             self._node = indexed_node(self.id, self._record)
         return self._node
 
+    def questions(self) -> list[str]:
+        """The questions the memory answers (``node_questions``), its record parsed only when its text
+        may hold any: a key is spelled out in JSON unless escaped, so a record holding neither the word
+        nor an escape holds none (most memories have none, and a pack weighs dozens of candidates)."""
+        record = self._record
+        if self._node is None and isinstance(record, str) and QUESTIONS not in record and "\\u" not in record:
+            return []
+        return node_questions(self.node)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -132,10 +141,22 @@ class View:
         return _applies(row, self.where) and (row["key"] is None or self.winner(row["key"]) == row["id"])
 
     def node(self, node_id: str) -> MemoryNode | None:
+        """The memory ``node_id`` names, if it is in this view (parsed: ``holds`` only asks)."""
+        row = self._row(node_id)
+        return None if row is None else _node(row)
+
+    def holds(self, node_id: str) -> bool:
+        """Whether the memory ``node_id`` names is in this view, asked of its index row alone."""
+        return self._row(node_id) is not None
+
+    def hit(self, node_id: str, score: float, via: str) -> Hit | None:
+        """A ``Hit`` of the memory ``node_id`` names if it is in this view, its record parsed when read."""
+        row = self._row(node_id)
+        return None if row is None else Hit(node_id=node_id, record=row["record"], score=score, via=via)
+
+    def _row(self, node_id: str) -> sqlite3.Row | None:
         row = self.index.view_row(node_id)
-        if row is None or not row["current"] or not self.contains(row):
-            return None
-        return _node(row)
+        return row if row is not None and row["current"] and self.contains(row) else None
 
     def all_nodes(self) -> list[MemoryNode]:
         return [_node(r) for r in self.index.current_rows() if self.contains(r)]

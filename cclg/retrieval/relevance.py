@@ -65,7 +65,6 @@ terms that the store holds.
 
 from __future__ import annotations
 
-from cclg.core.records import node_questions
 from cclg.core.text import STOPWORDS, compound_parts, is_cjk, query_words, stem, tokens
 from cclg.retrieval.query import Hit, View, Where
 from cclg.retrieval.search import bm25, idf, rarest_terms
@@ -266,9 +265,9 @@ def _semantic_hits(index: Index, where: Where, similarity: dict[str, float], kno
     for node_id, score in sorted(similarity.items(), key=lambda item: (-item[1], item[0])):
         if score < SEMANTIC or node_id in known:
             continue
-        node = view.node(node_id)
-        if node is not None:
-            found.append(Hit(node=node, score=score, via="semantic"))
+        hit = view.hit(node_id, score, "semantic")
+        if hit is not None:
+            found.append(hit)
     return found
 
 
@@ -301,7 +300,7 @@ def _memory_texts(hit: Hit) -> list[str]:
     """What a memory says (its content and key), then each question it answers: the memory share is
     that of the one the prompt holds most of, so a prompt worded like a question the memory answers
     counts as if it were worded like the memory."""
-    return [hit.node.content + " " + (hit.node.key or "").replace(".", " "), *node_questions(hit.node)]
+    return [hit.node.content + " " + (hit.node.key or "").replace(".", " "), *hit.questions()]
 
 
 def _memory_share(index: Index, owns: list[list[tuple[str, ...]]], prompt_terms: set[str]) -> tuple[float, int]:
@@ -349,7 +348,7 @@ def _evidence(
         matched = set(hit.matched)
         credit = [_credit(word, matched) for word in groups]
         texts = owns[rank] if rank < MEMORY_SHARE_RANKS else []
-        if node_questions(hit.node):  # only the questions the prompt asks count (_asked)
+        if hit.questions():  # only the questions the prompt asks count (_asked)
             in_content = matched.intersection(tokens(_memory_texts(hit)[0]))
             content_credit = [_credit(word, in_content) for word in groups]
             if sum(1 for c in content_credit if c) < QUESTION_CONTENT_WORDS:

@@ -359,7 +359,7 @@ def choose_related(
     already): a retired fact is never offered. The weight is the evidence as a share of what tier 1 asks."""
     by_words: dict[str, tuple[Hit, float, str]] = {}
     for hit, evidence in runner_up:
-        if evidence.strength >= RELATED_STRENGTH and evidence.matched and view.node(hit.id) is not None:
+        if evidence.strength >= RELATED_STRENGTH and evidence.matched and view.holds(hit.id):
             by_words[hit.id] = (hit, evidence.strength, f"shares the words {', '.join(evidence.matched[:3])}")
     by_meaning: list[tuple[Hit, float, str]] = []
     ranked = sorted(nearest or [], key=lambda item: -item[1])
@@ -367,10 +367,9 @@ def choose_related(
     for node_id, cosine in ranked:
         stands_out = cosine >= RELATED_MARGIN_FLOOR and cosine - second >= RELATED_MARGIN
         wanted = (cosine >= RELATED_SIMILARITY or stands_out) and node_id not in by_words and node_id not in taken
-        node = view.node(node_id) if wanted else None
-        if node is not None:
-            by_meaning.append((Hit(node=node, score=cosine, via="semantic"), cosine / SEMANTIC,
-                               f"near in meaning (similarity {cosine:.2f})"))  # fmt: skip
+        near = view.hit(node_id, cosine, "semantic") if wanted else None
+        if near is not None:
+            by_meaning.append((near, cosine / SEMANTIC, f"near in meaning (similarity {cosine:.2f})"))
 
     def order(item: tuple[Hit, float, str]) -> tuple[float, str]:
         return -_rounded(item[1]), item[0].id

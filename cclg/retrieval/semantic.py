@@ -617,7 +617,7 @@ class Vectors:
                 row = best if rows is None else int(rows[best])
                 if len(hits) >= limit:
                     break
-                if view.node(self.ids[row]) is not None:
+                if view.holds(self.ids[row]):
                     hits.append((self.ids[row], round(float(scores[best]), 6)))
             return hits
 
