@@ -89,7 +89,7 @@ import time
 from cclg.core import runtime
 from cclg.core.fields import parse_json
 from cclg.core.files import create_private
-from cclg.ledger.index import IndexDamage, is_damage, keep_open, read_fresh
+from cclg.ledger.index import IndexDamage, compact_kept, is_damage, keep_open, read_fresh
 from cclg.retrieval import embed
 from cclg.retrieval.query import View, Where
 
@@ -888,6 +888,7 @@ def _hold_lock(path: Path) -> int | None:
     return None
 
 
+TIDY_AFTER = 5.0  # seconds without a request before the helper compacts the search index (``Serving.tidy``)
 LOCK_WAIT = 2.0  # seconds a helper started to replace another waits for that one to end (``_replace``)
 
 
@@ -940,6 +941,7 @@ def _listen(store: Store, vectors: Vectors, idle: float, folder: Path, serving: 
                     conn, _ = server.accept()
                 except TimeoutError:
                     serving.check_code()
+                    serving.tidy()
                     continue
                 serving.last = time.monotonic()
                 threading.Thread(target=_connection, args=(conn, serving), name="cclg-connection").start()
@@ -982,6 +984,17 @@ class Serving:
             return self.vectors.query(text, where, ids, limit)
         finally:
             self.lock.release()
+
+    def tidy(self) -> None:
+        """What the helper does when nobody has asked anything for ``TIDY_AFTER`` seconds: merge the
+        search index's full-text segments that the writes since the last time added (``compact_kept``),
+        so that each prompt's lookups seek through one. Not while an event is handled; an event that
+        comes meanwhile reads the index as it was (another connection), and a writer holding the lock
+        leaves the merge for the next quiet moment."""
+        if time.monotonic() - self.last < TIDY_AFTER or self.events_lock.locked():
+            return
+        with contextlib.suppress(Exception):  # the index is a projection: a failure is the next read's to heal
+            compact_kept(self.store)
 
     def check_code(self, within: float = 0.0) -> bool:
         """Whether the package's modules are still those this helper started with (looked at again when
