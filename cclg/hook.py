@@ -122,7 +122,7 @@ class Call:
         from cclg.api import learning
 
         if self._given is None:
-            self._given = learning.session_digest(self.store, self.session_id)
+            self._given = learning.session_digest(self.store, self.session_id, keep=_after_answer)
         return self._given
 
     def record(self, summary: dict[str, Any] | None = None) -> None:

@@ -251,6 +251,35 @@ def test_a_prompt_right_after_its_session_start_waits_for_those_records_in_the_h
     assert names == ["session_start", "user_prompt"]  # done in the hook's process, the prompt would come first
 
 
+def test_the_helper_answers_before_it_counts_the_answer_and_keeps_the_session_digest(
+    tmp_path: Path, runtime: Path
+) -> None:
+    """The count of prompts its vectors answered (``cclg doctor``'s) and the session's digest are kept by
+    writes the answer does not read: the helper makes them once the host has its answer, with the
+    event's records, so a prompt never waits on them."""
+    project = tmp_path / "shop"
+    store = _seeded(tmp_path / "store", project)
+    payload = {**BASE, "session_id": "s-count", "prompt": "how do I set up a virtualenv?", "cwd": str(project)}
+    data = json.dumps({**payload, "hook_event_name": "UserPromptSubmit"}).encode()
+    env = {**os.environ, **SAME_CODE, "CCLG_SEMANTIC": ""}  # meaning asked: the helper's vectors answer
+    with _helper(store, CCLG_HELPER_TEST_DELAY="records:2.0"):
+        _run(HOOK, store.root, "session-start", {**payload, "hook_event_name": "SessionStart", "source": "startup"})
+        time.sleep(2.5)  # the start's records are written
+        digest = store.digest_path("s-count")
+        kept = digest.read_bytes() if digest.exists() else b""
+        before = semantic.answer_counts(store)["answered"]
+        command = [sys.executable, "-c", HANDED, "--root", str(store.root), "user-prompt"]
+        result = subprocess.run(command, input=data, capture_output=True, env=env, check=True)
+        assert b"NOT HANDED" not in result.stdout and b"uv" in result.stdout  # the pack, meaning and all
+        assert semantic.answer_counts(store)["answered"] == before
+        assert (digest.read_bytes() if digest.exists() else b"") == kept
+        deadline = time.monotonic() + 30
+        while semantic.answer_counts(store)["answered"] == before and time.monotonic() < deadline:
+            time.sleep(0.1)
+    assert semantic.answer_counts(store)["answered"] == before + 1
+    assert digest.read_bytes() != kept
+
+
 def test_a_helper_refuses_events_of_other_code_and_another_store(tmp_path: Path, runtime: Path) -> None:
     """The handshake: an event from other code (another version, another install) or for another store is
     refused before anything is done, and the hook does it in process."""

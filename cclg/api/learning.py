@@ -14,7 +14,7 @@ from cclg.api.lazy import served_on_first_use
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Callable, Collection
     from typing import Any
 
     from cclg.core.repository import Project
@@ -116,11 +116,12 @@ def reopen_session(store: Store, session_id: str) -> None:
     sessions.reopen_session(store, session_id)
 
 
-def session_digest(store: Store, session_id: str) -> Digest:
-    """What the session was given so far (``cclg.ledger.sessions.digest``: its log, never read whole)."""
+def session_digest(store: Store, session_id: str, keep: Callable[[Callable[[], object]], None] | None = None) -> Digest:
+    """What the session was given so far (``cclg.ledger.sessions.digest``: its log, never read whole;
+    ``keep`` runs the write that keeps the digest when it suits the caller)."""
     from cclg.ledger import sessions
 
-    return sessions.digest(store, session_id)
+    return sessions.digest(store, session_id, keep)
 
 
 def record_event(

@@ -23,7 +23,7 @@ from cclg.errors import NotFoundError
 
 TYPE_CHECKING = False  # typing costs the hook ~4 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from pathlib import Path
     from typing import Any, BinaryIO
 
@@ -245,11 +245,13 @@ class Digest(Record):
         self.failures: dict[str, int] = {}
 
 
-def digest(store: Store, session_id: str) -> Digest:
+def digest(store: Store, session_id: str, keep: Callable[[Callable[[], object]], None] | None = None) -> Digest:
     """The session's digest: the one kept in ``active/sessions/<id>.json``, brought up to date with
     the lines appended to the log since (each call reads only those, line by line; a torn last line
     is left for later), and kept again. A digest missing, unreadable or of a rewritten log is made
-    anew from the whole log, once."""
+    anew from the whole log, once. ``keep``, when given, is handed the write that keeps it, to run
+    when it suits (the hook's helper: after the host has its answer); a digest kept late, or not at
+    all, only makes the next call read more of the log."""
     path = store.digest_path(session_id)
     kept = _load_digest(path)
     start = -1 if kept is None else kept.offset
@@ -259,8 +261,16 @@ def digest(store: Store, session_id: str) -> Digest:
     except FileNotFoundError:
         return Digest()
     if found.offset != start:
-        private_folders(path.parent)
-        store.write_file(path, json.dumps(vars(found), separators=(",", ":")).encode(), durable=False)
+        data = json.dumps(vars(found), separators=(",", ":")).encode()
+
+        def write() -> None:
+            private_folders(path.parent)
+            store.write_file(path, data, durable=False)
+
+        if keep is None:
+            write()
+        else:
+            keep(write)
     return found
 
 

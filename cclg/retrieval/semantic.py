@@ -203,7 +203,7 @@ def consult(
             hits = _serving[0].query(embed.clip(query), where, ids, limit)
             if hits is None:
                 return None, _missed(store)
-            count_answer(store, True)
+            _serving[0].answered += 1  # counted once the host has the answer (``_run_event``)
             return hits, ANSWERED
         request = {
             "query": embed.clip(query),
@@ -975,6 +975,7 @@ class Serving:
         self.checked = time.monotonic()
         self.stale = False
         self.writing = False  # an event's records are being written (``_claim``)
+        self.answered = 0  # prompts of the event in hand its vectors answered, counted after the answer
 
     def query(self, text: str, where: Where, ids: list[str] | None, limit: int) -> list[tuple[str, float]] | None:
         """``Vectors.query`` under the lock; None when another query holds it past the budget."""
@@ -1152,11 +1153,20 @@ def _run_event(serving: Serving, request: dict[str, Any], payload: bytes) -> tup
     wanted, before = request.get("semantic"), os.environ.get("CCLG_SEMANTIC")
     try:
         _set_env("CCLG_SEMANTIC", wanted if isinstance(wanted, str) else None)
-        return serving.events(request, payload)
+        output, finish = serving.events(request, payload)
     except Exception:
-        return "{}", lambda: None
+        output, finish = "{}", lambda: None
     finally:
         _set_env("CCLG_SEMANTIC", before)
+
+    def records() -> None:
+        finish()
+        answered, serving.answered = serving.answered, 0
+        for _ in range(answered):
+            with contextlib.suppress(Exception):
+                count_answer(serving.store, True)
+
+    return output, records
 
 
 def _set_env(name: str, value: str | None) -> None:
