@@ -4,6 +4,7 @@ no project scope unless the test makes one)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -68,3 +69,24 @@ def owner_only(root: Path) -> None:
     """Give every file under ``root`` mode 0600 and every folder 0700, as cclg makes a store's."""
     for path in [root, *root.rglob("*")]:
         path.chmod(0o700 if path.is_dir() else 0o600)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_helper_outlives_the_tests(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """End the semantic helpers that tests started for their stores (a host's MCP server wakes one, a test
+    of the client starts one): each would otherwise stay up for its idle time after the run. Found by
+    their command line (``--helper --root`` a store under this run's temporary folder); where processes
+    cannot be listed so (no ``/proc``), they end on their own when their store's folder goes."""
+    yield
+    import signal
+
+    base = str(tmp_path_factory.getbasetemp())
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        root = args[args.index(b"--root") + 1 :][:1] if b"--helper" in args and b"--root" in args else []
+        if root and os.fsdecode(root[0]).startswith(base):
+            with contextlib.suppress(OSError, ValueError):
+                os.kill(int(cmdline.parent.name), signal.SIGTERM)
