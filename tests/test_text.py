@@ -220,6 +220,16 @@ def test_query_words_drop_stop_words() -> None:
     assert all(word[0] not in STOPWORDS for word in words)
 
 
+def test_a_korean_particle_left_alone_by_a_latin_word_or_a_number_is_no_query_word() -> None:
+    """"PR을", "API로", "0.3에서" split where the script changes; the particle alone says nothing of the
+    topic, and a memory sharing only "에서" and "로" with a prompt is no more about it than one sharing
+    "from" and "to". The index still holds it (``word_groups``): only what a query weighs changes."""
+    assert [word[0] for word in query_words("PR을 만들어줘")] == ["pr", "만들어줘"]
+    assert [word[0] for word in query_words("가중치를 0.3에서 0.5로 올려")] == ["가중치를", "0.3", "0.5", "올려"]
+    assert [word[0] for word in query_words("API로 보내고 Redis에 저장")] == ["api", "보내고", "redis", "저장"]
+    assert word_groups("CCLG는") == [["cclg"], ["는"]]
+
+
 def test_query_words_group_the_variants_of_each_word() -> None:
     words = query_words("deployed parseHTTPHeader")
     assert words == [("deployed", "deploy"), ("parsehttpheader", "parse", "http", "header", "pars")]

@@ -75,10 +75,12 @@ STOPWORDS = frozenset(
     s t d ll m re ve don doesn didn isn aren wasn weren hasn haven hadn wouldn couldn shouldn
     어떻게 왜 뭐 뭔가 무엇 무슨 어디 언제 어떤 해 해줘 해주세요 해야 해서 하는 하고 하면 하려면 했는데 있어 있나요 있는
     없어 그리고 그런데 근데 이거 그거 저거 좀 나는데 되나요 돼 될까 안 수 것 거 제 내 우리 이 그 저 너무 다시 지금
+    을 를 가 은 는 의 에 에서 로 으로 와 과 도 에게 한테 까지 부터 랑 이랑 처럼
     """.split()
 )
 # The Korean line holds question words, the forms of 하다 (do) and 있다/없다 (be), and
-# connectives: a Korean prompt spells its topic in nouns, and these carry none of it.
+# connectives: a Korean prompt spells its topic in nouns, and these carry none of it; and the
+# particles, which stand alone where they follow a Latin word or a number ("PR을", "0.3에서").
 # The line before holds what an apostrophe leaves of English contractions and
 # possessives ("that's", "don't", "we'll"): a query of small talk would otherwise
 # match every memory that mentions "Marlin's" or "Quarry's".
