@@ -221,7 +221,7 @@ def test_query_words_drop_stop_words() -> None:
 
 
 def test_a_korean_particle_left_alone_by_a_latin_word_or_a_number_is_no_query_word() -> None:
-    """"PR을", "API로", "0.3에서" split where the script changes; the particle alone says nothing of the
+    """Words like "PR을", "API로", "0.3에서" split where the script changes; the particle alone says nothing of the
     topic, and a memory sharing only "에서" and "로" with a prompt is no more about it than one sharing
     "from" and "to". The index still holds it (``word_groups``): only what a query weighs changes."""
     assert [word[0] for word in query_words("PR을 만들어줘")] == ["pr", "만들어줘"]
