@@ -6,16 +6,18 @@ at four; the helper merges them into one when nobody is asking (``Serving.tidy``
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from cclg.core.store import Store
 from cclg.intake.new_memories import add_memory
 from cclg.ledger import index as ledger_index
-from cclg.ledger.index import FTS_CRISIS_MERGE, keep_open, open_index, read_fresh, rebuild_index
+from cclg.ledger.index import COMPACT_AFTER, FTS_CRISIS_MERGE, keep_open, open_index, read_fresh, rebuild_index
 from cclg.retrieval.search import search
 from cclg.retrieval.semantic import TIDY_AFTER, Serving
 
@@ -131,3 +133,39 @@ def test_the_helper_leaves_the_merge_to_a_writer_that_holds_the_lock(serving: Se
     assert _segments(store) > 1
     serving.tidy()
     assert _segments(store) == 1
+
+
+def _import(store: Store, tmp_path: Path, count: int) -> None:
+    from click.testing import CliRunner
+
+    from cclg.cli import cli
+
+    lines = [
+        json.dumps(
+            {"content": f"Imported note {n}: {TOPICS[n % len(TOPICS)]} is owned by team {n % 9}", "source": "user"}
+        )
+        for n in range(count)
+    ]
+    path = tmp_path / f"seed-{count}.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    result = CliRunner().invoke(cli, ["--root", str(store.root), "import-jsonl", str(path)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+
+
+def test_an_import_of_many_memories_leaves_one_segment_and_a_small_one_pays_nothing(
+    grown: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compactions: list[int] = []
+    real = ledger_index.Index.compact
+
+    def counted(self: ledger_index.Index, wait: float | None = None) -> None:
+        compactions.append(1)
+        real(self, wait)
+
+    monkeypatch.setattr(ledger_index.Index, "compact", counted)
+    _import(grown, tmp_path, 20)
+    assert compactions == [], "a small write leaves the merging to FTS5 and the helper"
+    _import(grown, tmp_path, COMPACT_AFTER + 200)  # written in chunks, each its own segments
+    assert compactions == [1]
+    assert _segments(grown) == 1
+    assert len(_found(grown, "who owns the release train")) == 20

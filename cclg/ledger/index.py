@@ -59,6 +59,7 @@ READER_WAIT = 0.3  # seconds a reader waits for it to catch up with the files, e
 # at a time piles up to 16 segments before they are merged (13 at 100,000 memories cost the pack ~3 ms);
 # merging at 4 keeps it near 4-7, and ``Index.compact`` makes it one when nobody is waiting.
 FTS_CRISIS_MERGE = 4
+COMPACT_AFTER = 1000  # memories written at once (an import, a sync) after which the writer compacts it
 DAMAGE_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB (the low byte of an extended result code)
 
 # The columns of a node's row that decide whether it is in a view (``cclg.retrieval.query.View``), read without
@@ -1114,18 +1115,25 @@ class IndexChanges:
         self.store = store
         self.index = index
 
-    def changed(self, node_ids: Iterable[str], patch_ids: Iterable[str]) -> None:
-        """Bring the index in line with the node and patch files a write just changed."""
+    def changed(self, node_ids: Iterable[str], patch_ids: Iterable[str], *, compact: bool = False) -> None:
+        """Bring the index in line with the node and patch files a write just changed; ``compact``: then
+        merge its full-text index into one segment (``Index.compact``), for a write of many memories
+        (an import's thousands of rows leave it in a dozen segments, and a store used without the
+        semantic helper would otherwise read through them until its next rebuild)."""
         store, index = self.store, self.index
         if index is None and not store.index_path.exists():
             return
         try:
             if index is not None:
                 index.note_changes(node_ids, patch_ids)
+                if compact:
+                    index.compact()
                 return
             opened = _connect_file(store)  # no index built in memory for a write that cannot reach the file
             try:
                 opened.note_changes(node_ids, patch_ids)
+                if compact:
+                    opened.compact()
             finally:
                 opened.close()
         except (sqlite3.Error, OSError) as exc:

@@ -32,7 +32,7 @@ from typing import Any
 from cclg.core.files import fsync_dir, pid_alive
 from cclg.core.records import MemoryEdge, MemoryNode, MemoryPatch, Session, dumps
 from cclg.core.store import Store, audit_record
-from cclg.ledger.index import IndexChanges
+from cclg.ledger.index import COMPACT_AFTER, IndexChanges
 
 COMMIT = "COMMIT"
 AUDITED = "AUDITED"
@@ -104,7 +104,7 @@ def _complete(store: Store, folder: Path) -> int:
             fsync_dir(target)
     shutil.rmtree(folder)
     _remove_if_empty(folder.parent)
-    IndexChanges(store).changed(node_ids, patch_ids)
+    IndexChanges(store).changed(node_ids, patch_ids, compact=len(node_ids) >= COMPACT_AFTER)
     return moved
 
 

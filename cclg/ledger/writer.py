@@ -51,7 +51,7 @@ from cclg.core.records import (
 from cclg.core.store import Store, audit_record
 from cclg.errors import CclgError, IllegalPatchError, NotFoundError, UsageError, ValidationError
 from cclg.ledger import lattice
-from cclg.ledger.index import Index, IndexChanges, healing
+from cclg.ledger.index import COMPACT_AFTER, Index, IndexChanges, healing
 from cclg.ledger.lattice import operation_spec
 
 
@@ -150,7 +150,9 @@ def create_nodes(
             if len(ids) >= SHRINK_AFTER:
                 store.shrink_temp_folder()
             # Into the caller's index: the staged rows, with the patch that named them.
-            IndexChanges(store, index).changed([] if index is not None else ids, [patch_id])
+            IndexChanges(store, index).changed(
+                [] if index is not None else ids, [patch_id], compact=len(ids) >= COMPACT_AFTER
+            )
     return PatchResult(patch=patch, new_nodes=list(nodes) if isinstance(nodes, list) else [])
 
 
