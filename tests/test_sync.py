@@ -465,3 +465,38 @@ def test_the_ledger_never_scans_an_import_patch_list_for_each_memory(tmp_path: P
         assert ledger.settle(node).status == "active"
         birth_form(node, ledger, set(ids), "store-a")
     assert _Scanned.lookups == 0
+
+
+def test_a_sync_that_brings_many_memories_leaves_the_search_index_in_one_segment(
+    team: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """Records arriving by the thousand are indexed in chunks, each chunk's terms a segment of the
+    full-text index that every search would seek through (``cclg.ledger.index.COMPACT_AFTER``)."""
+    import sqlite3
+
+    from cclg.ledger.index import COMPACT_AFTER
+
+    a, b, _ = team
+    scope = {"project": PROJECT.split("=", 1)[1]}
+    lines = [
+        json.dumps(
+            {
+                "content": f"Service {n} of the team is deployed from the {n % 5} branch",
+                "source": "user",
+                "scope": scope,
+            }
+        )
+        for n in range(COMPACT_AFTER + 100)
+    ]
+    (tmp_path / "many.jsonl").write_text("\n".join(lines) + "\n")
+    cclg(a, "import-jsonl", str(tmp_path / "many.jsonl"))
+    cclg(a, "sync")
+    cclg(b, "search", "service")  # b's index exists before the records arrive, as in a store in use
+    add(b, "the payments service listens on 7443")  # and holds a segment of its own already
+    cclg(b, "sync")
+    db = sqlite3.connect(b / "index.sqlite")
+    try:
+        assert db.execute("SELECT count(DISTINCT segid) FROM nodes_fts_idx").fetchone() == (1,)
+    finally:
+        db.close()
+    assert len(js(b, "search", "deployed from the branch", "--limit", "50")) == 50

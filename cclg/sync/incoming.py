@@ -27,7 +27,7 @@ from cclg.core.ids import content_hash, sha256_hex
 from cclg.core.records import MemoryEdge, MemoryNode, MemoryPatch, dumps
 from cclg.core.store import Store, audit_record
 from cclg.errors import ValidationError
-from cclg.ledger.index import IndexChanges
+from cclg.ledger.index import COMPACT_AFTER, IndexChanges
 from cclg.ledger.view import Ledger, touched_ids
 from cclg.ledger.writer import foreign_patch, purged_contents
 from cclg.sync.outgoing import ORIGIN, _close, patch_secret, withheld_reason
@@ -113,7 +113,7 @@ def take(store: Store, clone: Path, paths: list[str], remote: Remote, authors: d
         maker.update(_local_makers(store, nodes, maker))
         nodes, patches = _close(local, nodes, patches, maker)
         _write(store, clone, paths, nodes, patches, edges, arrived)
-        IndexChanges(store).changed(list(nodes), list(patches))
+        IndexChanges(store).changed(list(nodes), list(patches), compact=len(nodes) >= COMPACT_AFTER)
     return arrived
 
 
