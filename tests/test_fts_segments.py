@@ -11,6 +11,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,12 +25,22 @@ from cclg.retrieval.semantic import TIDY_AFTER, Serving
 TOPICS = ["billing", "deploys", "the cache", "the release train", "migrations", "the search index"]
 
 
-def _segments(store: Store) -> int:
+def _one(store: Store, sql: str) -> Any:
+    """The first column of the first row ``sql`` gives on the store's index file (None for no row)."""
     db = sqlite3.connect(store.index_path)
     try:
-        return int(db.execute("SELECT count(DISTINCT segid) FROM nodes_fts_idx").fetchone()[0])
+        row = db.execute(sql).fetchone()
+        return None if row is None else row[0]
     finally:
         db.close()
+
+
+def _segments(store: Store) -> int:
+    return int(_one(store, "SELECT count(DISTINCT segid) FROM nodes_fts_idx"))
+
+
+def _merge_setting(store: Store) -> Any:
+    return _one(store, "SELECT v FROM nodes_fts_config WHERE k = 'crisismerge'")
 
 
 def _add(store: Store, number: int) -> None:
@@ -60,11 +71,7 @@ def test_memories_added_one_at_a_time_keep_the_full_text_index_in_few_segments(s
 def test_a_rebuilt_index_is_one_segment_with_the_merge_setting(grown: Store) -> None:
     rebuild_index(grown)
     assert _segments(grown) == 1
-    db = sqlite3.connect(grown.index_path)
-    try:
-        assert db.execute("SELECT v FROM nodes_fts_config WHERE k = 'crisismerge'").fetchone() == (FTS_CRISIS_MERGE,)
-    finally:
-        db.close()
+    assert _merge_setting(grown) == FTS_CRISIS_MERGE
 
 
 def test_an_index_an_earlier_cclg_built_takes_the_setting_at_its_next_write(grown: Store) -> None:
@@ -73,11 +80,7 @@ def test_an_index_an_earlier_cclg_built_takes_the_setting_at_its_next_write(grow
         db.execute("DELETE FROM nodes_fts_config WHERE k = 'crisismerge'")
     db.close()
     _add(grown, 100)
-    db = sqlite3.connect(grown.index_path)
-    try:
-        assert db.execute("SELECT v FROM nodes_fts_config WHERE k = 'crisismerge'").fetchone() == (FTS_CRISIS_MERGE,)
-    finally:
-        db.close()
+    assert _merge_setting(grown) == FTS_CRISIS_MERGE
 
 
 def test_compacting_merges_into_one_segment_and_changes_no_answer(grown: Store) -> None:

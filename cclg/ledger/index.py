@@ -771,12 +771,16 @@ class Index:
         when it has nothing else to do (``KeptIndex.compact``)."""
         self._begin_write(wait)
         try:
-            self._merge_setting()
-            self.db.execute("INSERT INTO nodes_fts (nodes_fts) VALUES ('optimize')")
+            self._optimize()
             self.db.commit()
         except BaseException:
             self.db.rollback()
             raise
+
+    def _optimize(self) -> None:
+        """In the write transaction open: the merge setting, then the full-text index in one segment."""
+        self._merge_setting()
+        self.db.execute("INSERT INTO nodes_fts (nodes_fts) VALUES ('optimize')")
 
     def rebuild(self) -> int:
         """Read every file again into tables made anew in one transaction (deleting 100,000 rows took
@@ -797,8 +801,7 @@ class Index:
         self._recompute(set(nodes))
         self._set_meta("schema", SCHEMA_VERSION)
         self._set_meta("signature", _folder_signature(self.store))
-        self._merge_setting()
-        self.db.execute("INSERT INTO nodes_fts (nodes_fts) VALUES ('optimize')")  # one segment, as compact
+        self._optimize()
         self.db.commit()
         return len(nodes)
 
