@@ -41,6 +41,22 @@ def test_a_short_follow_up_is_judged_with_the_previous_prompt(store: Store, depl
     assert [h.id for h in alone.chosen] != [deploys["staging"]], "alone, the follow-up does not say which"
 
 
+def test_the_previous_prompt_is_found_after_many_tool_calls(store: Store, deploys: dict[str, str]) -> None:
+    """A turn of the agent's may run a hundred tools: the follow-up is still judged with the user's prompt."""
+    prompt(store, "how do I deploy to production?")
+    for n in range(120):
+        tool = {
+            "session_id": "s-1",
+            "cwd": "/home/u/repo",
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": f"ls {n}"},
+            "tool_response": {"stdout": f"file-{n}"},
+        }
+        handle("post-tool", tool, "claude", str(store.root))
+    assert prompt(store, "and in staging?") == [deploys["staging"]]
+
+
 def test_a_content_free_follow_up_packs_nothing_new(store: Store, deploys: dict[str, str]) -> None:
     prompt(store, "how do I deploy to production?")
     assert prompt(store, "thanks, that worked") == []
@@ -73,8 +89,8 @@ def test_a_session_log_that_cannot_be_read_leaves_the_prompt_its_pack(
     """The previous prompt is a help: when reading it fails, the prompt is judged alone."""
     from cclg.api import learning
 
-    def broken(*args: object, **kwargs: object) -> list[str]:
+    def broken(*args: object, **kwargs: object) -> str:
         raise OSError("the session's log cannot be read")
 
-    monkeypatch.setattr(learning, "recent_prompts", broken)
+    monkeypatch.setattr(learning, "previous_prompt", broken)
     assert deploys["production"] in prompt(store, "how do I deploy to production?")
