@@ -223,9 +223,10 @@ def _previous_prompt(call: Call) -> str:
     from cclg.api import learning
 
     try:
-        return learning.previous_prompt(call.store, call.session_id)
+        prompts = learning.recent_prompts(call.store, call.session_id, 1)
     except Exception:  # the follow-up's context is a help, never a reason to lose the pack
         return ""
+    return prompts[-1] if prompts else ""
 
 
 def _deliver_previous_turn(call: Call) -> str:

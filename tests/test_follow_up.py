@@ -89,8 +89,22 @@ def test_a_session_log_that_cannot_be_read_leaves_the_prompt_its_pack(
     """The previous prompt is a help: when reading it fails, the prompt is judged alone."""
     from cclg.api import learning
 
-    def broken(*args: object, **kwargs: object) -> str:
+    def broken(*args: object, **kwargs: object) -> list[str]:
         raise OSError("the session's log cannot be read")
 
-    monkeypatch.setattr(learning, "previous_prompt", broken)
+    monkeypatch.setattr(learning, "recent_prompts", broken)
     assert deploys["production"] in prompt(store, "how do I deploy to production?")
+
+
+def test_a_compaction_keeps_the_prompts_before_a_long_turn(store: Store) -> None:
+    """The compact record's recent prompts are the user's last ones, however many tool calls followed."""
+    from cclg.api import learning
+
+    learning.start_session(store, "s-9", agent="claude", project=None)
+    for text in ("fix the flaky cache test", "now run the whole suite"):
+        learning.record_event(store, "s-9", "user_prompt", {}, summary={"prompt": text})
+    for n in range(80):
+        learning.record_event(store, "s-9", "post_tool", {}, summary={"tool": "Bash", "n": n})
+    assert learning.recent_prompts(store, "s-9", 5) == ["fix the flaky cache test", "now run the whole suite"]
+    assert learning.recent_prompts(store, "s-9", 1) == ["now run the whole suite"]
+    assert learning.recent_prompts(store, "no-such-session", 5) == []

@@ -48,7 +48,6 @@ __all__ = [
     "log_hook_failure",
     "mark_turn_context_emptied",
     "note_prompt",
-    "previous_prompt",
     "read_turn",
     "recent_prompts",
     "record_event",
@@ -152,23 +151,12 @@ def session_timeline(store: Store, session_id: str, *, limit: int = 200) -> dict
     return {"session": record, "events": events}
 
 
-def previous_prompt(store: Store, session_id: str) -> str:
-    """The session's last prompt ("" before its first), read back from the end of its log to the last
-    ``user_prompt`` line however many tool calls came after it: what a short follow-up is judged with."""
-    from cclg.core.hook_events import USER_PROMPT, logged
-    from cclg.ledger import sessions
-
-    event = sessions.latest_event(store, session_id, logged(USER_PROMPT)) or {}
-    summary = event.get("summary")
-    prompt = summary.get("prompt") if isinstance(summary, dict) else None
-    return prompt if isinstance(prompt, str) else ""
-
-
 def recent_prompts(store: Store, session_id: str, count: int = 5) -> list[str]:
-    """The session's last ``count`` prompts, from its last 50 events: what a compact record keeps."""
+    """The session's last ``count`` prompts, oldest first, however many tool calls came after them: what a
+    compact record keeps, and what a short follow-up is judged with (the last one)."""
     from cclg.ledger import sessions
 
-    return sessions.recent_prompts(sessions.last_events(store, session_id, 50), count)
+    return sessions.recent_prompts(store, session_id, count)
 
 
 def close_session(store: Store, session_id: str) -> None:

@@ -175,18 +175,28 @@ TAIL_CHUNK = 64 * 1024
 
 
 def latest_event(store: Store, session_id: str, event: str) -> dict[str, Any] | None:
-    """The session's last ``event`` (``user_prompt``, say), read backwards from the end of its log
-    (``lines_backwards``): a long session's log is never read whole for it. None when there is none."""
+    """The session's last ``event`` (``user_prompt``, say); None when there is none (``latest_events``)."""
+    found = latest_events(store, session_id, event, 1)
+    return found[0] if found else None
+
+
+def latest_events(store: Store, session_id: str, event: str, count: int) -> list[dict[str, Any]]:
+    """The session's last ``count`` events named ``event``, last first, read backwards from the end of its
+    log (``lines_backwards``), parsing only the lines that name it: a long session's log is never read
+    whole, however many other events came after them."""
     needle = f'"event": "{event}"'.encode()
+    found: list[dict[str, Any]] = []
     try:
         with open(store.session_events_path(session_id), "rb") as handle:
             for line in lines_backwards(handle):
-                found = _parsed(line) if needle in line else None
-                if found is not None and found.get("event") == event:
-                    return found
+                parsed = _parsed(line) if needle in line else None
+                if parsed is not None and parsed.get("event") == event:
+                    found.append(parsed)
+                    if len(found) == count:
+                        break
     except FileNotFoundError:
         pass
-    return None
+    return found
 
 
 def lines_backwards(handle: BinaryIO) -> Iterator[bytes]:
@@ -210,11 +220,10 @@ def _parsed(line: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def recent_prompts(events: list[dict[str, Any]], count: int) -> list[str]:
-    """The last ``count`` prompts among ``events``, oldest first."""
-    prompt = logged(USER_PROMPT)
-    prompts = [e.get("summary", {}).get("prompt") for e in events if e.get("event") == prompt]
-    return [p for p in prompts if isinstance(p, str) and p][-count:]
+def recent_prompts(store: Store, session_id: str, count: int) -> list[str]:
+    """The session's last ``count`` prompts, oldest first (``latest_events``)."""
+    prompts = [e.get("summary", {}).get("prompt") for e in latest_events(store, session_id, logged(USER_PROMPT), count)]
+    return [p for p in prompts[::-1] if isinstance(p, str) and p]
 
 
 # When the host's context stops holding what it was given. A session-start with one of these sources
