@@ -191,10 +191,20 @@ def _stop_helpers(runtime: Path) -> None:
         time.sleep(0.1)
 
 
-def _answered(store: Store, before: dict[str, int]) -> tuple[int, int]:
+def _answered(store: Store, before: dict[str, int], settle: float = 0.0) -> tuple[int, int]:
+    """Prompts answered and missed since ``before``. The helper counts an answer after the host has it, so
+    a count read right after the last prompt may lack that prompt: ``settle`` seconds at most are given
+    for the counts to stop moving."""
     from cclg.retrieval import semantic
 
     now = semantic.answer_counts(store)
+    deadline = time.monotonic() + settle
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        later = semantic.answer_counts(store)
+        if later == now:
+            break
+        now = later
     return now["answered"] - before["answered"], now["missed"] - before["missed"]
 
 
@@ -247,7 +257,7 @@ def semantic_runs(args: argparse.Namespace) -> None:
                         time.sleep(args.gap)
                     prompt = _payload(size, "user-prompt", prompt=query, cwd=project_folder(work, query, projects))
                     times.append(timed_answer([HOOK, "--root", str(root), "user-prompt"], prompt, env)[0])
-                answered, missed = _answered(store, before)
+                answered, missed = _answered(store, before, settle=2.0)
                 p50, p95 = statistics.median(times), statistics.quantiles(times, n=20)[18]
                 print(
                     f"{size} memories, {label}: user-prompt p50 {p50 * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms;"
