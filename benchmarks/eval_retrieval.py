@@ -33,6 +33,10 @@ query counts in each):
 - ``correction``: needs the live end of a corrected fact, or (``expect`` empty,
   ``gone`` naming the retired labels) asks about a fact retired with no
   successor, where nothing current exists;
+- ``switch``: a short, complete question that changes the subject after the session's
+  previous prompt (``previous``) in the same project; ``avoid`` names the facts of that
+  previous subject, which the pack must not carry over (column ``carried``: how many of
+  them the packs held, of the switches);
 - ``off_topic``: small talk, other projects' questions, generic programming and
   general questions the store says nothing about, and bad inputs (emoji only,
   stop words only, binary junk, a 1 MB prompt generated here).
@@ -151,7 +155,7 @@ from cclg.retrieval import embed, relevance, rendering, selection, semantic
 
 HERE = Path(__file__).resolve().parent
 SPLITS = ("tune", "held_out")
-CATEGORIES = ("shared_words", "task", "long", "paraphrase", "cjk", "correction", "off_topic")
+CATEGORIES = ("shared_words", "task", "long", "paraphrase", "cjk", "correction", "switch", "off_topic")
 DEFAULT_SIZES = (10, 100, 10_000)
 SMALL_SHARD = 7  # case memories per store at size 10 (the rest are distractors)
 IMPORT_BATCH = 5_000
@@ -295,10 +299,15 @@ class Cases:
                     self.problems.append(f"{where} unknown label {label}")
                 elif label in self.retired:
                     self.problems.append(f"{where} expects retired {label}; expect the live end of its chain")
+            for label in case.get("avoid", []):
+                if label not in self.contents or label in self.retired:
+                    self.problems.append(f"{where} avoids {label}, which is no current fact")
+            if ("switch" in cats) != bool(case.get("avoid")) or ("switch" in cats and not case.get("previous")):
+                self.problems.append(f"{where} a switch has a previous prompt and facts to avoid, and only a switch")
             for label in case.get("gone", []):
                 if label not in self.retired:
                     self.problems.append(f"{where} names {label} as gone, but it is current")
-            if len({group_of(label) for label in labels}) > 1:
+            if len({group_of(label) for label in labels + case.get("avoid", [])}) > 1:
                 self.problems.append(f"{where} needs facts of several projects {labels}")
             text = case["text"]
             if ("cjk" in cats) != has_cjk(text):
@@ -446,8 +455,8 @@ def _shards(cases: Cases, labels: list[str], size: int) -> list[list[str]]:
 
     for fix in cases.raw["corrections"]:
         join(fix["targets"] + fix["new"])
-    for case in cases.queries:
-        join(case["expect"] + case.get("gone", []))
+    for case in cases.queries:  # a switch's previous subject with it, so the pack could carry it over
+        join(case["expect"] + case.get("gone", []) + case.get("avoid", []))
     units: dict[str, list[str]] = defaultdict(list)
     for label in labels:
         units[find(label)].append(label)
@@ -658,6 +667,7 @@ class Outcome:
     predecessor_listed: int
     predecessors: int
     seconds: float
+    carried: int = 0  # a switch's previous subject (``avoid``) packed
     diagnosis: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -706,6 +716,7 @@ def run_prompt(world: World, case: dict[str, Any], cases: Cases) -> Outcome:
         predecessor_listed=sum(1 for node_id in predecessors if node_id in suppressed),
         predecessors=len(predecessors),
         seconds=seconds,
+        carried=sum(1 for label in case.get("avoid", []) if world.ids.get(label) in got),
     )
 
 
@@ -823,6 +834,8 @@ class Tally:
     distractors: int = 0
     predecessors: int = 0
     predecessor_listed: int = 0
+    switches: int = 0
+    carried: int = 0
 
     def add(self, outcome: Outcome) -> None:
         self.prompts += 1
@@ -842,6 +855,8 @@ class Tally:
         self.distractors += outcome.distractors
         self.predecessors += outcome.predecessors
         self.predecessor_listed += outcome.predecessor_listed
+        self.switches += bool(outcome.case.get("avoid"))
+        self.carried += outcome.carried
 
     def row(self) -> dict[str, Any]:
         def share(a: int, b: int) -> float | None:
@@ -862,6 +877,8 @@ class Tally:
             "distractors_per_pack": share(self.distractors, self.packs),
             "predecessor_listed": self.predecessor_listed,
             "predecessors": self.predecessors,
+            "switches": self.switches,
+            "carried_over": self.carried,
         }
 
 
@@ -890,7 +907,7 @@ def _fmt(value: float | None, width: int) -> str:
 def print_table(rows: list[dict[str, Any]], timing: list[dict[str, Any]]) -> None:
     header = (
         f"{'size':>6} {'split':<8} {'category':<12} {'n':>4} {'R@12':>6} {'R@3':>6} {'R1+2':>6} {'stale':>5} "
-        f"{'empty!':>7} {'nodes':>6} {'distr':>6} {'old listed':>10} {'t2 ln':>6} {'t2 ch':>6}"
+        f"{'empty!':>7} {'nodes':>6} {'distr':>6} {'old listed':>10} {'t2 ln':>6} {'t2 ch':>6} {'carried':>7}"
     )
     print(header)
     print("-" * len(header))
@@ -901,12 +918,13 @@ def print_table(rows: list[dict[str, Any]], timing: list[dict[str, Any]]) -> Non
         last = (row["size"], row["split"])
         empty = f"{row['nothing_expected_got_memory']}/{row['nothing_expected']}" if row["nothing_expected"] else "-"
         listed = f"{row['predecessor_listed']}/{row['predecessors']}" if row["predecessors"] else "-"
+        carried = f"{row['carried_over']}/{row['switches']}" if row["switches"] else "-"
         print(
             f"{row['size']:>6} {row['split']:<8} {row['category']:<12} {row['prompts']:>4} "
             f"{_fmt(row['recall@12'], 6)} {_fmt(row['recall@3'], 6)} {_fmt(row['recall_tiers_1_2'], 6)} "
             f"{row['stale_leaks']:>5} {empty:>7} "
             f"{_fmt(row['nodes_per_pack'], 6)[:6]} {_fmt(row['distractors_per_pack'], 6)[:6]} {listed:>10} "
-            f"{_fmt(row['related_lines_per_prompt'], 6)[:6]} {row['related_chars_per_prompt'] or 0:>6.0f}"
+            f"{_fmt(row['related_lines_per_prompt'], 6)[:6]} {row['related_chars_per_prompt'] or 0:>6.0f} {carried:>7}"
         )
     print()
     print(

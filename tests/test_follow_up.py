@@ -108,3 +108,21 @@ def test_a_compaction_keeps_the_prompts_before_a_long_turn(store: Store) -> None
     assert learning.recent_prompts(store, "s-9", 5) == ["fix the flaky cache test", "now run the whole suite"]
     assert learning.recent_prompts(store, "s-9", 1) == ["now run the whole suite"]
     assert learning.recent_prompts(store, "no-such-session", 5) == []
+
+
+def test_a_short_question_on_a_new_subject_carries_nothing_over(store: Store) -> None:
+    """The words a short prompt repeats from the previous one are the subject carried over: they are no
+    evidence of their own, or a switch of subject would pack what the previous prompt was about."""
+    ids = {}
+    for name, content in [
+        ("tests", "Tern tests run with uv run pytest -n auto"),
+        ("release", "Tern is released to PyPI by pushing a version tag"),
+        ("docs", "Tern docs are built with MkDocs from docs/"),
+        ("fonts", "The docs site uses Inter for headings"),
+        ("deploy", "Deploy to production with make release after the tag is pushed"),
+    ]:
+        ids[name] = add_memory(store, content, source="user").new_nodes[0].id
+    switch = PackRequest("how is tern released?", previous="how do I run the tern tests?")
+    assert [h.id for h in select(store, switch).chosen] == [ids["release"]]
+    follow_up = PackRequest("and the docs?", previous="how do I run the tern tests?")
+    assert ids["docs"] in [h.id for h in select(store, follow_up).chosen], "a follow-up still reads its context"

@@ -41,7 +41,10 @@ prompt of at most ``FOLLOW_UP_WORDS`` words is judged together with the session'
 previous prompt. The previous prompt's words join the query at ``PREVIOUS_WEIGHT`` of
 their weight (secondary evidence), and a memory passes only with evidence from the
 prompt's own words too (one of them matched, or its meaning): "thanks, that worked"
-after a deploy question packs no deploy memory. A longer prompt is judged alone.
+after a deploy question packs no deploy memory. The own words that count are the new
+ones, those the previous prompt does not hold (when the prompt has any): the words it
+repeats are the subject carried over, so "how is tern released?" after "how do I run the
+tern tests?" packs no test memory on "tern" and "tests". A longer prompt is judged alone.
 
 A memory's **questions** (the ones it answers) are read like its content when its content
 already matches ``QUESTION_CONTENT_WORDS`` of the prompt's words (the questions then add to
@@ -204,7 +207,7 @@ def relevant(
     ``cclg.retrieval.semantic.similar``; None (no answer) leaves the decision lexical. ``previous``:
     the session's previous prompt, used when ``query`` is a follow-up (see the module's docstring)."""
     own = words(query)
-    added = _follow_up_words(own, previous)
+    added, new = _follow_up(own, previous)
     groups = own + added
     terms = _search_terms(index, groups) if groups else []
     text = f"{query} {previous}" if added else query
@@ -223,8 +226,8 @@ def relevant(
     weights = weights[: len(own)] + [w * PREVIOUS_WEIGHT for w in weights[len(own) :]]
     candidates = sorted([*current, *retired], key=lambda h: (-float(f"{h.score:.9g}"), h.id))
     evidence = _evidence(index, groups, weights, candidates, leaders, similarity)
-    if added:  # a follow-up's memory needs evidence from the prompt's own words too; the others set no bar
-        candidates = [h for h in candidates if _own_evidence(evidence[h.id], own)]
+    if added:  # a follow-up's memory needs evidence from the prompt's new words too; the others set no bar
+        candidates = [h for h in candidates if _own_evidence(evidence[h.id], new)]
     best = max((evidence[h.id].strength for h in candidates), default=0.0)
     passed = {h.id for h in candidates if _passes(evidence[h.id], best)}
     # The old version of a current memory that passed is held to the absolute bar only, not to the
@@ -241,13 +244,18 @@ def relevant(
     return [h for h in current if h.id in passed], [h for h in retired if h.id in passed], out
 
 
-def _follow_up_words(own: list[tuple[str, ...]], previous: str) -> list[tuple[str, ...]]:
-    """The previous prompt's words the query adds when the prompt (its words ``own``) is a follow-up of at
-    most ``FOLLOW_UP_WORDS`` words; none for a longer prompt or the first prompt of a session."""
+def _follow_up(own: list[tuple[str, ...]], previous: str) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
+    """For a prompt (its words ``own``) that is a follow-up of at most ``FOLLOW_UP_WORDS`` words: (the
+    previous prompt's words it adds, its own words that a memory's evidence must come from: those the
+    previous prompt does not hold in any form, or all of them when it holds every one). Nothing is
+    added for a longer prompt or the first prompt of a session."""
     if not previous or len(own) > FOLLOW_UP_WORDS:
-        return []
+        return [], own
+    before = words(previous)
     known = {word[0] for word in own}
-    return [word for word in words(previous) if word[0] not in known]
+    said, said_as = {form for word in before for form in word}, {word[0] for word in before}
+    new = [word for word in own if word[0] not in said and not said_as.intersection(word[1:])]
+    return [word for word in before if word[0] not in known], new or own
 
 
 def _own_evidence(evidence: Evidence, own: list[tuple[str, ...]]) -> bool:
