@@ -97,7 +97,16 @@ def _text(value: object, limit: int = SUMMARY_CHARS) -> str:
     import json
 
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more characters in raw/]"
+    return text if len(text) <= limit else text[:limit] + f"{CUT_MARK}{len(text) - limit}{CUT_END}"
+
+
+CUT_MARK, CUT_END = "… [", " more characters in raw/]"  # how ``_text`` ends a text it cut
+
+
+def _uncut(text: str) -> str:
+    """``text`` without the note ``_text`` ends a cut text with: the note's words are not the user's."""
+    at = text.rfind(CUT_MARK)
+    return text[:at] if at >= 0 and text.endswith(CUT_END) else text
 
 
 class Call:
@@ -226,7 +235,7 @@ def _previous_prompt(call: Call) -> str:
         prompts = learning.recent_prompts(call.store, call.session_id, 1)
     except Exception:  # the follow-up's context is a help, never a reason to lose the pack
         return ""
-    return prompts[-1] if prompts else ""
+    return _uncut(prompts[-1]) if prompts else ""
 
 
 def _deliver_previous_turn(call: Call) -> str:

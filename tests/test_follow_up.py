@@ -126,3 +126,16 @@ def test_a_short_question_on_a_new_subject_carries_nothing_over(store: Store) ->
     assert [h.id for h in select(store, switch).chosen] == [ids["release"]]
     follow_up = PackRequest("and the docs?", previous="how do I run the tern tests?")
     assert ids["docs"] in [h.id for h in select(store, follow_up).chosen], "a follow-up still reads its context"
+
+
+def test_a_follow_up_after_a_long_prompt_reads_the_user_s_words_only(store: Store) -> None:
+    """The session log keeps the head of a long prompt and a note of how much more raw/ holds: the
+    note's words ("characters", "raw") are not the user's, and a follow-up is not judged with them."""
+    from cclg.hook import SUMMARY_CHARS, Call, _previous_prompt
+
+    long_prompt = "the deploy failed with this log: " + "step ok; " * SUMMARY_CHARS
+    payload = {"session_id": "s-3", "cwd": "/home/u/repo", "hook_event_name": "UserPromptSubmit"}
+    handle("user-prompt", {**payload, "prompt": long_prompt}, "claude", str(store.root))
+    call = Call("user-prompt", store, "s-3", {**payload, "prompt": "and in staging?"}, "claude", False)
+    previous = _previous_prompt(call)
+    assert long_prompt.startswith(previous) and len(previous) == SUMMARY_CHARS
