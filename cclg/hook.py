@@ -93,20 +93,28 @@ def detect_agent(payload: dict[str, Any]) -> str:
     )
 
 
-def _text(value: object, limit: int = SUMMARY_CHARS) -> str:
+def _text(value: object, limit: int = SUMMARY_CHARS, tail: int = 0) -> str:
+    """``value`` as the session log summarises it: whole up to ``limit`` characters, else its head (and its
+    last ``tail`` characters) around a note of how many more the raw evidence holds."""
     import json
 
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[:limit] + f"{CUT_MARK}{len(text) - limit}{CUT_END}"
+    if len(text) <= limit:
+        return text
+    head, rest = limit - tail, len(text) - limit
+    return text[:head] + f"{CUT_MARK}{rest}{CUT_END}" + (f" {text[-tail:]}" if tail else "")
 
 
-CUT_MARK, CUT_END = "… [", " more characters in raw/]"  # how ``_text`` ends a text it cut
+CUT_MARK, CUT_END = "… [", " more characters in raw/]"  # the note ``_text`` puts where it cut a text
 
 
 def _uncut(text: str) -> str:
-    """``text`` without the note ``_text`` ends a cut text with: the note's words are not the user's."""
+    """``text`` without the note ``_text`` put where it cut it: the note's words are not the user's."""
     at = text.rfind(CUT_MARK)
-    return text[:at] if at >= 0 and text.endswith(CUT_END) else text
+    end = text.find(CUT_END, at) if at >= 0 else -1
+    if end < 0 or not text[at + len(CUT_MARK) : end].isdigit():
+        return text
+    return text[:at] + text[end + len(CUT_END) :]
 
 
 class Call:
@@ -216,7 +224,8 @@ def on_user_prompt(call: Call) -> str | None:
     if not isinstance(prompt, str):
         raise ValueError("user-prompt payload has no prompt string")
     given = call.given().in_context
-    summary = {"prompt": _text(prompt), "cwd": call.payload.get("cwd"), "at": time.time()}
+    # A long prompt is mostly a paste with its question at the end: its head and its tail are kept.
+    summary = {"prompt": _text(prompt, tail=SUMMARY_CHARS // 2), "cwd": call.payload.get("cwd"), "at": time.time()}
     _after_answer(lambda: _note_prompt(call))  # a pointer for `cclg turn write`: nothing the answer reads
     turn = _deliver_previous_turn(call)
     if turn:

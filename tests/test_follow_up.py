@@ -129,13 +129,18 @@ def test_a_short_question_on_a_new_subject_carries_nothing_over(store: Store) ->
 
 
 def test_a_follow_up_after_a_long_prompt_reads_the_user_s_words_only(store: Store) -> None:
-    """The session log keeps the head of a long prompt and a note of how much more raw/ holds: the
-    note's words ("characters", "raw") are not the user's, and a follow-up is not judged with them."""
+    """The session log keeps a long prompt's head and tail (a paste, then its question) around a note of
+    how much more raw/ holds: the note's words ("characters", "raw") are not the user's, and a follow-up
+    is judged with the head and the question, not with them."""
     from cclg.hook import SUMMARY_CHARS, Call, _previous_prompt
 
-    long_prompt = "the deploy failed with this log: " + "step ok; " * SUMMARY_CHARS
+    question = "why does the staging deploy fail here?"
+    long_prompt = "the deploy log: " + "step ok; " * SUMMARY_CHARS + question
     payload = {"session_id": "s-3", "cwd": "/home/u/repo", "hook_event_name": "UserPromptSubmit"}
     handle("user-prompt", {**payload, "prompt": long_prompt}, "claude", str(store.root))
-    call = Call("user-prompt", store, "s-3", {**payload, "prompt": "and in staging?"}, "claude", False)
+    logged = read_jsonl(store.session_events_path("s-3")).records[-1]["summary"]["prompt"]
+    assert "more characters in raw/" in logged and logged.endswith(question)
+    call = Call("user-prompt", store, "s-3", {**payload, "prompt": "and in production?"}, "claude", False)
     previous = _previous_prompt(call)
-    assert long_prompt.startswith(previous) and len(previous) == SUMMARY_CHARS
+    assert previous.startswith("the deploy log: step ok;") and previous.endswith(question)
+    assert "characters" not in previous and "raw/" not in previous and len(previous) == SUMMARY_CHARS + 1
