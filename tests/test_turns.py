@@ -82,6 +82,18 @@ def test_stop_records_the_turns_facts_as_a_self_describing_entry(store: Store, t
     assert list(coglog) == ["_schema", "turn_id", "timestamp", "layers", *turns.INTERPRETATION], "CogLog's shape"
 
 
+def test_a_long_turn_keeps_its_prompt(store: Store, tmp_path: Path) -> None:
+    """A turn of many tool calls pushes its prompt far back in the session log: the entry still has it."""
+    from cclg.api import learning
+
+    hook(store, "user-prompt", claude("user-prompt", tmp_path, prompt=PROMPT))
+    for n in range(120):  # about 360 KB of log after the prompt
+        learning.record_event(store, SESSION, "post_tool", {}, summary={"tool": "Bash", "out": f"{n} " + "x" * 3000})
+    hook(store, "stop", claude("stop", tmp_path, stop_hook_active=False))
+    entry = json.loads(cclg(store, "turn", "read", "--json").output)
+    assert entry["layers"]["user"] == PROMPT
+
+
 def test_the_agents_reading_is_sealed_into_its_turn_and_comes_with_the_next_prompt(
     store: Store, tmp_path: Path
 ) -> None:

@@ -302,9 +302,9 @@ def mark_turn_context_emptied(store: Store, session_id: str) -> None:
 def seal_turn(store: Store, session_id: str, payload: dict[str, Any]) -> dict[str, Any]:
     """The entry of the turn a stop ends (what happened, and the agent's reading of it if it wrote one),
     which becomes the session's current entry (``cclg.learning.turns.seal``)."""
-    from cclg.learning import sensors, turns
+    from cclg.learning import turns
 
-    return turns.seal(store, session_id, payload, sensors.recent_events(store, session_id))
+    return turns.seal(store, session_id, payload)
 
 
 def read_turn(store: Store, session_id: str | None = None, *, coglog: bool = False) -> dict[str, Any]:

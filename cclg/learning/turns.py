@@ -39,7 +39,7 @@ from cclg.core.hook_events import USER_PROMPT, logged
 from cclg.core.ids import is_valid_session_id, now_iso, sha256_hex
 from cclg.core.store import Store
 from cclg.errors import NotFoundError, UsageError
-from cclg.ledger.sessions import event_payload
+from cclg.ledger.sessions import event_payload, latest_event
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -141,8 +141,6 @@ def own_session(store: Store, session_id: str | None, folder: str | None = None)
                 return str(marker["session_id"])
         raise NotFoundError(f"no session has prompted from {here} yet; name one (--session, or session_id)")
     _path(store, session_id)  # a UsageError for what is no session id
-    from cclg.ledger.sessions import latest_event
-
     prompt = latest_event(store, session_id, logged(USER_PROMPT)) or {}
     summary = prompt.get("summary")
     cwd = _real(summary.get("cwd")) if isinstance(summary, dict) else None
@@ -155,13 +153,13 @@ def own_session(store: Store, session_id: str | None, folder: str | None = None)
 # ---------------------------------------------------------------- the fact layer, at stop
 
 
-def seal(store: Store, session_id: str, payload: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
+def seal(store: Store, session_id: str, payload: dict[str, Any]) -> dict[str, Any]:
     """At ``stop``: the entry of the turn that just ended (its facts, and the interpretation written
     during it), made the session's current entry and kept in ``raw/``. Returns what the session log
     records of it."""
     previous = _load(_path(store, session_id)) or {}
     pending = _load(_path(store, session_id, pending=True)) or {}
-    layers = facts(payload, events, store)
+    layers = facts(payload, store, session_id)
     entry = _entry(int(previous.get("turn_id") or 0) + 1, layers, pending, session_id, payload.get("turn_id"))
     raw_path = _keep(store, session_id, entry)
     _save(store, _path(store, session_id), entry)
@@ -188,10 +186,10 @@ def _keep(store: Store, session_id: str, entry: dict[str, Any]) -> str:
     return raw_path
 
 
-def facts(payload: dict[str, Any], events: list[dict[str, Any]], store: Store) -> dict[str, str]:
-    """The turn's fact layer: the last prompt of the session log, and the transcript's (or the
-    payload's) thinking and output after it."""
-    user = _last_prompt(events, store)
+def facts(payload: dict[str, Any], store: Store, session_id: str) -> dict[str, str]:
+    """The turn's fact layer: the session's last prompt, and the transcript's (or the payload's) thinking
+    and output after it."""
+    user = _last_prompt(store, session_id)
     thinking, assistant = _from_transcript(payload.get("transcript_path"), user)
     last = payload.get("last_assistant_message")
     if isinstance(last, str) and last.strip():
@@ -199,17 +197,17 @@ def facts(payload: dict[str, Any], events: list[dict[str, Any]], store: Store) -
     return {"user": user[:FACT_CHARS], "thinking": thinking[:FACT_CHARS], "assistant": assistant[:FACT_CHARS]}
 
 
-def _last_prompt(events: list[dict[str, Any]], store: Store) -> str:
-    """The session's last prompt, verbatim from its raw evidence (the log keeps a summary)."""
-    for event in reversed(events):
-        if event.get("event") != logged(USER_PROMPT):
-            continue
-        prompt = event_payload(store, event).get("prompt")
-        if isinstance(prompt, str):
-            return prompt
-        summary = event.get("summary") or {}
-        return str(summary.get("prompt") or "")
-    return ""
+def _last_prompt(store: Store, session_id: str) -> str:
+    """The session's last prompt, verbatim from its raw evidence (the log keeps a summary), however many
+    tool calls came after it; "" before the first."""
+    event = latest_event(store, session_id, logged(USER_PROMPT))
+    if event is None:
+        return ""
+    prompt = event_payload(store, event).get("prompt")
+    if isinstance(prompt, str):
+        return prompt
+    summary = event.get("summary") or {}
+    return str(summary.get("prompt") or "")
 
 
 def _from_transcript(path: object, prompt: str) -> tuple[str, str]:
