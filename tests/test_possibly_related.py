@@ -49,6 +49,19 @@ def test_partial_word_evidence_is_offered_as_one_line_not_packed(store: Store, f
     assert entry["preview"] == FRONTEND and "frontend" in entry["why"]
 
 
+def test_one_shared_word_that_many_memories_hold_is_no_offer(
+    store: Store, facts: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A line for the one word a runner-up shares points at it only when few memories hold that word."""
+    from cclg.retrieval import selection
+
+    monkeypatch.setattr(selection, "RELATED_ONE_WORD_DOCS", 2)
+    assert [e["id"] for e in pack(store, PARTIAL)["possibly_related"]] == [facts[FRONTEND]], "one memory holds it"
+    for text in ("The frontend team meets on Thursdays", "Frontend releases go out on Mondays"):
+        api.add_memory(store, text, source="user")
+    assert pack(store, PARTIAL)["possibly_related"] == [], "one of the three that hold 'frontend' says nothing"
+
+
 def test_a_memory_in_tier_one_is_not_offered_again(store: Store, facts: dict[str, str]) -> None:
     result = pack(store, "how is the frontend built, React or Vite?")
     assert facts[FRONTEND] in [e["id"] for e in result["memory_nodes"]]

@@ -49,7 +49,7 @@ from cclg.core.ids import now_iso, short_id
 from cclg.core.labels import labels_of
 from cclg.core.records import MemoryNode, Record
 from cclg.core.store import Store
-from cclg.core.text import estimate_tokens
+from cclg.core.text import estimate_tokens, stem
 from cclg.ledger.index import Index, read_fresh
 from cclg.retrieval import semantic, usage_prior
 from cclg.retrieval.query import Hit, View, Where
@@ -74,6 +74,7 @@ RELATED_SIMILARITY = 0.35  # semantic similarity that makes an offer; tune half 
 RELATED_BY_MEANING = 1  # offers for their meaning alone, at most, after those for words; tune half
 RELATED_MARGIN = 0.05  # the nearest memory this far above the next one in similarity is offered; tune half
 RELATED_MARGIN_FLOOR = 0.2  # ... when its similarity is at least this; tune half
+RELATED_ONE_WORD_DOCS = 50  # memories holding the one word a possibly related line shares, at most; tune half
 RELATED_CANDIDATES = 30  # runners-up of the relevance decision weighed for an offer
 
 
@@ -349,8 +350,9 @@ def choose_related(
 ) -> list[tuple[Hit, float, str]]:
     """The possibly related candidates, (hit, weight, why) best first: the runners-up of the relevance
     decision with part of the evidence it asks (a strength of at least ``RELATED_STRENGTH``, from
-    words of the prompt), best first; then at most ``RELATED_BY_MEANING`` of the memories nearest in
-    meaning at a similarity of at least ``RELATED_SIMILARITY``, or the nearest one when it stands out:
+    words of the prompt that point at it: ``_telling``), best first; then at most ``RELATED_BY_MEANING``
+    of the memories nearest in meaning at a similarity of at least ``RELATED_SIMILARITY``, or the
+    nearest one when it stands out:
     ``RELATED_MARGIN`` above the next nearest and at least ``RELATED_MARGIN_FLOOR`` (when the semantic
     helper answered). Below the relevance decision's own bar a similarity is weak evidence (a
     paraphrase and an off-topic prompt's nearest memory score alike; how far the nearest stands
@@ -359,7 +361,9 @@ def choose_related(
     already): a retired fact is never offered. The weight is the evidence as a share of what tier 1 asks."""
     by_words: dict[str, tuple[Hit, float, str]] = {}
     for hit, evidence in runner_up:
-        if evidence.strength >= RELATED_STRENGTH and evidence.matched and view.holds(hit.id):
+        if evidence.strength < RELATED_STRENGTH or not evidence.matched or not _telling(view, evidence.matched):
+            continue
+        if view.holds(hit.id):
             by_words[hit.id] = (hit, evidence.strength, f"shares the words {', '.join(evidence.matched[:3])}")
     by_meaning: list[tuple[Hit, float, str]] = []
     ranked = sorted(nearest or [], key=lambda item: -item[1])
@@ -375,6 +379,17 @@ def choose_related(
         return -_rounded(item[1]), item[0].id
 
     return sorted(by_words.values(), key=order) + sorted(by_meaning, key=order)[:RELATED_BY_MEANING]
+
+
+def _telling(view: View, matched: list[str]) -> bool:
+    """Whether the prompt's words a runner-up shares point at it: two or more, or one that at most
+    ``RELATED_ONE_WORD_DOCS`` memories hold (in any of its forms): one word of the prompt that hundreds
+    of memories hold ("list", "time", "firmware") offers one of hundreds, which says nothing."""
+    if len(matched) > 1:
+        return True
+    forms = list(dict.fromkeys([matched[0], stem(matched[0])]))
+    _, docs = view.index.document_frequencies(forms)
+    return max(docs.values()) <= RELATED_ONE_WORD_DOCS
 
 
 def _rounded(score: float) -> float:
