@@ -111,6 +111,12 @@ counts and every prompt's outcome (what was packed, with scores).
 agent writing the memory would, without reading the queries), to compare a store
 whose memories carry questions with one whose memories do not.
 
+``--inside`` asks every prompt inside a project's repository, as the hook does (it serves the
+project of the folder it works in): the project of the facts the prompt needs, or the one an
+off-topic prompt brushes against, else the first; the team's notes (no project) are in every
+project's view. Without it most prompts name no project and search the whole store, which is
+harder than any one repository's view at 10,000 and 100,000 memories.
+
 ``--follow-ups`` runs only the follow-ups (cases that carry ``previous``, the session's prompt before
 them); ``--no-previous`` judges them alone, as before the pack read the previous prompt, so the two
 runs compare one rule's gain.
@@ -804,6 +810,18 @@ def evaluate_size(
     return outcomes, timing
 
 
+def ask_inside(cases: Cases) -> None:
+    """``--inside``: every prompt that names no ``project`` is asked inside one, as the hook asks it (the
+    project of the repository it works in): the project of the facts it needs, or the one its vocabulary
+    brushes against (``near``); a question about the team's notes, and a prompt near no project, inside
+    the first project's repository."""
+    projects = list(cases.raw["projects"])
+    for case in cases.queries + cases.off_topic:
+        labels = case["expect"] + case.get("gone", [])
+        group = group_of(labels[0]) if labels else case.get("near")
+        case.setdefault("project", group if group in projects else projects[0])
+
+
 def selected(cases: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
     return [
         case
@@ -983,6 +1001,11 @@ def main() -> None:
     parser.add_argument(
         "--no-previous", action="store_true", help="judge every follow-up alone, without its previous prompt"
     )
+    parser.add_argument(
+        "--inside",
+        action="store_true",
+        help="every prompt asked inside a project's repository, as the hook asks it (see the module's docstring)",
+    )
     parser.add_argument("--verbose", action="store_true", help="list every miss with its diagnosis and the pack")
     parser.add_argument("--json", type=Path, help="write every row, timing and outcome to this file ('-' for stdout)")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "cclg-eval-stores")
@@ -1020,6 +1043,8 @@ def main() -> None:
         for case in cases.queries + cases.off_topic:
             if "previous" in case:
                 case["previous"] = ""
+    if args.inside:
+        ask_inside(cases)
     log = sys.stderr
     for problem in cases.problems:
         print(f"case problem: {problem}", file=log)
