@@ -191,9 +191,10 @@ def test_the_nearest_memory_standing_out_is_offered_under_the_similarity_bar(
     """A paraphrase scores low against its memory, but that memory stands out from the rest: the
     nearest memory, ``RELATED_MARGIN`` above the next and over ``RELATED_MARGIN_FLOOR``, is offered;
     with a close second, or under the floor, it is not; and the margin speaks only for the nearest."""
-    from cclg.retrieval import semantic
+    from cclg.retrieval import selection, semantic
     from cclg.retrieval.selection import RELATED_MARGIN, RELATED_MARGIN_FLOOR, RELATED_SIMILARITY
 
+    monkeypatch.setattr(selection, "_similarity_bar", lambda view: RELATED_SIMILARITY)  # a large view's bar
     first, second, third = (facts[SOFTWARE_FACTS[n]] for n in (3, 4, 5))
     low = (RELATED_MARGIN_FLOOR + RELATED_SIMILARITY) / 2  # under the bar, over the floor
     assert low + RELATED_MARGIN < RELATED_SIMILARITY
@@ -213,6 +214,38 @@ def test_the_nearest_memory_standing_out_is_offered_under_the_similarity_bar(
     # the nearest is in the context already: the runner-up does not inherit its margin
     held = [(first, low + RELATED_MARGIN), (second, apart), (third, apart - RELATED_MARGIN)]
     assert offered(held, skip=[first]) == []
+
+
+def test_the_similarity_bar_rises_with_the_memories_in_the_view(
+    store: Store, facts: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The nearest of many memories is near by chance more often than the nearest of a few: a memory
+    near in meaning alone is offered at a lower similarity in a repository's small view than in a
+    store of 10,000, and the bar never passes ``RELATED_SIMILARITY``."""
+    from cclg.ledger.index import open_index
+    from cclg.retrieval import selection, semantic
+    from cclg.retrieval.query import View, Where
+
+    index = open_index(store)
+    try:
+        assert index.view_count(None, [], None) == len(facts)
+        billing = api.parse_scope({"project": "billing"})
+        api.add_memory(store, "The billing service keeps invoices for seven years", source="user", scope=billing)
+        assert index.view_count(None, ["other"], None) == len(facts), "another project's memory is out of view"
+        assert index.view_count(None, ["billing"], None) == len(facts) + 1
+        bars = []
+        for count in (10, 50, 500, 10_000, 100_000):
+            monkeypatch.setattr(index, "view_count", lambda *args, count=count: count)
+            bars.append(selection._similarity_bar(View(index, Where())))
+    finally:
+        index.close()
+    assert bars == sorted(bars) and bars[1] == pytest.approx(selection.RELATED_SIMILARITY_SMALL)
+    assert bars[-1] == selection.RELATED_SIMILARITY and bars[-2] == pytest.approx(0.35, abs=0.005)
+
+    nearest, close = facts[SOFTWARE_FACTS[3]], facts[SOFTWARE_FACTS[4]]
+    answer = [(nearest, 0.25), (close, 0.24)]  # under 0.35, and standing out from nothing
+    monkeypatch.setattr(semantic, "consult", lambda *args, **kw: (answer, semantic.ANSWERED))
+    assert [e["id"] for e in pack(store, "zzz qqq")["possibly_related"]] == [nearest], "a few memories: offered"
 
 
 def test_a_line_shows_the_short_id_that_show_and_cite_take(store: Store, facts: dict[str, str]) -> None:

@@ -29,6 +29,7 @@ import contextlib
 import itertools
 import os
 import sqlite3
+import time
 import zlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -60,6 +61,7 @@ READER_WAIT = 0.3  # seconds a reader waits for it to catch up with the files, e
 # merging at 4 keeps it near 4-7, and ``Index.compact`` makes it one when nobody is waiting.
 FTS_CRISIS_MERGE = 4
 COMPACT_AFTER = 1000  # memories written at once (an import, a sync) after which the writer compacts it
+VIEW_COUNT_SECONDS = 300.0  # how long an open index keeps a view's count of memories (``Index.view_count``)
 DAMAGE_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB (the low byte of an extended result code)
 
 # The columns of a node's row that decide whether it is in a view (``cclg.retrieval.query.View``), read without
@@ -271,6 +273,7 @@ class Index:
         # with the database version they hold for.
         self.frequencies: dict[str | None, int] = {}
         self.frequencies_version: tuple[int, int, int] | None = None
+        self.view_counts: dict[str, tuple[int, float]] = {}  # view -> (count, when) (``view_count``)
         self.serial = next(_opened)
         self.damage: str | None = None  # what was done about a damaged index file when it was opened
 
@@ -697,6 +700,18 @@ class Index:
             for term, docs in db.execute(f"SELECT term, doc FROM nodes_vocab WHERE term IN ({marks})", chunk):
                 cache[term] = docs
         return cache[None], {t: cache[t] for t in terms}
+
+    def view_count(self, session_id: str | None, projects: Sequence[str], workspace: str | None) -> int:
+        """About how many current nodes the view holds (``_row_filter``): counted on the covering index
+        ``nodes_view`` (10 ms at 100,000 nodes) and kept on this open index for ``VIEW_COUNT_SECONDS``,
+        writes or not. Only its order of magnitude is read (``cclg.retrieval.selection._similarity_bar``)."""
+        key = "\0".join([session_id or "", workspace or "", *projects])
+        kept = self.view_counts.get(key)
+        if kept is None or time.monotonic() - kept[1] > VIEW_COUNT_SECONDS:
+            condition, params = _row_filter(None, session_id, projects, workspace)
+            query = f"SELECT count(*) FROM nodes n INDEXED BY nodes_view WHERE {condition}"
+            kept = self.view_counts[key] = (self.db.execute(query, params).fetchone()[0], time.monotonic())
+        return kept[0]
 
     def matches(
         self,

@@ -16,8 +16,9 @@ current memories that matter:
    outside the view moved to another scope (``View.moved_away``): not listed.
 
 4. the next candidates with real evidence that the decision did not keep (part of the prompt's
-   words; then, at most ``RELATED_BY_MEANING`` of them, a semantic similarity over
-   ``RELATED_SIMILARITY`` or the nearest memory standing ``RELATED_MARGIN`` above the next) are
+   words; then, at most ``RELATED_BY_MEANING`` of them, a semantic similarity over a bar that rises
+   with the memories in the view (``_similarity_bar``: 0.2 in a repository's 50, ``RELATED_SIMILARITY``
+   in 10,000) or the nearest memory standing ``RELATED_MARGIN`` above the next) are
    offered as **possibly related**: at most ``RELATED_MAX`` one-line entries (id, type, key, a
    preview, why), within ``Budget.related_chars``, for the agent to open itself (``cclg show ID``,
    MCP ``memory_cite``; the lines show the id's short form, ``cclg.core.ids.short_id``).
@@ -42,6 +43,8 @@ A new pack option is a field of ``PackRequest`` (or ``Budget``) and the code tha
 """
 
 from __future__ import annotations
+
+import math
 
 from cclg import format as fmt
 from cclg.core import fencing, media
@@ -70,11 +73,14 @@ RELATED_MAX = 3  # possibly related entries a pack offers at most
 RELATED_CHARS = 300  # what their lines may spend of a pack's characters
 RELATED_PREVIEW_CHARS = 64  # of a possibly related memory's content shown
 RELATED_STRENGTH = 0.3  # lexical evidence (1 passes the relevance decision) that makes an offer; tune half
-RELATED_SIMILARITY = 0.35  # semantic similarity that makes an offer; tune half (0.3 filled off-topic packs)
+RELATED_SIMILARITY = 0.35  # similarity that makes an offer in a large view; tune half (0.3 filled off-topic packs)
 RELATED_BY_MEANING = 1  # offers for their meaning alone, at most, after those for words; tune half
 RELATED_MARGIN = 0.05  # the nearest memory this far above the next one in similarity is offered; tune half
 RELATED_MARGIN_FLOOR = 0.2  # ... when its similarity is at least this; tune half
 RELATED_ONE_WORD_DOCS = 50  # memories holding the one word a possibly related line shares, at most; tune half
+RELATED_SIMILARITY_SMALL = 0.2  # similarity that makes an offer in a view of RELATED_SMALL_VIEW memories; tune half
+RELATED_SMALL_VIEW = 50
+RELATED_SIMILARITY_PER_TENFOLD = 0.065  # the bar's rise for every tenfold more memories in the view; tune half
 RELATED_CANDIDATES = 30  # runners-up of the relevance decision weighed for an offer
 
 
@@ -351,7 +357,7 @@ def choose_related(
     """The possibly related candidates, (hit, weight, why) best first: the runners-up of the relevance
     decision with part of the evidence it asks (a strength of at least ``RELATED_STRENGTH``, from
     words of the prompt that point at it: ``_telling``), best first; then at most ``RELATED_BY_MEANING``
-    of the memories nearest in meaning at a similarity of at least ``RELATED_SIMILARITY``, or the
+    of the memories nearest in meaning at a similarity of at least the view's bar (``_similarity_bar``), or the
     nearest one when it stands out:
     ``RELATED_MARGIN`` above the next nearest and at least ``RELATED_MARGIN_FLOOR`` (when the semantic
     helper answered). Below the relevance decision's own bar a similarity is weak evidence (a
@@ -368,9 +374,10 @@ def choose_related(
     by_meaning: list[tuple[Hit, float, str]] = []
     ranked = sorted(nearest or [], key=lambda item: -item[1])
     second = ranked[1][1] if len(ranked) > 1 else 0.0  # only the nearest can stand above it
+    bar = _similarity_bar(view) if ranked else RELATED_SIMILARITY
     for node_id, cosine in ranked:
         stands_out = cosine >= RELATED_MARGIN_FLOOR and cosine - second >= RELATED_MARGIN
-        wanted = (cosine >= RELATED_SIMILARITY or stands_out) and node_id not in by_words and node_id not in taken
+        wanted = (cosine >= bar or stands_out) and node_id not in by_words and node_id not in taken
         near = view.hit(node_id, cosine, "semantic") if wanted else None
         if near is not None:
             by_meaning.append((near, cosine / SEMANTIC, f"near in meaning (similarity {cosine:.2f})"))
@@ -379,6 +386,18 @@ def choose_related(
         return -_rounded(item[1]), item[0].id
 
     return sorted(by_words.values(), key=order) + sorted(by_meaning, key=order)[:RELATED_BY_MEANING]
+
+
+def _similarity_bar(view: View) -> float:
+    """The similarity a memory near in meaning alone needs for an offer, by how many memories its view
+    holds: the nearest of many is near by chance more often than the nearest of a few (an off-topic
+    prompt's best cosine grows with the number of memories it is compared with), so the bar rises by
+    ``RELATED_SIMILARITY_PER_TENFOLD`` for every tenfold from ``RELATED_SIMILARITY_SMALL`` at
+    ``RELATED_SMALL_VIEW`` memories, up to ``RELATED_SIMILARITY``."""
+    where = view.where
+    count = max(1, view.index.view_count(where.session_id, list(where.projects), where.workspace))
+    rise = RELATED_SIMILARITY_PER_TENFOLD * math.log10(count / RELATED_SMALL_VIEW)
+    return min(RELATED_SIMILARITY, RELATED_SIMILARITY_SMALL + rise)
 
 
 def _telling(view: View, matched: list[str]) -> bool:
