@@ -374,10 +374,19 @@ def choose_related(
     by_meaning: list[tuple[Hit, float, str]] = []
     ranked = sorted(nearest or [], key=lambda item: -item[1])
     second = ranked[1][1] if len(ranked) > 1 else 0.0  # only the nearest can stand above it
-    bar = _similarity_bar(view) if ranked else RELATED_SIMILARITY
+    bar: list[float] = []  # the view's bar, counted only when a similarity under RELATED_SIMILARITY asks
+
+    def over_bar(cosine: float) -> bool:
+        if cosine >= RELATED_SIMILARITY:  # over every view's bar
+            return True
+        if not bar:
+            bar.append(_similarity_bar(view))
+        return cosine >= bar[0]
+
     for node_id, cosine in ranked:
         stands_out = cosine >= RELATED_MARGIN_FLOOR and cosine - second >= RELATED_MARGIN
-        wanted = (cosine >= bar or stands_out) and node_id not in by_words and node_id not in taken
+        open_to = node_id not in by_words and node_id not in taken
+        wanted = open_to and (stands_out or over_bar(cosine))
         near = view.hit(node_id, cosine, "semantic") if wanted else None
         if near is not None:
             by_meaning.append((near, cosine / SEMANTIC, f"near in meaning (similarity {cosine:.2f})"))
