@@ -93,6 +93,9 @@ def detect_agent(payload: dict[str, Any]) -> str:
     )
 
 
+CUT_MARK, CUT_END = "… [", " more characters in raw/]"  # the note ``_text`` puts where it cut a text
+
+
 def _text(value: object, limit: int = SUMMARY_CHARS, tail: int = 0) -> str:
     """``value`` as the session log summarises it: whole up to ``limit`` characters, else its head (and its
     last ``tail`` characters) around a note of how many more the raw evidence holds."""
@@ -103,9 +106,6 @@ def _text(value: object, limit: int = SUMMARY_CHARS, tail: int = 0) -> str:
         return text
     head, rest = limit - tail, len(text) - limit
     return text[:head] + f"{CUT_MARK}{rest}{CUT_END}" + (f" {text[-tail:]}" if tail else "")
-
-
-CUT_MARK, CUT_END = "… [", " more characters in raw/]"  # the note ``_text`` puts where it cut a text
 
 
 def _uncut(text: str) -> str:

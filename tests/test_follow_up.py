@@ -14,17 +14,20 @@ from cclg.retrieval.selection import PackRequest, select
 @pytest.fixture
 def deploys(store: Store) -> dict[str, str]:
     """Memories about deploying to each environment, and one unrelated."""
-    ids = {}
-    for name, content in [
-        ("production", "Deploy to production with make release after the tag is pushed"),
-        ("staging", "Deploy to staging with make stage, it needs the VPN"),
-        ("staging_db", "The staging database is reset every night"),
-        ("staging_logs", "Staging logs are kept for a week in the staging bucket"),
-        ("tests", "The test suite runs with pytest -q from the repository root"),
-        ("fonts", "The docs site uses Inter for headings"),
-    ]:
-        ids[name] = add_memory(store, content, source="user").new_nodes[0].id
-    return ids
+    return remember(
+        store,
+        production="Deploy to production with make release after the tag is pushed",
+        staging="Deploy to staging with make stage, it needs the VPN",
+        staging_db="The staging database is reset every night",
+        staging_logs="Staging logs are kept for a week in the staging bucket",
+        tests="The test suite runs with pytest -q from the repository root",
+        fonts="The docs site uses Inter for headings",
+    )
+
+
+def remember(store: Store, **contents: str) -> dict[str, str]:
+    """Add each memory the user states; name -> its id."""
+    return {name: add_memory(store, content, source="user").new_nodes[0].id for name, content in contents.items()}
 
 
 def prompt(store: Store, text: str, session: str = "s-1") -> list[str]:
@@ -113,15 +116,14 @@ def test_a_compaction_keeps_the_prompts_before_a_long_turn(store: Store) -> None
 def test_a_short_question_on_a_new_subject_carries_nothing_over(store: Store) -> None:
     """The words a short prompt repeats from the previous one are the subject carried over: they are no
     evidence of their own, or a switch of subject would pack what the previous prompt was about."""
-    ids = {}
-    for name, content in [
-        ("tests", "Tern tests run with uv run pytest -n auto"),
-        ("release", "Tern is released to PyPI by pushing a version tag"),
-        ("docs", "Tern docs are built with MkDocs from docs/"),
-        ("fonts", "The docs site uses Inter for headings"),
-        ("deploy", "Deploy to production with make release after the tag is pushed"),
-    ]:
-        ids[name] = add_memory(store, content, source="user").new_nodes[0].id
+    ids = remember(
+        store,
+        tests="Tern tests run with uv run pytest -n auto",
+        release="Tern is released to PyPI by pushing a version tag",
+        docs="Tern docs are built with MkDocs from docs/",
+        fonts="The docs site uses Inter for headings",
+        deploy="Deploy to production with make release after the tag is pushed",
+    )
     switch = PackRequest("how is tern released?", previous="how do I run the tern tests?")
     assert [h.id for h in select(store, switch).chosen] == [ids["release"]]
     follow_up = PackRequest("and the docs?", previous="how do I run the tern tests?")

@@ -79,7 +79,7 @@ RELATED_MARGIN = 0.05  # the nearest memory this far above the next one in simil
 RELATED_MARGIN_FLOOR = 0.2  # ... when its similarity is at least this; tune half
 RELATED_ONE_WORD_DOCS = 50  # memories holding the one word a possibly related line shares, at most; tune half
 RELATED_SIMILARITY_SMALL = 0.2  # similarity that makes an offer in a view of RELATED_SMALL_VIEW memories; tune half
-RELATED_SMALL_VIEW = 50
+RELATED_SMALL_VIEW = 50  # memories: about a repository's view
 RELATED_SIMILARITY_PER_TENFOLD = 0.065  # the bar's rise for every tenfold more memories in the view; tune half
 RELATED_CANDIDATES = 30  # runners-up of the relevance decision weighed for an offer
 
@@ -357,12 +357,12 @@ def choose_related(
     """The possibly related candidates, (hit, weight, why) best first: the runners-up of the relevance
     decision with part of the evidence it asks (a strength of at least ``RELATED_STRENGTH``, from
     words of the prompt that point at it: ``_telling``), best first; then at most ``RELATED_BY_MEANING``
-    of the memories nearest in meaning at a similarity of at least the view's bar (``_similarity_bar``), or the
-    nearest one when it stands out:
-    ``RELATED_MARGIN`` above the next nearest and at least ``RELATED_MARGIN_FLOOR`` (when the semantic
-    helper answered). Below the relevance decision's own bar a similarity is weak evidence (a
-    paraphrase and an off-topic prompt's nearest memory score alike; how far the nearest stands
-    above the rest tells them apart better), so it comes after the words and takes one line.
+    of the memories nearest in meaning at a similarity of at least the view's bar (``_similarity_bar``),
+    or the nearest one when it stands out: ``RELATED_MARGIN`` above the next nearest and at least
+    ``RELATED_MARGIN_FLOOR`` (when the semantic helper answered). Below the relevance decision's own bar a
+    similarity is weak evidence (a paraphrase and an off-topic prompt's nearest memory score alike; how far
+    the nearest stands above the rest tells them apart better), so it comes after the words and takes one
+    line.
     Only memories current in ``view``, and not ``taken`` (packed in full, or in the agent's context
     already): a retired fact is never offered. The weight is the evidence as a share of what tier 1 asks."""
     by_words: dict[str, tuple[Hit, float, str]] = {}
@@ -374,20 +374,16 @@ def choose_related(
     by_meaning: list[tuple[Hit, float, str]] = []
     ranked = sorted(nearest or [], key=lambda item: -item[1])
     second = ranked[1][1] if len(ranked) > 1 else 0.0  # only the nearest can stand above it
-    bar: list[float] = []  # the view's bar, counted only when a similarity under RELATED_SIMILARITY asks
-
-    def over_bar(cosine: float) -> bool:
-        if cosine >= RELATED_SIMILARITY:  # over every view's bar
-            return True
-        if not bar:
-            bar.append(_similarity_bar(view))
-        return cosine >= bar[0]
-
+    bar: float | None = None  # the view's bar, counted only where it decides (under RELATED_SIMILARITY)
     for node_id, cosine in ranked:
+        if node_id in by_words or node_id in taken:
+            continue
         stands_out = cosine >= RELATED_MARGIN_FLOOR and cosine - second >= RELATED_MARGIN
-        open_to = node_id not in by_words and node_id not in taken
-        wanted = open_to and (stands_out or over_bar(cosine))
-        near = view.hit(node_id, cosine, "semantic") if wanted else None
+        if not stands_out and cosine < RELATED_SIMILARITY:
+            bar = _similarity_bar(view) if bar is None else bar
+            if cosine < bar:
+                continue
+        near = view.hit(node_id, cosine, "semantic")
         if near is not None:
             by_meaning.append((near, cosine / SEMANTIC, f"near in meaning (similarity {cosine:.2f})"))
 
