@@ -815,8 +815,8 @@ def ask_inside(cases: Cases) -> None:
     project of the repository it works in): the project of the facts it needs, or the one its vocabulary
     brushes against (``near``); a question about the team's notes, and a prompt near no project, inside
     the first project's repository."""
-    projects = list(cases.raw["projects"])
-    for case in cases.queries + cases.off_topic:
+    projects = list(dict.fromkeys(fact["project"] for fact in cases.raw["facts"] if fact.get("project")))
+    for case in cases.queries + cases.off_topic:  # the team's notes have no project: asked in the first
         labels = case["expect"] + case.get("gone", [])
         group = group_of(labels[0]) if labels else case.get("near")
         case.setdefault("project", group if group in projects else projects[0])
