@@ -972,11 +972,15 @@ def print_misses(outcomes: list[Outcome]) -> None:
             file=sys.stderr,
         )
         for label in missed:
-            print(f"    missing {label}: {outcome.diagnosis.get(label, '')}", file=sys.stderr)
+            tier = " (offered in tier 2)" if label in outcome.found_related else ""
+            print(f"    missing {label}{tier}: {outcome.diagnosis.get(label, '')}", file=sys.stderr)
         if outcome.stale:
             print(f"    STALE: {outcome.stale}", file=sys.stderr)
         packed = ", ".join(f"{name} {score if score is not None else 'pinned'}" for name, score in outcome.packed[:8])
         print(f"    packed {len(outcome.packed)}: {packed}{' ...' if len(outcome.packed) > 8 else ''}", file=sys.stderr)
+        if outcome.offered:
+            offered = "; ".join(f"{name} ({reason})" for name, reason in outcome.offered)
+            print(f"    possibly related {len(outcome.offered)}: {offered}", file=sys.stderr)
 
 
 # ---------------------------------------------------------------- main

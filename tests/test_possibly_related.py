@@ -62,6 +62,43 @@ def test_one_shared_word_that_many_memories_hold_is_no_offer(
     assert pack(store, PARTIAL)["possibly_related"] == [], "one of the three that hold 'frontend' says nothing"
 
 
+def test_overlapping_bigrams_of_one_japanese_word_are_one_shared_word(
+    store: Store, facts: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Japanese has no spaces, so a run is weighed as its bigrams: "コマンド" matched as コマ, マン, ンド is
+    one word of the prompt, held by as many memories as its rarest bigram, not three words that point."""
+    from cclg.retrieval import selection
+
+    monkeypatch.setattr(selection, "RELATED_ONE_WORD_DOCS", 2)
+    notes = [f"{tool}のコマンドは make {tool} で動く" for tool in ("lint", "format", "build")]
+    for note in notes:
+        api.add_memory(store, note, source="user")
+    query = "テストを並列で回すには？失敗したテストだけ再実行するコマンドも知りたい"
+    assert pack(store, query)["memory_nodes"] == []
+    assert pack(store, query)["possibly_related"] == [], "three memories hold the one word it shares"
+    monkeypatch.setattr(selection, "RELATED_ONE_WORD_DOCS", 3)
+    offered = pack(store, query)["possibly_related"]
+    assert len(offered) == 3 and all("コマ, マン, ンド" in e["why"] for e in offered), "now few enough"
+
+
+def test_a_word_the_index_holds_in_parts_is_held_as_often_as_its_rarest_part(
+    store: Store, facts: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index keeps "release-train" as its parts: the memories holding it are at most those holding
+    "train" (before, a word the index held only in parts counted as held by none, so always a pointer)."""
+    from cclg.retrieval import selection
+
+    monkeypatch.setattr(selection, "RELATED_ONE_WORD_DOCS", 2)
+    trains = ("The release train leaves every Tuesday", "Release notes list every train of changes")
+    for text in (*trains, "Train the release managers on the train schedule"):
+        api.add_memory(store, text, source="user")
+    query = "who drives the release-train when the usual captain is away on holiday this month"
+    assert len(pack(store, query)["memory_nodes"]) == 1, "the short note most of whose words it holds"
+    assert pack(store, query)["possibly_related"] == [], "three memories hold both its parts"
+    monkeypatch.setattr(selection, "RELATED_ONE_WORD_DOCS", 3)
+    assert [e["why"] for e in pack(store, query)["possibly_related"]] == ["shares the words release-train"] * 2
+
+
 def test_a_memory_in_tier_one_is_not_offered_again(store: Store, facts: dict[str, str]) -> None:
     result = pack(store, "how is the frontend built, React or Vite?")
     assert facts[FRONTEND] in [e["id"] for e in result["memory_nodes"]]

@@ -139,3 +139,20 @@ def test_a_compound_matched_in_part_counts_in_part(store: Store) -> None:
 
     assert share("mirveltan-admin") == 1.0
     assert share("atlas-admin") == 0.5
+
+
+def test_a_korean_word_is_matched_by_its_noun_not_by_a_bigram_inside_it(store: Store) -> None:
+    """A Korean word is its noun, then its particles: "테이블에" (at the table) is matched by a note on
+    "테이블", but "컨테이너" (container) is not, though both hold the bigram "테이" (before, a question
+    about docker containers was offered notes on database tables)."""
+    table = "주문 테이블에는 created_at 인덱스가 있다"
+    for note in [*NOTES, table]:
+        api.add_memory(store, note, source="user")
+
+    def matched(query: str) -> list[str]:
+        explained = api.explain_pack(store, api.PackRequest(query))
+        entries = explained["pack"]["memory_nodes"] + explained["left_out"]
+        return [w for e in entries if e["content"] == table for w in e["evidence"]["matched"]]
+
+    assert "테이블을" in matched("테이블을 어떻게 만들어?")
+    assert matched("도커 컨테이너 로그 보는 명령어") == []

@@ -91,6 +91,12 @@ def is_cjk(char: str) -> bool:
     return any(low <= code <= high for low, high in _CJK_RANGES)
 
 
+def is_hangul(char: str) -> bool:
+    """Whether ``char`` is Korean: Korean words are spaced, with their particles attached."""
+    code = ord(char)
+    return 0x1100 <= code <= 0x11FF or 0x3130 <= code <= 0x318F or 0xAC00 <= code <= 0xD7A3
+
+
 _FIRST_CJK = chr(min(low for low, _ in _CJK_RANGES))
 
 

@@ -68,7 +68,7 @@ terms that the store holds.
 
 from __future__ import annotations
 
-from cclg.core.text import STOPWORDS, compound_parts, is_cjk, query_words, stem, tokens
+from cclg.core.text import STOPWORDS, compound_parts, is_cjk, is_hangul, query_words, stem, tokens
 from cclg.retrieval.query import Hit, View, Where
 from cclg.retrieval.search import bm25, idf, rarest_terms
 
@@ -141,11 +141,6 @@ class Evidence:
         return f"{found}; words: {', '.join(self.matched[:8]) or 'none'}"
 
 
-def _is_hangul(char: str) -> bool:
-    code = ord(char)
-    return 0x1100 <= code <= 0x11FF or 0x3130 <= code <= 0x318F or 0xAC00 <= code <= 0xD7A3
-
-
 def words(text: str) -> list[tuple[str, ...]]:
     """The words the decision weighs, each with its variants; a run of Chinese or Japanese counts
     as its character bigrams, each a word of its own.
@@ -159,7 +154,7 @@ def words(text: str) -> list[tuple[str, ...]]:
     result: list[tuple[str, ...]] = []
     for word in query_words(text):
         run = word[0]
-        if len(word) > 1 and is_cjk(run[0]) and not all(_is_hangul(c) for c in run):
+        if len(word) > 1 and is_cjk(run[0]) and not all(is_hangul(c) for c in run):
             result.extend((bigram,) for bigram in word[1:])
         elif _is_junk(word):
             result.append(word[:1])
@@ -298,6 +293,8 @@ def _credit(word: tuple[str, ...], terms: set[str]) -> float:
         return 1.0
     if not terms.intersection(word[1:]).difference(STOPWORDS):  # "ipv4" is not matched by its scrap "i"
         return 0.0
+    if is_hangul(word[0][0]):  # a Korean word is its noun and then its particles: it starts with the noun
+        return 1.0 if word[1] in terms else 0.0
     parts = compound_parts(word[0])
     if len(parts) < 2:
         return 1.0

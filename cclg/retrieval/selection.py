@@ -52,7 +52,7 @@ from cclg.core.ids import now_iso, short_id
 from cclg.core.labels import labels_of
 from cclg.core.records import MemoryNode, Record
 from cclg.core.store import Store
-from cclg.core.text import estimate_tokens, stem
+from cclg.core.text import estimate_tokens, is_cjk, is_hangul, stem, word_groups
 from cclg.ledger.index import Index, read_fresh
 from cclg.retrieval import semantic, usage_prior
 from cclg.retrieval.query import Hit, View, Where
@@ -407,13 +407,43 @@ def _similarity_bar(view: View) -> float:
 
 def _telling(view: View, matched: list[str]) -> bool:
     """Whether the prompt's words a runner-up shares point at it: two or more, or one that at most
-    ``RELATED_ONE_WORD_DOCS`` memories hold (in any of its forms): one word of the prompt that hundreds
-    of memories hold ("list", "time", "firmware") offers one of hundreds, which says nothing."""
-    if len(matched) > 1:
-        return True
-    forms = list(dict.fromkeys([matched[0], stem(matched[0])]))
-    _, docs = view.index.document_frequencies(forms)
-    return max(docs.values()) <= RELATED_ONE_WORD_DOCS
+    ``RELATED_ONE_WORD_DOCS`` memories hold: one word of the prompt that hundreds of memories hold
+    ("list", "time", "firmware") offers one of hundreds, which says nothing. A Chinese or Japanese run
+    is weighed as its bigrams, so the overlapping bigrams matched in a row ("コマ", "マン", "ンド") are
+    one word of the prompt ("コマンド"), not three."""
+    spoken = _words_of(matched)
+    return len(spoken) > 1 or _holding(view.index, spoken[0]) <= RELATED_ONE_WORD_DOCS
+
+
+def _words_of(matched: list[str]) -> list[list[str]]:
+    """``matched`` (the evidence's words, in the prompt's order) as the prompt's words, each with the
+    terms it was matched by: a chain of overlapping CJK bigrams is one word."""
+    spoken: list[list[str]] = []
+    for term in matched:
+        last = spoken[-1][-1] if spoken else ""
+        if len(term) == 2 and len(last) == 2 and is_cjk(term[0]) and last[1] == term[0]:
+            spoken[-1].append(term)
+        else:
+            spoken.append([term])
+    return spoken
+
+
+def _holding(index: Index, word: list[str]) -> int:
+    """About how many memories hold ``word`` (its terms, from ``_words_of``): those holding the word
+    itself or its stem; for a word the index holds only in parts (a CJK chain, "p-1458", a Korean word
+    with its particle), those holding its rarest part, at most (a Korean word by its first bigram, its noun)."""
+    if len(word) == 1:
+        forms = list(dict.fromkeys([word[0], stem(word[0])]))
+        _, docs = index.document_frequencies(forms)
+        if max(docs.values()):
+            return max(docs.values())
+        variants = [t for group in word_groups(word[0])[:1] for t in group[1:]]
+        word = variants[:1] if variants and all(is_hangul(c) for c in word[0]) else variants
+        if not word:
+            return 0
+    _, docs = index.document_frequencies(word)
+    held = [n for n in docs.values() if n]
+    return min(held) if held else 0
 
 
 def _rounded(score: float) -> float:
