@@ -89,8 +89,11 @@ def test_a_word_the_index_holds_in_parts_is_held_as_often_as_its_rarest_part(
     from cclg.retrieval import selection
 
     monkeypatch.setattr(selection, "RELATED_ONE_WORD_DOCS", 2)
-    trains = ("The release train leaves every Tuesday", "Release notes list every train of changes")
-    for text in (*trains, "Train the release managers on the train schedule"):
+    for text in (
+        "The release train leaves every Tuesday",
+        "Release notes list every train of changes",
+        "Train the release managers on the train schedule",
+    ):
         api.add_memory(store, text, source="user")
     query = "who drives the release-train when the usual captain is away on holiday this month"
     assert len(pack(store, query)["memory_nodes"]) == 1, "the short note most of whose words it holds"
