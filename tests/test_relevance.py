@@ -156,3 +156,18 @@ def test_a_korean_word_is_matched_by_its_noun_not_by_a_bigram_inside_it(store: S
 
     assert "테이블을" in matched("테이블을 어떻게 만들어?")
     assert matched("도커 컨테이너 로그 보는 명령어") == []
+
+
+def test_a_prompts_korean_word_credits_a_memorys_word_by_its_noun_alone(store: Store) -> None:
+    """The same rule from the memory's side: a note on the log table ("로그 테이블은 ...") shares "로그"
+    (logs) with a question about a docker container's logs, and its "테이블" is not matched by the
+    "테이" inside the prompt's "컨테이너" (before, that made two of its four words the prompt's,
+    and the table note was packed)."""
+    note = "로그 테이블은 주문과 분리한다"
+    for text in [*NOTES, note]:
+        api.add_memory(store, text, source="user")
+    explained = api.explain_pack(store, api.PackRequest("도커 컨테이너 로그 보는 명령어"))
+    assert note not in [e["content"] for e in explained["pack"]["memory_nodes"]]
+    (entry,) = [e for e in explained["left_out"] if e["content"] == note]
+    assert entry["evidence"]["memory_share"] == pytest.approx(0.25, abs=0.01)  # "로그" alone of four words
+    assert note in packed(store, "로그 테이블 분리 기준")  # a question about the table still finds it

@@ -301,6 +301,13 @@ def _credit(word: tuple[str, ...], terms: set[str]) -> float:
     return sum(1 for part in parts if part in terms or stem(part) in terms) / len(parts)
 
 
+def _stands_for(word: tuple[str, ...]) -> tuple[str, ...]:
+    """The terms a prompt's word offers a memory's words (``_credit`` from the memory's side): all its
+    variants, but a Korean word only itself and its noun's first bigram, as when it is matched, so a
+    prompt's "컨테이너" (container) credits no memory word "테이블" (table) by the "테이" inside it."""
+    return word[:2] if is_hangul(word[0][0]) else word
+
+
 def _memory_texts(hit: Hit) -> list[str]:
     """What a memory says (its content and key), then each question it answers: the memory share is
     that of the one the prompt holds most of, so a prompt worded like a question the memory answers
@@ -345,7 +352,7 @@ def _evidence(
     similarity: dict[str, float],
 ) -> dict[str, Evidence]:
     total_weight = sum(weights)
-    prompt_terms = {t for word in groups for t in word}
+    prompt_terms = {t for word in groups for t in _stands_for(word)}
     owns = [[words(text) for text in _memory_texts(hit)] for hit in candidates[:MEMORY_SHARE_RANKS]]
     index.document_frequencies([t for texts in owns for own in texts for word in own for t in word])  # one query
     found: dict[str, Evidence] = {}
