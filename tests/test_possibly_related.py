@@ -78,7 +78,25 @@ def test_overlapping_bigrams_of_one_japanese_word_are_one_shared_word(
     assert pack(store, query)["possibly_related"] == [], "three memories hold the one word it shares"
     monkeypatch.setattr(selection, "RELATED_ONE_WORD_DOCS", 3)
     offered = pack(store, query)["possibly_related"]
-    assert len(offered) == 3 and all("コマ, マン, ンド" in e["why"] for e in offered), "now few enough"
+    assert len(offered) == 3 and all(e["why"] == "shares the words コマンド" for e in offered), "now few enough"
+
+
+def test_a_japanese_word_the_prompt_says_twice_is_one_shared_word(
+    store: Store, facts: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "ビルド" twice in a prompt is one word it shares, not the two words that point at a memory
+    (its bigrams are matched once for each run that holds them)."""
+    from cclg.retrieval import selection
+
+    monkeypatch.setattr(selection, "RELATED_ONE_WORD_DOCS", 2)
+    for tool in ("ios", "android", "web"):
+        api.add_memory(store, f"{tool}のビルドは make {tool} で動く", source="user")
+    query = "ビルドが遅い。昨日からビルドが十分以上かかる"
+    assert pack(store, query)["memory_nodes"] == []
+    assert pack(store, query)["possibly_related"] == [], "three memories hold the one word it shares"
+    monkeypatch.setattr(selection, "RELATED_ONE_WORD_DOCS", 3)
+    offered = pack(store, query)["possibly_related"]
+    assert len(offered) == 3 and all(e["why"] == "shares the words ビルド" for e in offered)
 
 
 def test_a_word_the_index_holds_in_parts_is_held_as_often_as_its_rarest_part(

@@ -14,8 +14,10 @@ from cclg.core.text import (
     code_names,
     code_words,
     is_cjk,
+    matched_words,
     query_terms,
     query_words,
+    spelled,
     split_identifiers,
     stem,
     subject_components,
@@ -295,3 +297,12 @@ def test_without_component_prefix_drops_what_comes_before_the_colon() -> None:
     assert without_component_prefix("fix(parser): handle errors") == "handle errors"
     assert without_component_prefix("ignore/types: add Rocq .v files") == "add Rocq .v files"
     assert without_component_prefix("no colon here") == "no colon here"
+
+
+def test_a_chain_of_matched_bigrams_is_one_word_spelled_whole() -> None:
+    """The words that matched, as the prompt wrote them: overlapping Japanese bigrams in a row are one
+    word ("コミ", "ミッ", "ット" is コミット); bigrams that do not overlap, and other words, stay apart;
+    a word the prompt holds twice is one word."""
+    words = matched_words(["コミ", "ミッ", "ット", "変更", "deploy", "設定", "画面", "変更"])
+    assert [spelled(word) for word in words] == ["コミット", "変更", "deploy", "設定", "画面"]  # each once
+    assert words[0] == ["コミ", "ミッ", "ット"]

@@ -97,6 +97,26 @@ def is_hangul(char: str) -> bool:
     return 0x1100 <= code <= 0x11FF or 0x3130 <= code <= 0x318F or 0xAC00 <= code <= 0xD7A3
 
 
+def matched_words(terms: list[str]) -> list[list[str]]:
+    """``terms`` (a prompt's words that matched, in its order) as the prompt's words, each with the
+    terms it was matched by, each word once: a run of Chinese or Japanese is matched as its bigrams,
+    so a chain of overlapping bigrams ("コマ", "マン", "ンド") is one word, not three, and a bigram the
+    prompt holds twice is one word, not two."""
+    words: list[list[str]] = []
+    for term in terms:
+        last = words[-1][-1] if words else ""
+        if len(term) == 2 and len(last) == 2 and is_cjk(term[0]) and last[1] == term[0]:
+            words[-1].append(term)
+        else:
+            words.append([term])
+    return list({spelled(word): word for word in words}.values())
+
+
+def spelled(word: list[str]) -> str:
+    """A word of ``matched_words`` as the prompt spells it: the chain コマ, マン, ンド is コマンド."""
+    return word[0] + "".join(term[1:] for term in word[1:])
+
+
 _FIRST_CJK = chr(min(low for low, _ in _CJK_RANGES))
 
 

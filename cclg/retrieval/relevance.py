@@ -68,7 +68,17 @@ terms that the store holds.
 
 from __future__ import annotations
 
-from cclg.core.text import STOPWORDS, compound_parts, is_cjk, is_hangul, query_words, stem, tokens
+from cclg.core.text import (
+    STOPWORDS,
+    compound_parts,
+    is_cjk,
+    is_hangul,
+    matched_words,
+    query_words,
+    spelled,
+    stem,
+    tokens,
+)
 from cclg.retrieval.query import Hit, View, Where
 from cclg.retrieval.search import bm25, idf, rarest_terms
 
@@ -138,7 +148,8 @@ class Evidence:
         elif self.similarity is not None and self.similarity > SEMANTIC_FLOOR and self.strength >= 1 and not parts:
             parts.append(f"its words, backed by their meaning (semantic similarity {self.similarity:.2f})")
         found = "; ".join(parts) or "no evidence strong enough"
-        return f"{found}; words: {', '.join(self.matched[:8]) or 'none'}"
+        shown = ", ".join(spelled(word) for word in matched_words(self.matched)[:8])
+        return f"{found}; words: {shown or 'none'}"
 
 
 def words(text: str) -> list[tuple[str, ...]]:

@@ -52,7 +52,7 @@ from cclg.core.ids import now_iso, short_id
 from cclg.core.labels import labels_of
 from cclg.core.records import MemoryNode, Record
 from cclg.core.store import Store
-from cclg.core.text import estimate_tokens, is_cjk, is_hangul, stem, word_groups
+from cclg.core.text import estimate_tokens, is_hangul, matched_words, spelled, stem, word_groups
 from cclg.ledger.index import Index, read_fresh
 from cclg.retrieval import semantic, usage_prior
 from cclg.retrieval.query import Hit, View, Where
@@ -370,7 +370,8 @@ def choose_related(
         if evidence.strength < RELATED_STRENGTH or not evidence.matched or not _telling(view, evidence.matched):
             continue
         if view.holds(hit.id):
-            by_words[hit.id] = (hit, evidence.strength, f"shares the words {', '.join(evidence.matched[:3])}")
+            shared = ", ".join(spelled(word) for word in matched_words(evidence.matched)[:3])
+            by_words[hit.id] = (hit, evidence.strength, f"shares the words {shared}")
     by_meaning: list[tuple[Hit, float, str]] = []
     ranked = sorted(nearest or [], key=lambda item: -item[1])
     second = ranked[1][1] if len(ranked) > 1 else 0.0  # only the nearest can stand above it
@@ -412,25 +413,12 @@ def _telling(view: View, matched: list[str]) -> bool:
     ("list", "time", "firmware") offers one of hundreds, which says nothing. A Chinese or Japanese run
     is weighed as its bigrams, so the overlapping bigrams matched in a row ("コマ", "マン", "ンド") are
     one word of the prompt ("コマンド"), not three."""
-    spoken = _words_of(matched)
+    spoken = matched_words(matched)
     return len(spoken) > 1 or _holding(view.index, spoken[0]) <= RELATED_ONE_WORD_DOCS
 
 
-def _words_of(matched: list[str]) -> list[list[str]]:
-    """``matched`` (the evidence's words, in the prompt's order) as the prompt's words, each with the
-    terms it was matched by: a chain of overlapping CJK bigrams is one word."""
-    spoken: list[list[str]] = []
-    for term in matched:
-        last = spoken[-1][-1] if spoken else ""
-        if len(term) == 2 and len(last) == 2 and is_cjk(term[0]) and last[1] == term[0]:
-            spoken[-1].append(term)
-        else:
-            spoken.append([term])
-    return spoken
-
-
 def _holding(index: Index, word: list[str]) -> int:
-    """About how many memories hold ``word`` (its terms, from ``_words_of``): those holding the word
+    """About how many memories hold ``word`` (its terms, from ``matched_words``): those holding the word
     itself or its stem; for a word the index holds only in parts (a CJK chain, "p-1458", a Korean word
     with its particle), those holding its rarest part, at most (a Korean word by its first bigram, its noun)."""
     if len(word) == 1:
