@@ -97,6 +97,14 @@ def is_hangul(char: str) -> bool:
     return 0x1100 <= code <= 0x11FF or 0x3130 <= code <= 0x318F or 0xAC00 <= code <= 0xD7A3
 
 
+def matching_terms(word: tuple[str, ...]) -> tuple[str, ...]:
+    """What stands for ``word`` (a word and its variants, as ``query_words`` gives them) when words are
+    matched: the word and all its variants, but a Korean word only itself and its first bigram. A Korean
+    word is its noun and then its particles ("테이블에"), so it starts with its noun; a bigram inside it
+    (the "테이" of "컨테이너", container) begins another noun as often as not ("테이블", table)."""
+    return word[:2] if len(word) > 1 and is_hangul(word[0][0]) else word
+
+
 def matched_words(terms: list[str]) -> list[list[str]]:
     """``terms`` (a prompt's words that matched, in its order) as the prompt's words, each with the
     terms it was matched by, each word once: a run of Chinese or Japanese is matched as its bigrams,

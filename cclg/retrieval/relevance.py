@@ -74,6 +74,7 @@ from cclg.core.text import (
     is_cjk,
     is_hangul,
     matched_words,
+    matching_terms,
     query_words,
     spelled,
     stem,
@@ -304,19 +305,12 @@ def _credit(word: tuple[str, ...], terms: set[str]) -> float:
         return 1.0
     if not terms.intersection(word[1:]).difference(STOPWORDS):  # "ipv4" is not matched by its scrap "i"
         return 0.0
-    if is_hangul(word[0][0]):  # a Korean word is its noun and then its particles: it starts with the noun
-        return 1.0 if word[1] in terms else 0.0
+    if is_hangul(word[0][0]):  # matched by its first bigram, its noun (matching_terms)
+        return 1.0 if terms.intersection(matching_terms(word)[1:]) else 0.0
     parts = compound_parts(word[0])
     if len(parts) < 2:
         return 1.0
     return sum(1 for part in parts if part in terms or stem(part) in terms) / len(parts)
-
-
-def _stands_for(word: tuple[str, ...]) -> tuple[str, ...]:
-    """The terms a prompt's word offers a memory's words (``_credit`` from the memory's side): all its
-    variants, but a Korean word only itself and its noun's first bigram, as when it is matched, so a
-    prompt's "컨테이너" (container) credits no memory word "테이블" (table) by the "테이" inside it."""
-    return word[:2] if is_hangul(word[0][0]) else word
 
 
 def _memory_texts(hit: Hit) -> list[str]:
@@ -363,7 +357,7 @@ def _evidence(
     similarity: dict[str, float],
 ) -> dict[str, Evidence]:
     total_weight = sum(weights)
-    prompt_terms = {t for word in groups for t in _stands_for(word)}
+    prompt_terms = {t for word in groups for t in matching_terms(word)}  # what a memory's words match
     owns = [[words(text) for text in _memory_texts(hit)] for hit in candidates[:MEMORY_SHARE_RANKS]]
     index.document_frequencies([t for texts in owns for own in texts for word in own for t in word])  # one query
     found: dict[str, Evidence] = {}

@@ -52,7 +52,7 @@ from cclg.core.ids import now_iso, short_id
 from cclg.core.labels import labels_of
 from cclg.core.records import MemoryNode, Record
 from cclg.core.store import Store
-from cclg.core.text import estimate_tokens, is_hangul, matched_words, spelled, stem, word_groups
+from cclg.core.text import estimate_tokens, matched_words, matching_terms, spelled, stem, word_groups
 from cclg.ledger.index import Index, read_fresh
 from cclg.retrieval import semantic, usage_prior
 from cclg.retrieval.query import Hit, View, Where
@@ -426,8 +426,7 @@ def _holding(index: Index, word: list[str]) -> int:
         _, docs = index.document_frequencies(forms)
         if max(docs.values()):
             return max(docs.values())
-        variants = [t for group in word_groups(word[0])[:1] for t in group[1:]]
-        word = variants[:1] if variants and all(is_hangul(c) for c in word[0]) else variants
+        word = [t for group in word_groups(word[0])[:1] for t in matching_terms(tuple(group))[1:]]
         if not word:
             return 0
     _, docs = index.document_frequencies(word)
