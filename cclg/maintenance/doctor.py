@@ -388,10 +388,23 @@ def diagnose(store: Store) -> Report:
     findings.extend(Finding(CONFIG, fmt.PATHS["config"], message) for message in store.settings.ignored)
     thresholds = sensors.settings(store)
     report = Report(root=str(store.root), counts=counts, findings=findings, refreshed=refreshed, sensors=thresholds)
-    report.notices = [*modes_noted, *scan.shared_notices(), *sync_notices(store)]
+    report.notices = [*modes_noted, *scan.shared_notices(), *sync_notices(store), *semantic_notices()]
     report.healed = _projection_health(store)
     report.semantic = semantic.answer_counts(store)
     return report
+
+
+SEMANTIC = "semantic recall"  # a notice: packs and search match words only, and why
+
+
+def semantic_notices() -> list[Finding]:
+    """A notice when the semantic signal is off by choice (``semantic.off_reason``): then a question
+    worded unlike the memory it needs (a paraphrase, another language) finds nothing."""
+    reason = semantic.off_reason()
+    if reason is None:
+        return []
+    message = f"off, since {reason}: packs and search match words only, and a question worded unlike its memory"
+    return [Finding(SEMANTIC, "semantic.sqlite", message + " (a paraphrase, another language) finds nothing")]
 
 
 SYNC = "team memory (cclg sync)"  # a notice: when each remote last synced, what waits, the open conflicts

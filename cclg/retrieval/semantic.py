@@ -125,6 +125,18 @@ def enabled() -> bool:
     return os.environ.get("CCLG_SEMANTIC", "").strip().lower() not in ("off", "0", "no", "false")
 
 
+def off_reason() -> str | None:
+    """Why packs and searches here get no semantic signal by the user's choice, in words for the user:
+    turned off by ``CCLG_SEMANTIC``, or no engine's package installed (the ``semantic`` extra); None when
+    a helper may answer. (An installed model that fails to load is a failure: ``turn_off`` logs it.)"""
+    if not enabled():
+        return f"it is turned off (CCLG_SEMANTIC={os.environ.get('CCLG_SEMANTIC', '').strip()})"
+    if not embed.installed():
+        packages = ", ".join(engine.package for engine in embed.ENGINES)
+        return f"{packages} is not installed (the `semantic` extra: pip install 'cclg[semantic]', where cclg is)"
+    return None
+
+
 def expected_uid() -> int:
     """The user the runtime folder, the socket and the helper behind it must belong to: this process's."""
     return os.geteuid()
