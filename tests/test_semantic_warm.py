@@ -271,8 +271,9 @@ def test_doctor_and_quickstart_say_when_semantic_recall_is_off_and_why(
     assert noted() == [] and api.semantic_off_reason() is None
 
 
-def test_quickstart_says_semantic_recall_is_off(tmp_path: Path) -> None:
-    """The tests run with ``CCLG_SEMANTIC=off``: quickstart's last lines say so, and what it costs."""
+def test_quickstart_and_install_say_semantic_recall_is_off(tmp_path: Path) -> None:
+    """The tests run with ``CCLG_SEMANTIC=off``: the last lines of quickstart and of install say so,
+    and what it costs."""
     folder = tmp_path / "plain"
     folder.mkdir()
     done = subprocess.run(
@@ -286,3 +287,11 @@ def test_quickstart_says_semantic_recall_is_off(tmp_path: Path) -> None:
         "semantic recall is off, since it is turned off (CCLG_SEMANTIC=off): the agent gets memories that share"
         " its words only"
     )
+    done = subprocess.run(
+        [sys.executable, "-m", "cclg", "--root", str(tmp_path / "store"), "install", "claude", "--dry-run"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith("the agent gets memories that share its words only")

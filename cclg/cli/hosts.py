@@ -86,6 +86,7 @@ def install_command(
         )
     elif host == "codex" and changes[0].added and not trusted:
         click.echo("Codex runs a new hook only once you trust it: open /hooks in Codex and trust each cclg-hook.")
+    _say_if_semantic_off()
 
 
 @click.command("uninstall")
@@ -153,6 +154,11 @@ def quickstart_command(ctx: click.Context, folder: Path, yes: bool, prompt: str)
         click.echo(escape_invisible(api.render(pack, "markdown").rstrip("\n")))
     else:
         click.echo("nothing: no memory is about it yet (try --prompt with words of your instruction files)")
+    _say_if_semantic_off()
+
+
+def _say_if_semantic_off() -> None:
+    """The line quickstart and install end with when packs will match words only (``api.semantic_off_reason``)."""
     off = api.semantic_off_reason()
     if off is not None:
         click.echo(f"\nsemantic recall is off, since {shown(off)}: the agent gets memories that share its words only")
