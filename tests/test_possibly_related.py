@@ -84,8 +84,8 @@ def test_overlapping_bigrams_of_one_japanese_word_are_one_shared_word(
 def test_a_japanese_word_the_prompt_says_twice_is_one_shared_word(
     store: Store, facts: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """ "ビルド" twice in a prompt is one word it shares, not the two words that point at a memory
-    (its bigrams are matched once for each run that holds them)."""
+    """A word said twice in a prompt ("ビルド") is one word it shares, not the two words that point at
+    a memory (its bigrams are matched once for each run that holds them)."""
     from cclg.retrieval import selection
 
     monkeypatch.setattr(selection, "RELATED_ONE_WORD_DOCS", 2)

@@ -244,9 +244,7 @@ def test_a_damaged_answer_count_file_counts_for_nothing_and_doctor_still_runs(st
     assert semantic.answer_counts(store) == {"answered": 3, "missed": 3}
 
 
-def test_doctor_and_quickstart_say_when_semantic_recall_is_off_and_why(
-    store: Store, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_doctor_notes_when_semantic_recall_is_off_and_why(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """A default install has no model (the ``semantic`` extra), and nothing else told its user: the pack's
     ``semantic = "off"`` is all they saw. doctor notes it (failing nothing), with what turns it on."""
     from cclg import api
