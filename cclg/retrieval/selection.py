@@ -367,10 +367,11 @@ def choose_related(
     already): a retired fact is never offered. The weight is the evidence as a share of what tier 1 asks."""
     by_words: dict[str, tuple[Hit, float, str]] = {}
     for hit, evidence in runner_up:
-        if evidence.strength < RELATED_STRENGTH or not evidence.matched or not _telling(view, evidence.matched):
+        if evidence.strength < RELATED_STRENGTH or not evidence.matched:
             continue
-        if view.holds(hit.id):
-            shared = ", ".join(spelled(word) for word in matched_words(evidence.matched)[:3])
+        spoken = matched_words(evidence.matched)
+        if _telling(view, spoken) and view.holds(hit.id):
+            shared = ", ".join(spelled(word) for word in spoken[:3])
             by_words[hit.id] = (hit, evidence.strength, f"shares the words {shared}")
     by_meaning: list[tuple[Hit, float, str]] = []
     ranked = sorted(nearest or [], key=lambda item: -item[1])
@@ -407,13 +408,12 @@ def _similarity_bar(view: View) -> float:
     return min(RELATED_SIMILARITY, RELATED_SIMILARITY_SMALL + rise)
 
 
-def _telling(view: View, matched: list[str]) -> bool:
-    """Whether the prompt's words a runner-up shares point at it: two or more, or one that at most
-    ``RELATED_ONE_WORD_DOCS`` memories hold: one word of the prompt that hundreds of memories hold
-    ("list", "time", "firmware") offers one of hundreds, which says nothing. A Chinese or Japanese run
-    is weighed as its bigrams, so the overlapping bigrams matched in a row ("コマ", "マン", "ンド") are
-    one word of the prompt ("コマンド"), not three."""
-    spoken = matched_words(matched)
+def _telling(view: View, spoken: list[list[str]]) -> bool:
+    """Whether the prompt's words a runner-up shares (``matched_words`` of its evidence) point at it: two
+    or more, or one that at most ``RELATED_ONE_WORD_DOCS`` memories hold: one word of the prompt that
+    hundreds of memories hold ("list", "time", "firmware") offers one of hundreds, which says nothing.
+    A Chinese or Japanese run is weighed as its bigrams, so the overlapping bigrams matched in a row
+    ("コマ", "マン", "ンド") are one word of the prompt ("コマンド"), not three."""
     return len(spoken) > 1 or _holding(view.index, spoken[0]) <= RELATED_ONE_WORD_DOCS
 
 
